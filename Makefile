@@ -1,0 +1,77 @@
+# pagecontext: every target sets up what it needs, idempotently.
+#   make demo   serve the demo (page http://127.0.0.1:8000, assistant http://localhost:8001)
+#   make test   unit + e2e tests in real Chromium
+#   make check  mypy --strict and ruff
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CHROMIUM ?= /usr/bin/chromium
+SITE := build/site
+WHEELS_DL := build/wheels
+PYSRC := $(shell find pysrc -name '*.py' -not -path '*/__pycache__/*')
+WEB := $(shell find web -type f) index.html
+
+export PAGECONTEXT_CHROMIUM ?= $(CHROMIUM)
+export PYTHONPATH := $(CURDIR)/pysrc
+
+.PHONY: all demo test unit e2e check setup browser clean
+
+all: $(SITE)/.stamp
+
+$(VENV)/.stamp: pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
+# Third-party browser wheels, pinned by hash (pip refuses anything else).
+$(WHEELS_DL)/.stamp: browser-wheels.txt $(VENV)/.stamp
+	mkdir -p $(WHEELS_DL)
+	$(PY) -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+	  --implementation cp --python-version 3.14 --abi cp314 \
+	  --platform pyemscripten_2026_0_wasm32 --platform any \
+	  -r browser-wheels.txt -d $(WHEELS_DL)
+	touch $@
+
+# Everything the browser loads, assembled into one folder the server serves.
+$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) pyproject.toml
+	$(PY) -m pagecontext assemble --out $(SITE) --wheels $(WHEELS_DL)
+	touch $@
+
+setup: $(SITE)/.stamp browser
+
+# Debian's Chromium drives the e2e tests (Playwright cannot download browsers here).
+browser:
+	@if [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "Chromium not found at $(PAGECONTEXT_CHROMIUM): install it or set PAGECONTEXT_CHROMIUM" >&2; exit 1; \
+	  fi; \
+	fi
+
+demo: $(SITE)/.stamp
+	$(PY) -m pagecontext demo
+
+unit: $(VENV)/.stamp
+	$(PY) -m pytest tests -q
+
+e2e: setup
+	$(PY) -m pytest e2e -q
+
+test: setup
+	$(PY) -m pytest tests e2e -q
+
+check: $(VENV)/.stamp
+	$(PY) -m mypy
+	$(PY) -m ruff check pysrc tests e2e
+	$(PY) -m ruff format --check pysrc tests e2e
+
+clean:
+	rm -rf build

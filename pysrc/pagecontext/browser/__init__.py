@@ -1,0 +1,1 @@
+"""Browser bindings: the MicroPython main-thread edge and the Pyodide worker side."""

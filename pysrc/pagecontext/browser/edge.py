@@ -1,0 +1,511 @@
+"""The main-thread edge of a pagecontext frame, run by MicroPython.
+
+Owns what must happen on the main thread and nothing more:
+
+- the window half of the handshake (PROTOCOL.md section 2): minting the nonce and
+  navigating the child (embedder), reading and removing the nonce (child), and the
+  exact-origin and `event.source` checks on `ready` and `connect`;
+- handing the bound MessagePort to the core's Worker, which holds it from then on;
+- the DOM adapter: reading the page's registry of rendered objects and its selection
+  events, applying highlight, locate, clear-highlight and refresh to the objects the
+  registry holds (never through a selector built from a message);
+- the assistant panel's few elements: the chip, the receipt, the buttons;
+- publishing state on `<html>` for styles and tests (`data-pc-state` and counters).
+
+Written in the Python subset MicroPython runs (see windowrules). Every listener proxy
+is created through `ProxyOwner`, which removes and drops them all on `close()`.
+"""
+
+import json
+
+import js  # type: ignore[import-not-found]
+from jsffi import create_proxy, to_js  # type: ignore[import-not-found]
+
+from pagecontext.windowrules import (
+    NONCE_BYTES,
+    child_url,
+    connect_message,
+    encode_nonce,
+    handshake_type,
+    origin_allowed,
+    read_nonce,
+    ready_message,
+)
+
+STORAGE_KEY = "pagecontext:assistant"
+
+
+class ProxyOwner:
+    """Owns the proxies of every listener the edge adds, and removes them on release.
+
+    MicroPython's proxies have no explicit destroy: removing the listener and dropping
+    the last reference lets both collectors reclaim them.
+    """
+
+    def __init__(self):
+        self._entries = []
+
+    def listen(self, target, event_name, handler):
+        """Add `handler` as a listener and keep its proxy; return the proxy."""
+        proxy = create_proxy(handler)
+        target.addEventListener(event_name, proxy)
+        self._entries.append((target, event_name, proxy))
+        return proxy
+
+    def release(self):
+        """Remove every listener this owner added and drop the proxies."""
+        for target, event_name, proxy in self._entries:
+            target.removeEventListener(event_name, proxy)
+        self._entries = []
+
+    def __len__(self):
+        return len(self._entries)
+
+
+_HOST = []
+
+
+def _plain(value):
+    """Return a JS value as plain Python data through JSON, or None if it is not JSON.
+
+    The boot script's `host.json` does the stringify, since MicroPython cannot catch
+    the exception a BigInt or a cycle raises.
+    """
+    text = _HOST[0].json(value)
+    if not isinstance(text, str):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _random_id():
+    buf = js.Uint8Array.new(NONCE_BYTES)
+    js.crypto.getRandomValues(buf)
+    return encode_nonce(bytes([buf[i] for i in range(NONCE_BYTES)]))
+
+
+def _attr_value(text):
+    """Read a `data-pc-value` attribute: JSON scalars keep their type, else the text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return text
+
+
+class Edge:
+    """One frame's main-thread edge. `start()` makes it; `close()` undoes everything."""
+
+    def __init__(self, config, worker, host):
+        self.host = host
+        self.role = config.role
+        self.position = config.position
+        self.peer_origin = config.peerOrigin
+        self.worker = worker
+        self.root = js.document.documentElement
+        self.owner = ProxyOwner()
+        self.rejected = {}
+        self.nonce = None
+        self.connect_sent = False
+        self.frame = None
+        self.child_src = None
+        self.registry = {}  # componentId -> {resourceRef: element}
+        self.components = {}  # componentId -> component element
+        self.pending_refresh = {}  # componentId -> [commandId]
+        self.state = {}
+        self.owner.listen(worker, "message", self._from_worker)
+        self.owner.listen(js.window, "message", self._from_window)
+        self._set_state("booting")
+        self.instance_id = _random_id()
+        init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
+        if self.role == "assistant":
+            saved = self._load()
+            conversation_id = saved.get("conversationId")
+            if not isinstance(conversation_id, str):
+                conversation_id = _random_id()
+            self.conversation_id = conversation_id
+            init["conversationId"] = conversation_id
+            init["restored"] = saved
+        self._to_worker(init)
+        if self.role == "page":
+            self._start_page_dom()
+        else:
+            self._start_panel()
+        if self.position == "embedder":
+            self._start_embedder()
+        else:
+            self._start_child()
+
+    # -- publishing -------------------------------------------------------------------
+
+    def _set_state(self, state):
+        self.root.setAttribute("data-pc-state", state)
+
+    def _reject(self, reason):
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        total = 0
+        for count in self.rejected.values():
+            total += count
+        self.root.setAttribute("data-pc-window-rejected", str(total))
+
+    def _to_worker(self, message, transfer=None):
+        if transfer is None:
+            self.worker.postMessage(to_js(message))
+        else:
+            self.worker.postMessage(to_js(message), transfer)
+
+    # -- handshake: embedder ------------------------------------------------------------
+
+    def _start_embedder(self):
+        self.frame = js.document.querySelector("[data-pc-child]")
+        self.child_src = self.frame.getAttribute("data-pc-src")
+        self._navigate_child()
+
+    def _navigate_child(self):
+        """Mint a fresh single-use nonce and load the child with it."""
+        self.nonce = _random_id()
+        self.connect_sent = False
+        self.frame.src = child_url(self.child_src, self.nonce)
+
+    def _from_window(self, event):
+        source = event.source
+        if self.position == "embedder":
+            expected = self.frame.contentWindow if self.frame is not None else None
+        else:
+            expected = js.window.parent
+        # None never equals a window: a null source or a detached frame never matches.
+        if source is None or expected is None or source != expected:
+            self._reject("source")
+            return
+        if not origin_allowed(event.origin, self.peer_origin):
+            self._reject("origin")
+            return
+        data = _plain(event.data)
+        kind = handshake_type(data)
+        wanted = "ready" if self.position == "embedder" else "connect"
+        if kind != wanted or data["role"] == self.role:
+            self._reject("malformed")
+            return
+        if self.position == "embedder":
+            self._on_ready()
+        else:
+            self._on_connect(event, data)
+
+    def _on_ready(self):
+        if self.connect_sent:
+            # The child loaded a new document: its nonce is spent. Drop the old binding
+            # and navigate it again with a new nonce; it never gets a second connect.
+            self._to_worker({"kind": "child-reloaded"})
+            self._navigate_child()
+            return
+        channel = js.MessageChannel.new()
+        if self.role == "page":
+            hello = connect_message("page", self.instance_id)
+        else:
+            hello = connect_message("assistant", self.instance_id, self.conversation_id)
+        self.frame.contentWindow.postMessage(to_js(hello), self.peer_origin, [channel.port2])
+        self._to_worker({"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1])
+        self.connect_sent = True
+
+    # -- handshake: child ---------------------------------------------------------------
+
+    def _start_child(self):
+        self._take_nonce()
+        self.owner.listen(js.window, "hashchange", self._on_hashchange)
+
+    def _take_nonce(self):
+        """Read the nonce once from the URL, remove it, and announce readiness."""
+        location = js.window.location
+        nonce = read_nonce(location.hash)
+        if location.hash:
+            js.history.replaceState(js.history.state, "", location.pathname + location.search)
+        if nonce is not None:
+            self.nonce = nonce
+        js.window.parent.postMessage(to_js(ready_message(self.role)), self.peer_origin)
+
+    def _on_hashchange(self, event):
+        if read_nonce(js.window.location.hash) is not None:
+            self._take_nonce()
+
+    def _on_connect(self, event, data):
+        ports = event.ports
+        if self.nonce is None or ports is None or ports.length != 1:
+            self._reject("no-nonce" if self.nonce is None else "ports")
+            return
+        message = {"kind": "port", "position": "child", "nonce": self.nonce, "peer": data}
+        self._to_worker(message, [ports[0]])
+        self.nonce = None
+
+    # -- worker messages ----------------------------------------------------------------
+
+    def _from_worker(self, event):
+        message = _plain(event.data)
+        if not isinstance(message, dict):
+            return
+        kind = message.get("kind")
+        if kind == "ready":
+            self._set_state("ready")
+        elif kind == "bound":
+            self._set_state("bound")
+        elif kind == "unbound":
+            self._set_state("ready")
+        elif kind == "failed":
+            self._set_state("failed")
+            js.console.error("pagecontext worker failed: " + str(message.get("error")))
+        elif kind == "apply":
+            self._apply(message)
+        elif kind == "selected":
+            self.root.setAttribute("data-pc-revision", str(message.get("revision")))
+        elif kind == "shared":
+            self.root.setAttribute("data-pc-shared-revision", str(message.get("revision")))
+        elif kind == "state":
+            self.state = message
+            self._set_state("bound" if message.get("bound") else "ready")
+            self._render_panel(message)
+        elif kind == "persist":
+            self._save(message.get("value"))
+
+    # -- page DOM adapter ---------------------------------------------------------------
+
+    def _start_page_dom(self):
+        doc = js.document
+        self.owner.listen(doc, "pagecontext:rendered", self._on_rendered)
+        self.owner.listen(doc, "click", self._on_click)
+        components = doc.querySelectorAll("[data-pc-component]")
+        for i in range(components.length):
+            self._scan(components[i])
+
+    def _on_rendered(self, event):
+        self._scan(event.target)
+
+    def _scan(self, component):
+        """Rebuild one component's registry from the DOM and report its view."""
+        component_id = component.getAttribute("data-pc-component")
+        if not component_id:
+            return
+        rows = component.querySelectorAll("[data-pc-resource-ref]")
+        refs = {}
+        for i in range(rows.length):
+            row = rows[i]
+            refs[row.getAttribute("data-pc-resource-ref")] = row
+        self.registry[component_id] = refs
+        self.components[component_id] = component
+        shareable = []
+        for item in (component.getAttribute("data-pc-shareable") or "").split():
+            name, _, unit = item.partition(":")
+            shareable.append([name, unit or None])
+        try:
+            filters = json.loads(component.getAttribute("data-pc-filters") or "{}")
+        except ValueError:
+            filters = {}
+        self._to_worker(
+            {
+                "kind": "view",
+                "componentId": component_id,
+                "pageId": component.getAttribute("data-pc-page") or "page",
+                "filters": filters if isinstance(filters, dict) else {},
+                "generation": int(component.getAttribute("data-pc-generation") or "0"),
+                "refs": list(refs.keys()),
+                "shareable": shareable,
+            }
+        )
+        for command_id in self.pending_refresh.pop(component_id, []):
+            self._ui_done(command_id, "applied", "ok")
+
+    def _on_click(self, event):
+        target = event.target
+        if target is None or not hasattr(target, "closest"):
+            return
+        if target.closest("[data-pc-ask]") is not None:
+            self._to_worker({"kind": "share"})
+            return
+        row = target.closest("[data-pc-resource-ref]")
+        component = row.closest("[data-pc-component]") if row is not None else None
+        if component is None:
+            return
+        component_id = component.getAttribute("data-pc-component")
+        ref = row.getAttribute("data-pc-resource-ref")
+        if self.registry.get(component_id, {}).get(ref) != row:
+            return  # not an object this component reported as rendered
+        values = {}
+        cells = row.querySelectorAll("[data-pc-field]")
+        for i in range(cells.length):
+            cell = cells[i]
+            raw = cell.getAttribute("data-pc-value")
+            value = _attr_value(raw) if raw is not None else cell.textContent
+            values[cell.getAttribute("data-pc-field")] = value
+        for el in self.registry[component_id].values():
+            el.removeAttribute("aria-selected")
+        row.setAttribute("aria-selected", "true")
+        self._to_worker(
+            {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
+        )
+
+    def _apply(self, message):
+        command_id = message["commandId"]
+        component_id = message["componentId"]
+        objects = self.registry.get(component_id)
+        component = self.components.get(component_id)
+        if objects is None or component is None:
+            self._ui_done(command_id, "not-found", "not-rendered")
+            return
+        action = message["action"]
+        if action == "clear-highlight":
+            for el in objects.values():
+                el.removeAttribute("data-pc-highlight")
+            self._ui_done(command_id, "applied", "ok")
+            return
+        if action == "refresh":
+            self.pending_refresh.setdefault(component_id, []).append(command_id)
+            component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
+            return
+        element = objects.get(message.get("resourceRef"))
+        if element is None or not element.isConnected:
+            self._ui_done(command_id, "not-found", "not-rendered")
+            return
+        if action == "highlight":
+            tone = message.get("tone")
+            if tone == "focus":
+                for el in objects.values():
+                    if el.getAttribute("data-pc-highlight") == "focus":
+                        el.removeAttribute("data-pc-highlight")
+            element.setAttribute("data-pc-highlight", tone)
+        elif action == "locate":
+            element.scrollIntoView(to_js({"block": "nearest"}))
+            element.focus(to_js({"preventScroll": True}))
+        self._ui_done(command_id, "applied", "ok")
+
+    def _ui_done(self, command_id, status, reason):
+        self._to_worker({"kind": "ui-done", "commandId": command_id, "status": status, "reason": reason})
+
+    # -- assistant panel ----------------------------------------------------------------
+
+    def _start_panel(self):
+        doc = js.document
+        self.owner.listen(doc.querySelector("[data-pc-show]"), "click", self._on_show)
+        self.owner.listen(doc.querySelector("[data-pc-chips]"), "click", self._on_chip_click)
+
+    def _load(self):
+        try:
+            saved = json.loads(self.host.load(STORAGE_KEY) or "{}")
+        except ValueError:
+            saved = {}
+        return saved if isinstance(saved, dict) else {}
+
+    def _save(self, value):
+        # Storage may be denied (blocked third-party storage): the conversation then
+        # lives in memory only, and the panel says so through data-pc-storage.
+        if not self.host.save(STORAGE_KEY, json.dumps(value)):
+            self.root.setAttribute("data-pc-storage", "unavailable")
+
+    def _on_show(self, event):
+        self._to_worker({"kind": "show"})
+
+    def _on_chip_click(self, event):
+        if event.target.closest("[data-pc-chip-remove]") is not None:
+            self._to_worker({"kind": "remove-chip"})
+
+    def _render_panel(self, state):
+        doc = js.document
+        chips = doc.querySelector("[data-pc-chips]")
+        chips.replaceChildren()
+        chip = state.get("chip")
+        show = doc.querySelector("[data-pc-show]")
+        show.disabled = chip is None
+        if chip is not None:
+            chips.append(_chip_element(chip))
+        receipt = doc.querySelector("[data-pc-receipt]")
+        command = state.get("command")
+        if command is None:
+            receipt.removeAttribute("data-pc-receipt-status")
+            receipt.textContent = ""
+            return
+        status, detail = _receipt_summary(command)
+        receipt.setAttribute("data-pc-receipt-status", status)
+        receipt.textContent = detail
+
+    def close(self):
+        """Remove every listener and drop every proxy; the worker is terminated."""
+        self.owner.release()
+        self.worker.terminate()
+        self._set_state("closed")
+
+
+def _text(tag, text, cls=None):
+    el = js.document.createElement(tag)
+    el.textContent = text
+    if cls:
+        el.className = cls
+    return el
+
+
+def _format_value(value):
+    if isinstance(value, dict):
+        return str(value.get("value")) + " " + str(value.get("unit"))
+    return str(value)
+
+
+def _chip_element(chip):
+    """Build the chip: what the user saw, as they saw it, with a remove button."""
+    el = js.document.createElement("div")
+    el.setAttribute("data-pc-chip", chip["resourceRef"])
+    el.setAttribute("data-pc-chip-revision", str(chip["revision"]))
+    if chip.get("restored"):
+        el.setAttribute("data-pc-chip-restored", "true")
+    el.className = "pc-chip"
+    el.append(_text("div", chip["resourceRef"], "pc-chip-title"))
+    snapshot = chip.get("snapshot") or {}
+    values = js.document.createElement("dl")
+    for name in snapshot:
+        values.append(_text("dt", name))
+        dd = _text("dd", _format_value(snapshot[name]))
+        dd.setAttribute("data-pc-chip-field", name)
+        values.append(dd)
+    el.append(values)
+    filters = chip.get("filters") or {}
+    parts = []
+    for name in filters:
+        parts.append(name + "=" + json.dumps(filters[name]))
+    meta = "filters: " + (", ".join(parts) if parts else "none")
+    meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
+    el.append(_text("div", meta, "pc-chip-meta"))
+    remove = _text("button", "×", "pc-chip-remove")
+    remove.setAttribute("type", "button")
+    remove.setAttribute("aria-label", "Remove context")
+    remove.setAttribute("data-pc-chip-remove", "")
+    el.append(remove)
+    return el
+
+
+def _receipt_summary(command):
+    """Return (status, text) for the last command: the UI layer once it settles."""
+    received = command.get("received") or {}
+    ui = command.get("ui") or {}
+    layer = ui if ui.get("state") not in (None, "pending") else received
+    status = layer.get("state") or "pending"
+    text = command.get("action", "") + ": " + status
+    if layer.get("reason"):
+        text += " (" + str(layer.get("reason")) + ")"
+    if layer.get("late"):
+        text += ", late receipt: " + str(layer.get("lateStatus"))
+    return status, text
+
+
+_EDGE = []
+
+
+def start(config, worker, host):
+    """Start this frame's edge with its config, the core's Worker and the boot host."""
+    _HOST[:] = [host]
+    edge = Edge(config, worker, host)
+    _EDGE.append(edge)
+    return edge
+
+
+def current():
+    """Return the running edge (for the page's own Python code), or None."""
+    return _EDGE[-1] if _EDGE else None

@@ -1,0 +1,240 @@
+"""The Worker side of a pagecontext frame, run by Pyodide.
+
+Owns the bound MessagePort and drives the sans-IO session (`pagecontext.session`):
+it converts what arrives (edge messages, port messages, timer ticks) into session
+calls and carries out the effects the session returns. Every proxy it creates is
+kept by `WorkerBinding` and destroyed when the port or the worker closes.
+
+Conversion happens here, at the edge: port messages are walked into plain Python
+data, and anything that is not plain JSON-compatible data (a Map, a Date, an
+ArrayBuffer, a class instance) is refused before it reaches the core.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import js  # type: ignore[import-not-found]
+from pyodide.ffi import JsProxy, create_once_callable, create_proxy, jsnull, to_js
+
+from pagecontext.session import (
+    AssistantSession,
+    ClosePort,
+    Effect,
+    PageSession,
+    ToEdge,
+    ToPeer,
+)
+
+MAX_DEPTH = 16
+
+
+class NotPlainData(ValueError):
+    """A port message held something other than plain JSON-compatible data."""
+
+
+def to_plain(value: Any, depth: int = 0) -> Any:
+    """Return `value` (a JS value seen from Python) as dicts, lists and scalars.
+
+    Raises NotPlainData for any object that is not a plain object or array, and for
+    nesting deeper than MAX_DEPTH.
+    """
+    if value is jsnull:
+        return None  # JSON null; Pyodide keeps it distinct from undefined
+    if not isinstance(value, JsProxy):
+        return value
+    if depth > MAX_DEPTH:
+        raise NotPlainData("too deep")
+    if js.Array.isArray(value):
+        return [to_plain(item, depth + 1) for item in value]
+    proto = js.Object.getPrototypeOf(value)
+    if proto is not None and proto != js.Object.prototype:
+        raise NotPlainData("not a plain object")
+    keys = js.Object.keys(value)
+    return {str(key): to_plain(js.Reflect.get(value, key), depth + 1) for key in keys}
+
+
+def _js(message: dict[str, object]) -> Any:
+    return to_js(message, dict_converter=js.Object.fromEntries)
+
+
+def _new_id() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def _now() -> float:
+    return float(js.Date.now())
+
+
+class WorkerBinding:
+    """Joins the session to the worker scope and the bound port."""
+
+    def __init__(self, scope: Any) -> None:
+        self.scope = scope
+        self.session: PageSession | AssistantSession | None = None
+        self.port: Any = None
+        self._port_proxy: Any = None
+        self._timer: int | None = None
+        self._timer_proxy: Any = None
+        self.rejected_plain = 0
+        self._edge_proxy = create_proxy(self._from_edge)
+        scope.onmessage = self._edge_proxy
+
+    # -- edge messages ------------------------------------------------------------------
+
+    def _from_edge(self, event: Any) -> None:
+        message = to_plain(event.data)
+        kind = message.get("kind")
+        session = self.session
+        if kind == "init":
+            self._init(message)
+            return
+        if session is None:
+            return
+        effects: list[Effect] = []
+        if kind == "port":
+            self._take_port(event.ports[0])
+            effects = session.attach_port(message["position"], message.get("nonce"), message.get("peer"))
+        elif kind == "child-reloaded":
+            effects = session.child_reloaded()
+        elif isinstance(session, PageSession):
+            effects = self._page_event(session, kind, message)
+        else:
+            effects = self._assistant_event(session, kind, message)
+        self._run(effects)
+
+    def _init(self, message: dict[str, Any]) -> None:
+        if message["role"] == "page":
+            self.session = PageSession(
+                page_instance_id=message["instanceId"], clock=_now, new_id=_new_id
+            )
+        else:
+            session = AssistantSession(
+                instance_id=message["instanceId"],
+                conversation_id=message["conversationId"],
+                clock=_now,
+                new_id=_new_id,
+            )
+            session.restore(message.get("restored") or {})
+            self.session = session
+            self._run([session.state()])
+        self.scope.postMessage(_js({"kind": "ready"}))
+
+    @staticmethod
+    def _page_event(session: PageSession, kind: str, message: dict[str, Any]) -> list[Effect]:
+        if kind == "view":
+            session.on_view(
+                message["componentId"],
+                page_id=message["pageId"],
+                filters=message["filters"],
+                generation=message["generation"],
+                refs=message["refs"],
+                shareable=[(name, unit) for name, unit in message["shareable"]],
+            )
+            return []
+        if kind == "select":
+            return session.on_select(message["componentId"], message["resourceRef"], message["values"])
+        if kind == "share":
+            return session.share()
+        if kind == "ui-done":
+            return session.on_ui_done(message["commandId"], message["status"], message["reason"])
+        return []
+
+    @staticmethod
+    def _assistant_event(
+        session: AssistantSession, kind: str, message: dict[str, Any]
+    ) -> list[Effect]:
+        if kind == "show":
+            return session.show()
+        if kind == "remove-chip":
+            return session.remove_chip()
+        return []
+
+    # -- the bound port -----------------------------------------------------------------
+
+    def _take_port(self, port: Any) -> None:
+        self._close_port()
+        self.port = port
+        self._port_proxy = create_proxy(self._from_port)
+        port.onmessage = self._port_proxy
+
+    def _close_port(self) -> None:
+        if self.port is not None:
+            self.port.onmessage = None
+            self.port.close()
+            self.port = None
+        if self._port_proxy is not None:
+            self._port_proxy.destroy()
+            self._port_proxy = None
+
+    def _from_port(self, event: Any) -> None:
+        if self.session is None:
+            return
+        try:
+            raw = to_plain(event.data)
+        except NotPlainData:
+            self.rejected_plain += 1
+            return
+        self._run(self.session.on_port_message(raw))
+
+    # -- effects and the deadline timer -------------------------------------------------
+
+    def _run(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            if isinstance(effect, ToPeer):
+                if self.port is not None:
+                    self.port.postMessage(_js(effect.message))
+            elif isinstance(effect, ToEdge):
+                self.scope.postMessage(_js(effect.message))
+            elif isinstance(effect, ClosePort):
+                self._close_port()
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        session = self.session
+        if not isinstance(session, AssistantSession):
+            return
+        deadline = session.ledger.next_deadline()
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+            self._timer = None
+            if self._timer_proxy is not None:
+                self._timer_proxy.destroy()
+                self._timer_proxy = None
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - _now()) + 1
+        self._timer_proxy = create_once_callable(self._on_timer)
+        self._timer = js.setTimeout(self._timer_proxy, delay)
+
+    def _on_timer(self) -> None:
+        # The once-callable destroys itself when it runs.
+        self._timer = None
+        self._timer_proxy = None
+        if isinstance(self.session, AssistantSession):
+            self._run(self.session.tick())
+
+    def close(self) -> None:
+        """Close the port and destroy every proxy this binding created."""
+        self._close_port()
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+        self._timer = None
+        self.scope.onmessage = None
+        self._edge_proxy.destroy()
+
+
+_BINDINGS: list[WorkerBinding] = []
+
+
+def start(scope: Any, early: Any) -> WorkerBinding:
+    """Take over the worker scope and replay the messages that arrived during boot."""
+    binding = WorkerBinding(scope)
+    _BINDINGS.append(binding)
+    handler: Callable[[Any], None] = binding._from_edge
+    for event in early:
+        handler(event)
+    early.length = 0
+    return binding

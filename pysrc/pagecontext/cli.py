@@ -1,0 +1,134 @@
+"""The `pagecontext` command line: `demo` serves the two origins, `assemble` builds the site.
+
+This module owns argument parsing and turning failures into one-line messages and
+exit codes. The server is imported only when a command needs it, so `--help`
+works without the `server` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["find_repo_root", "main"]
+
+EXIT_USAGE = 2
+
+
+def find_repo_root(start: Path | None = None) -> Path:
+    """Return the nearest folder at or above `start` holding index.html and web/.
+
+    `start` defaults to this package's folder; without a match, the current
+    working directory is returned (the caller checks it).
+    """
+    here = (start or Path(__file__)).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "index.html").is_file() and (folder / "web").is_dir():
+            return folder
+    return Path.cwd()
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, got {port}")
+    return port
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pagecontext",
+        description="Hand an embedded AI assistant exactly what the user is looking at.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="serve the demo page and assistant on two origins")
+    demo.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="host the servers bind to and the page origin uses (default: %(default)s)",
+    )
+    demo.add_argument("--page-port", type=_port, default=8000, help="default: %(default)s")
+    demo.add_argument(
+        "--assistant-host",
+        default="localhost",
+        help="host name of the assistant origin; must differ from --host so the "
+        "browser keeps the two apart (default: %(default)s)",
+    )
+    demo.add_argument("--assistant-port", type=_port, default=8001, help="default: %(default)s")
+    demo.add_argument(
+        "--db", type=Path, default=None, help="SQLite demo database (default: ROOT/build/demo.db)"
+    )
+    demo.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="folder holding index.html and web/ (default: found from the package)",
+    )
+
+    assemble = commands.add_parser(
+        "assemble", help="assemble everything the browser loads into one folder"
+    )
+    assemble.add_argument("--out", type=Path, required=True, help="the site folder to write")
+    assemble.add_argument(
+        "--wheels", type=Path, required=True, help="folder of the downloaded browser wheels"
+    )
+    assemble.add_argument(
+        "--root", type=Path, default=None, help="the repository (default: found from the package)"
+    )
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    root: Path = args.root if args.root is not None else find_repo_root()
+    if not (root / "index.html").is_file():
+        print(
+            f"pagecontext: no index.html in {root} (use --root to point at the repository)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+    from pagecontext.server.app import ServerConfig
+    from pagecontext.server.run import serve
+
+    config = ServerConfig(
+        root=root,
+        db_path=args.db,
+        page_host=args.host,
+        page_port=args.page_port,
+        assistant_host=args.assistant_host,
+        assistant_port=args.assistant_port,
+        bind_host=args.host,
+    )
+    return serve(config)
+
+
+def _assemble(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from pagecontext.server.site import SiteError, assemble
+
+    root: Path = args.root if args.root is not None else find_repo_root()
+    try:
+        assemble(root, args.out, args.wheels)
+    except (SiteError, subprocess.CalledProcessError) as error:
+        print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with `argv` (default: sys.argv[1:]); return the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return _demo(args)
+    if args.command == "assemble":
+        return _assemble(args)
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE

@@ -1,0 +1,393 @@
+"""The wire models of PROTOCOL.md and the one function that admits a raw message.
+
+This module owns the shape of every message on the bound port (sections 3-5 of
+PROTOCOL.md), the configurable payload limits, and `parse_message`, the single gate a
+raw value passes before any other code looks at it. Fields are snake_case in Python and
+camelCase on the wire; validation is strict (a revision given as a float, bool or string
+is rejected, never coerced) and nothing extra is accepted anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Final, Literal, Self, TypeAlias
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.types import AllowInfNan
+
+from pagecontext.errors import MessageRejected
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_SAFE_INTEGER",
+    "MESSAGE_ID_PATTERN",
+    "NONCE_PATTERN",
+    "PROTOCOL",
+    "VERSION",
+    "Action",
+    "ByeMessage",
+    "CommandMessage",
+    "ConnectedMessage",
+    "ContextMessage",
+    "ConversationMessage",
+    "Limits",
+    "Message",
+    "Quantity",
+    "ReceiptMessage",
+    "ReceiptStatus",
+    "Role",
+    "Scalar",
+    "Selection",
+    "SelectionClearedMessage",
+    "Target",
+    "dump_message",
+    "parse_message",
+]
+
+PROTOCOL: Final = "pagecontext"
+VERSION: Final = 1
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+MESSAGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# 128 random bits in base64url without padding are exactly 22 characters.
+NONCE_PATTERN = r"^[A-Za-z0-9_-]{22}$"
+_REASON_PATTERN = r"^[a-z0-9-]{1,64}$"
+# [0-9] rather than \d: pydantic's Rust regex engine treats \d as any Unicode digit.
+_OBSERVED_AT_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
+_MESSAGE_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Keys that would reach Object.prototype if a peer's JS ever merged the payload.
+_FORBIDDEN_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Payload limits applied by `parse_message` (PROTOCOL.md section 4 defaults).
+
+    Depth counts nested objects and arrays: the message object itself is depth 1.
+    """
+
+    max_id_chars: int = 256
+    max_filter_keys: int = 32
+    max_snapshot_fields: int = 64
+    max_string_chars: int = 1024
+    max_message_bytes: int = 16384
+    max_depth: int = 8
+    max_detail_chars: int = 200
+
+
+DEFAULT_LIMITS = Limits()
+
+# The model config is strict, so `str | bool | int | float | None` never coerces: True is
+# not 1, "1" is not 1, and 1.0 is not accepted where an int is required.
+_FiniteFloat = Annotated[float, AllowInfNan(False)]
+Scalar: TypeAlias = str | bool | int | _FiniteFloat | None
+Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
+MessageId = Annotated[str, StringConstraints(pattern=MESSAGE_ID_PATTERN)]
+# Ids are opaque data: only their length is bounded (by Limits.max_id_chars, after
+# validation). A resourceRef that looks like a selector is still just an id.
+Identifier = Annotated[str, StringConstraints(min_length=1)]
+Role = Literal["page", "assistant"]
+Action = Literal["highlight", "locate", "refresh", "clear-highlight"]
+ReceiptStatus = Literal["applied", "stale-context", "not-found", "rejected"]
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+class _WireModel(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class Quantity(_WireModel):
+    """A snapshot value with its unit, as the user saw it."""
+
+    value: Scalar
+    unit: str
+
+
+class Selection(_WireModel):
+    """What the user selected: a reference to re-query plus what they saw, and when."""
+
+    page_id: Identifier
+    component_id: Identifier
+    resource_ref: Identifier
+    observed_at: Annotated[str, StringConstraints(pattern=_OBSERVED_AT_PATTERN)]
+    filters: dict[str, Scalar | list[Scalar]]
+    snapshot: dict[str, Scalar | Quantity] | None = Field(default=None, exclude_if=_is_none)
+
+
+class Target(_WireModel):
+    """The object a command points at; no resourceRef means the component itself."""
+
+    component_id: Identifier
+    resource_ref: Identifier | None = Field(default=None, exclude_if=_is_none)
+
+
+class _Envelope(_WireModel):
+    # protocol and version default so Python code need not repeat them; on the wire
+    # their presence and exact values are checked by parse_message before validation.
+    protocol: Literal["pagecontext"] = PROTOCOL
+    version: Literal[1] = VERSION
+    message_id: MessageId
+    page_instance_id: Identifier
+    conversation_id: Identifier
+
+
+class ContextMessage(_Envelope):
+    """page -> assistant: the user's selection at `selection_revision`."""
+
+    type: Literal["context"] = "context"
+    selection_revision: Revision
+    selection: Selection
+
+
+class SelectionClearedMessage(_Envelope):
+    """page -> assistant: the user cleared the selection; the revision still increases."""
+
+    type: Literal["selection-cleared"] = "selection-cleared"
+    selection_revision: Revision
+
+
+class ReceiptMessage(_Envelope):
+    """page -> assistant: the outcome of a command at one layer."""
+
+    type: Literal["receipt"] = "receipt"
+    command_id: MessageId
+    layer: Literal["received", "ui"]
+    status: ReceiptStatus
+    reason: Annotated[str, StringConstraints(pattern=_REASON_PATTERN)]
+    detail: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, exclude_if=_is_none
+    )
+
+
+class ConversationMessage(_Envelope):
+    """assistant -> page: the user started a new conversation.
+
+    The envelope's `conversation_id` IS the new conversation id: the message carries no
+    separate field for it, and every later page message is stamped with it.
+    """
+
+    type: Literal["conversation"] = "conversation"
+
+
+class CommandMessage(_Envelope):
+    """assistant -> page: one UI command from the closed set, bound to a revision."""
+
+    type: Literal["command"] = "command"
+    basis_revision: Revision
+    action: Action
+    target: Target
+    params: dict[str, str]
+
+    @property
+    def command_id(self) -> str:
+        """The command's id, which is its messageId."""
+        return self.message_id
+
+    @model_validator(mode="after")
+    def _params_fit_action(self) -> Self:
+        # Params are fixed per action (PROTOCOL.md section 5): nothing else may ride along.
+        if self.action == "highlight":
+            if set(self.params) != {"tone"} or self.params["tone"] not in ("focus", "related"):
+                raise ValueError('highlight takes exactly {"tone": "focus" | "related"}')
+        elif self.params:
+            raise ValueError(f"{self.action} takes no params")
+        return self
+
+
+class ConnectedMessage(_Envelope):
+    """child -> embedder, first message on the port: who the child is, and its nonce."""
+
+    type: Literal["connected"] = "connected"
+    role: Role
+    instance_id: Identifier
+    nonce: Annotated[str, StringConstraints(pattern=NONCE_PATTERN)]
+
+
+class ByeMessage(_Envelope):
+    """Either side: the connection is closing."""
+
+    type: Literal["bye"] = "bye"
+
+
+Message = Annotated[
+    ContextMessage
+    | SelectionClearedMessage
+    | ReceiptMessage
+    | ConversationMessage
+    | CommandMessage
+    | ConnectedMessage
+    | ByeMessage,
+    Field(discriminator="type"),
+]
+
+# Built once: constructing a TypeAdapter is expensive, validating with it is not.
+_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+class _CheckFailedError(Exception):
+    """Internal: a raw value failed a check; carries the reason code."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def parse_message(raw: object, limits: Limits = DEFAULT_LIMITS) -> Message:
+    """Validate a raw port message and return it as a model.
+
+    Raises MessageRejected with reason "malformed", "forbidden-key", "too-deep",
+    "not-json", "too-large", "unsupported-version" or "over-limit"; its `message_id` is
+    set whenever the raw value carried a valid messageId.
+    """
+    message_id = _readable_message_id(raw)
+    try:
+        if not isinstance(raw, dict):
+            raise _CheckFailedError("malformed")
+        longest_string = _inspect_json(raw, limits)
+        _check_size(raw, limits)
+        _check_envelope(raw)
+        message = _MESSAGE_ADAPTER.validate_python(raw, by_alias=True, by_name=False)
+        _check_limits(message, longest_string, limits)
+    except _CheckFailedError as refusal:
+        raise MessageRejected(refusal.reason, message_id) from None
+    except ValidationError:
+        raise MessageRejected("malformed", message_id) from None
+    return message
+
+
+def dump_message(message: Message) -> dict[str, object]:
+    """Return the message as a JSON-compatible dict with camelCase keys.
+
+    Optional fields that are unset are left out; None values inside filters and
+    snapshots are kept, since they are data.
+    """
+    return message.model_dump(mode="json")
+
+
+def _readable_message_id(raw: object) -> str | None:
+    if not isinstance(raw, dict):
+        return None
+    candidate = raw.get("messageId")
+    if isinstance(candidate, str) and _MESSAGE_ID_RE.fullmatch(candidate):
+        return candidate
+    return None
+
+
+def _inspect_json(raw: dict[object, object], limits: Limits) -> int:
+    """Check keys, depth and value types in one walk; return the longest string seen."""
+    longest = 0
+    # A JSON value needs at least one byte, so more nodes than bytes is already too
+    # large: this bounds the walk's time before the exact size is measured.
+    budget = limits.max_message_bytes
+    stack: list[tuple[object, int]] = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise _CheckFailedError("too-large")
+        if isinstance(value, str):
+            longest = max(longest, len(value))
+        elif value is None or isinstance(value, int):  # bool is an int
+            continue
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise _CheckFailedError("not-json")
+        elif isinstance(value, dict):
+            if depth > limits.max_depth:
+                raise _CheckFailedError("too-deep")
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise _CheckFailedError("not-json")
+                if key in _FORBIDDEN_KEYS:
+                    raise _CheckFailedError("forbidden-key")
+                longest = max(longest, len(key))
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            if depth > limits.max_depth:
+                raise _CheckFailedError("too-deep")
+            stack.extend((item, depth + 1) for item in value)
+        else:
+            raise _CheckFailedError("not-json")
+    return longest
+
+
+def _check_size(raw: dict[object, object], limits: Limits) -> None:
+    try:
+        text = json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        # Only an int past Python's digit limit gets here (values were checked first).
+        raise _CheckFailedError("too-large") from None
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        # A lone surrogate (possible in a JS string) is not valid Unicode text.
+        raise _CheckFailedError("not-json") from None
+    if size > limits.max_message_bytes:
+        raise _CheckFailedError("too-large")
+
+
+def _check_envelope(raw: dict[object, object]) -> None:
+    if raw.get("protocol") != PROTOCOL or "version" not in raw:
+        raise _CheckFailedError("malformed")
+    version = raw["version"]
+    # type() rather than ==: 1.0 == 1 and True == 1 in Python, but neither is version 1.
+    if type(version) is not int or version != VERSION:
+        raise _CheckFailedError("unsupported-version")
+
+
+def _check_limits(message: Message, longest_string: int, limits: Limits) -> None:
+    if longest_string > limits.max_string_chars:
+        raise _CheckFailedError("over-limit")
+    if any(len(identifier) > limits.max_id_chars for identifier in _identifiers(message)):
+        raise _CheckFailedError("over-limit")
+    if isinstance(message, ContextMessage):
+        selection = message.selection
+        if len(selection.filters) > limits.max_filter_keys:
+            raise _CheckFailedError("over-limit")
+        if selection.snapshot is not None and len(selection.snapshot) > limits.max_snapshot_fields:
+            raise _CheckFailedError("over-limit")
+    if (
+        isinstance(message, ReceiptMessage)
+        and message.detail is not None
+        and len(message.detail) > limits.max_detail_chars
+    ):
+        raise _CheckFailedError("over-limit")
+
+
+def _identifiers(message: Message) -> Iterator[str]:
+    yield message.page_instance_id
+    yield message.conversation_id
+    if isinstance(message, ContextMessage):
+        yield message.selection.page_id
+        yield message.selection.component_id
+        yield message.selection.resource_ref
+    elif isinstance(message, CommandMessage):
+        yield message.target.component_id
+        if message.target.resource_ref is not None:
+            yield message.target.resource_ref
+    elif isinstance(message, ConnectedMessage):
+        yield message.instance_id

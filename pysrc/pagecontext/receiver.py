@@ -1,0 +1,113 @@
+"""The assistant's context receiver: which page contexts it commits (PROTOCOL.md section 4).
+
+This module owns the assistant's committed context and revision monotonicity: a context
+is committed only from the bound page instance and conversation, with a revision greater
+than the last accepted one. Same or older revisions never overwrite.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pagecontext.errors import MessageRejected
+from pagecontext.models import (
+    DEFAULT_LIMITS,
+    ContextMessage,
+    Limits,
+    SelectionClearedMessage,
+    parse_message,
+)
+
+__all__ = ["Accepted", "ContextReceiver", "ReceiveResult", "Refused"]
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The message was committed (a context) or recorded (a selection-cleared)."""
+
+    message: ContextMessage | SelectionClearedMessage
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The message changed nothing; `reason` is a short code."""
+
+    reason: str
+
+
+ReceiveResult = Accepted | Refused
+
+
+class ContextReceiver:
+    """Commits the page's contexts, newest revision only, for one bound page instance."""
+
+    def __init__(self, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        self._limits = limits
+        self._page_instance_id: str | None = None
+        self._conversation_id: str | None = None
+        self._last_revision = 0
+        self._committed: ContextMessage | None = None
+        self._counts: Counter[str] = Counter()
+
+    @property
+    def committed(self) -> ContextMessage | None:
+        """The committed context; None before any or after a selection-cleared."""
+        return self._committed
+
+    @property
+    def last_revision(self) -> int:
+        """The last accepted revision of the bound page instance; 0 before any."""
+        return self._last_revision
+
+    @property
+    def counts(self) -> Mapping[str, int]:
+        """Refusals per reason code."""
+        return MappingProxyType(self._counts)
+
+    def bind(self, page_instance_id: str, conversation_id: str) -> None:
+        """Accept messages from this page instance, stamped with this conversation.
+
+        Call it on binding and on every conversation change. A different page instance
+        starts a new revision sequence (its revisions count from 1 again), so the last
+        revision and the committed context are reset; the same page instance keeps them,
+        and older revisions still never overwrite.
+        """
+        if page_instance_id != self._page_instance_id:
+            self._last_revision = 0
+            self._committed = None
+        self._page_instance_id = page_instance_id
+        self._conversation_id = conversation_id
+
+    # After a child reload the call site reads better as a rebind; the rule is the same.
+    rebind = bind
+
+    def receive(self, raw: object) -> ReceiveResult:
+        """Check a raw port message and commit it if it passes; return the outcome.
+
+        Refusal reasons: the MessageRejected reason, "unexpected-type", "unbound",
+        "page-instance", "conversation-mismatch", "stale-revision".
+        """
+        try:
+            message = parse_message(raw, self._limits)
+        except MessageRejected as rejected:
+            return self._refuse(rejected.reason)
+        if not isinstance(message, ContextMessage | SelectionClearedMessage):
+            return self._refuse("unexpected-type")
+        if self._page_instance_id is None:
+            return self._refuse("unbound")
+        if message.page_instance_id != self._page_instance_id:
+            return self._refuse("page-instance")
+        if message.conversation_id != self._conversation_id:
+            return self._refuse("conversation-mismatch")
+        if message.selection_revision <= self._last_revision:
+            return self._refuse("stale-revision")
+        self._last_revision = message.selection_revision
+        self._committed = message if isinstance(message, ContextMessage) else None
+        return Accepted(message)
+
+    def _refuse(self, reason: str) -> Refused:
+        self._counts[reason] += 1
+        return Refused(reason)

@@ -1,0 +1,272 @@
+"""The two Starlette apps of the demo: the business page and the assistant panel.
+
+This module owns the server configuration (`ServerConfig`), what each origin
+serves, and the HTTP policy shared by both: MIME types, cache headers,
+compression and `X-Content-Type-Options`. The page and the assistant live on
+two different origins so that the browser enforces the boundary the protocol
+relies on; they never fetch each other's resources, so no CORS headers are sent.
+"""
+
+from __future__ import annotations
+
+import html
+import mimetypes
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import PathLike, StaticFiles
+from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
+
+from pagecontext.server.data import create_demo_db, query_sales
+
+__all__ = ["ServerConfig", "create_assistant_app", "create_page_app"]
+
+# Registered at import because FileResponse asks `mimetypes`, and the system
+# tables disagree between machines (.mjs and .wasm are often missing, and .py
+# is text/x-python, which browsers download instead of showing).
+for _type, _extension in (
+    ("application/wasm", ".wasm"),
+    ("text/javascript", ".mjs"),
+    ("text/javascript", ".js"),
+    ("text/plain", ".py"),
+    ("application/zip", ".whl"),
+    ("application/json", ".json"),
+    ("application/zip", ".zip"),
+):
+    mimetypes.add_type(_type, _extension)
+
+NO_CACHE: Final = "no-cache"
+IMMUTABLE: Final = "public, max-age=31536000, immutable"
+# Live business data: a cached answer would defeat the re-check on every read.
+NO_STORE: Final = "no-store"
+
+PAGE_TEMPLATE_TOKEN: Final = "{{PAGE_ORIGIN}}"
+ASSISTANT_TEMPLATE_TOKEN: Final = "{{ASSISTANT_ORIGIN}}"
+SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
+
+
+@dataclass(frozen=True, init=False)
+class ServerConfig:
+    """Where the two origins listen and where their files come from.
+
+    `build_dir` defaults to ``root / "build"`` and `db_path` to
+    ``build_dir / "demo.db"``.
+    """
+
+    root: Path
+    build_dir: Path
+    db_path: Path
+    page_host: str
+    page_port: int
+    assistant_host: str
+    assistant_port: int
+    bind_host: str
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        build_dir: Path | None = None,
+        db_path: Path | None = None,
+        page_host: str = "127.0.0.1",
+        page_port: int = 8000,
+        assistant_host: str = "localhost",
+        assistant_port: int = 8001,
+        bind_host: str = "127.0.0.1",
+    ) -> None:
+        # A hand-written __init__ because the defaults of build_dir and db_path
+        # derive from other fields, which dataclass defaults cannot express.
+        build = build_dir if build_dir is not None else root / "build"
+        values = {
+            "root": root,
+            "build_dir": build,
+            "db_path": db_path if db_path is not None else build / "demo.db",
+            "page_host": page_host,
+            "page_port": page_port,
+            "assistant_host": assistant_host,
+            "assistant_port": assistant_port,
+            "bind_host": bind_host,
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def page_origin(self) -> str:
+        """The page's origin, e.g. ``http://127.0.0.1:8000``."""
+        return f"http://{self.page_host}:{self.page_port}"
+
+    @property
+    def assistant_origin(self) -> str:
+        """The assistant's origin, e.g. ``http://localhost:8001``."""
+        return f"http://{self.assistant_host}:{self.assistant_port}"
+
+    @property
+    def site_dir(self) -> Path:
+        """The built static bundle: ``build_dir / "site"``."""
+        return self.build_dir / "site"
+
+
+class _BuildStaticFiles(StaticFiles):
+    """StaticFiles with one Cache-Control policy, tolerant of a missing folder.
+
+    Starlette's `check_config` turns a missing directory into a 500 on the first
+    request; here it is an ordinary 404, because the build folder may appear
+    after the server started (`make` running alongside).
+    """
+
+    def __init__(self, *, directory: Path, cache_control: str, follow_symlink: bool) -> None:
+        super().__init__(directory=directory, check_dir=False, follow_symlink=follow_symlink)
+        self.cache_control = cache_control
+
+    async def check_config(self) -> None:
+        return None
+
+    def file_response(
+        self,
+        full_path: PathLike,
+        stat_result: os.stat_result,
+        scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers["Cache-Control"] = self.cache_control
+        return response
+
+
+def _static_routes(config: ServerConfig) -> list[BaseRoute]:
+    """The static mounts both origins share."""
+    site = config.site_dir
+    # (url prefix, folder, cache policy, follow symlinks). The build folders may
+    # link into node_modules or a wheel cache outside the folder, so they follow
+    # symlinks; the source tree under /web does not need to.
+    mounts = (
+        ("/web", config.root / "web", NO_CACHE, False),
+        ("/py", site / "py", NO_CACHE, True),
+        ("/vendor", site / "vendor", IMMUTABLE, True),
+        ("/wheels", site / "wheels", IMMUTABLE, True),
+    )
+    return [
+        Mount(
+            prefix,
+            app=_BuildStaticFiles(
+                directory=folder, cache_control=cache_control, follow_symlink=follow
+            ),
+        )
+        for prefix, folder, cache_control, follow in mounts
+    ]
+
+
+def _render_template(path: Path, config: ServerConfig) -> Response:
+    """Serve an HTML file with the two origin tokens replaced, or a 404."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return HTMLResponse("Not Found", status_code=404)
+    text = text.replace(PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)).replace(
+        ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)
+    )
+    return HTMLResponse(text, headers={"Cache-Control": NO_CACHE})
+
+
+class _NoSniffMiddleware:
+    """Adds ``X-Content-Type-Options: nosniff`` to every HTTP response.
+
+    Without it a browser may guess that a text file is a script and run it.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Content-Type-Options"] = "nosniff"
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
+def _build_app(
+    routes: Sequence[BaseRoute],
+    *,
+    lifespan: Lifespan[Starlette] | None = None,
+) -> Starlette:
+    """Assemble an origin's app: its own routes, the shared static mounts, the policy."""
+    middleware = [
+        Middleware(_NoSniffMiddleware),
+        Middleware(GZipMiddleware, minimum_size=1000),
+    ]
+    return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
+
+
+def create_page_app(config: ServerConfig) -> Starlette:
+    """The business page's origin: ``/``, ``/api/sales`` and the static mounts.
+
+    The demo database is created at startup if it is missing.
+    """
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        create_demo_db(config.db_path)
+        yield
+
+    def index(_request: Request) -> Response:
+        return _render_template(config.root / "index.html", config)
+
+    def sales(request: Request) -> Response:
+        params = request.query_params
+        try:
+            rows = query_sales(
+                config.db_path,
+                region=params.get("region") or None,
+                month_from=params.get("from") or None,
+                month_to=params.get("to") or None,
+            )
+        except ValueError as error:
+            return JSONResponse(
+                {"error": str(error)}, status_code=400, headers={"Cache-Control": NO_STORE}
+            )
+        return JSONResponse(
+            {"rows": rows, "units": SALES_UNITS}, headers={"Cache-Control": NO_STORE}
+        )
+
+    # Plain `def` endpoints: Starlette runs them in a worker thread, so file and
+    # SQLite reads never block the event loop.
+    routes: list[BaseRoute] = [
+        Route("/", index, methods=["GET"]),
+        Route("/api/sales", sales, methods=["GET"]),
+        *_static_routes(config),
+    ]
+    return _build_app(routes, lifespan=lifespan)
+
+
+def create_assistant_app(config: ServerConfig) -> Starlette:
+    """The assistant panel's origin: ``/assistant.html`` and the static mounts."""
+
+    def assistant(_request: Request) -> Response:
+        return _render_template(config.root / "web" / "assistant.html", config)
+
+    def home(_request: Request) -> Response:
+        return RedirectResponse("/assistant.html", headers={"Cache-Control": NO_CACHE})
+
+    routes: list[BaseRoute] = [
+        Route("/", home, methods=["GET"]),
+        Route("/assistant.html", assistant, methods=["GET"]),
+        *_static_routes(config),
+    ]
+    return _build_app(routes)

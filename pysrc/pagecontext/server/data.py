@@ -1,0 +1,188 @@
+"""The demo's business data: a small SQLite table of monthly sales per region.
+
+This module owns the `sales` schema, the deterministic seed data (60 rows: five
+regions times the twelve months of 2026, with one row far above the rest so that
+"why is this row so high?" has an answer in the data), and the one validated
+query the resource API serves. Each call opens its own connection, so the
+functions are safe to call from Starlette's worker threads.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import sqlite3
+from pathlib import Path
+from typing import Final, TypedDict
+
+__all__ = [
+    "MONTHS",
+    "OUTLIER_REFS",
+    "REGIONS",
+    "SalesRow",
+    "create_demo_db",
+    "query_sales",
+]
+
+REGIONS: Final = ("North", "South", "East", "West", "Central")
+MONTHS: Final = tuple(f"2026-{month:02d}" for month in range(1, 13))
+
+# The rows a demo user is expected to ask about: a bulk order that tripled North
+# in March, and a summer closure that emptied South in August.
+_HIGH_OUTLIER: Final = ("North", "2026-03", 3.4)
+_LOW_OUTLIER: Final = ("South", "2026-08", 0.35)
+OUTLIER_REFS: Final = ("sales-2026-03-north", "sales-2026-08-south")
+
+_BASE_UNITS: Final = {"North": 1200, "South": 950, "East": 1100, "West": 1350, "Central": 800}
+_UNIT_PRICE_EUR: Final = {
+    "North": 42.5,
+    "South": 39.9,
+    "East": 44.0,
+    "West": 41.2,
+    "Central": 46.8,
+}
+_MONTH_PATTERN: Final = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
+
+# Camel-case keys because this is the shape the page and the agent see in JSON; the
+# functional form keeps them out of pep8-naming's reach.
+SalesRow = TypedDict(  # noqa: UP013
+    "SalesRow",
+    {"ref": str, "region": str, "month": str, "unitsSold": int, "revenueEur": float},
+)
+
+_SCHEMA: Final = """
+CREATE TABLE sales (
+    ref TEXT PRIMARY KEY,
+    region TEXT NOT NULL,
+    month TEXT NOT NULL,
+    units_sold INTEGER NOT NULL,
+    revenue_eur REAL NOT NULL
+)
+"""
+
+
+def sales_ref(region: str, month: str) -> str:
+    """Return the resource reference of one row, e.g. ``sales-2026-03-north``."""
+    return f"sales-{month}-{region.lower()}"
+
+
+def _seed_rows() -> list[tuple[str, str, str, int, float]]:
+    # A fixed seed and a fixed draw order keep every fresh database identical,
+    # so tests and the built-in agent can rely on the numbers.
+    rng = random.Random(2026)
+    rows: list[tuple[str, str, str, int, float]] = []
+    for index, month in enumerate(MONTHS):
+        season = 1.0 + 0.15 * math.sin(2 * math.pi * (index - 2) / 12)
+        for region in REGIONS:
+            units = _BASE_UNITS[region] * season * rng.uniform(0.9, 1.1)
+            price = _UNIT_PRICE_EUR[region] * rng.uniform(0.97, 1.03)
+            for outlier_region, outlier_month, factor in (_HIGH_OUTLIER, _LOW_OUTLIER):
+                if (region, month) == (outlier_region, outlier_month):
+                    units *= factor
+            units_sold = round(units)
+            rows.append(
+                (
+                    sales_ref(region, month),
+                    region,
+                    month,
+                    units_sold,
+                    round(units_sold * price, 2),
+                )
+            )
+    return rows
+
+
+def create_demo_db(path: Path) -> None:
+    """Create the demo database at `path` unless it already has the `sales` table.
+
+    Idempotent and never destructive: an existing table is left exactly as it is,
+    including rows that were edited or deleted since it was seeded. Parent
+    folders are created as needed.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        # IMMEDIATE takes the write lock before the existence check, so two
+        # processes starting at once cannot both seed the table.
+        connection.execute("BEGIN IMMEDIATE")
+        exists = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sales'"
+        ).fetchone()
+        if exists is None:
+            connection.execute(_SCHEMA)
+            connection.executemany(
+                "INSERT INTO sales (ref, region, month, units_sold, revenue_eur) "
+                "VALUES (?, ?, ?, ?, ?)",
+                _seed_rows(),
+            )
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    finally:
+        connection.close()
+
+
+def _check_month(name: str, value: str | None) -> None:
+    if value is not None and not _MONTH_PATTERN.fullmatch(value):
+        raise ValueError(f"{name} must be a month written YYYY-MM, got {value!r}")
+
+
+def query_sales(
+    path: Path,
+    region: str | None = None,
+    month_from: str | None = None,
+    month_to: str | None = None,
+) -> list[SalesRow]:
+    """Return the sales rows matching the filters, ordered by month then region.
+
+    `region` must be one of `REGIONS`; `month_from` and `month_to` are inclusive
+    bounds written YYYY-MM. None means no filter.
+
+    Raises ValueError for an unknown region, a malformed month or a range whose
+    start is after its end, and FileNotFoundError if the database does not exist.
+    """
+    if region is not None and region not in REGIONS:
+        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {region!r}")
+    _check_month("from", month_from)
+    _check_month("to", month_to)
+    if month_from is not None and month_to is not None and month_from > month_to:
+        raise ValueError(f"from ({month_from}) must not be after to ({month_to})")
+    if not path.is_file():
+        raise FileNotFoundError(f"demo database {path} does not exist")
+
+    clauses: list[str] = []
+    params: list[str] = []
+    if region is not None:
+        clauses.append("region = ?")
+        params.append(region)
+    if month_from is not None:
+        clauses.append("month >= ?")
+        params.append(month_from)
+    if month_to is not None:
+        clauses.append("month <= ?")
+        params.append(month_to)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+    # Read-only: the resource API only reads; writes go through the action API.
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        cursor = connection.execute(
+            "SELECT ref, region, month, units_sold, revenue_eur FROM sales"
+            f"{where} ORDER BY month, region",
+            params,
+        )
+        return [
+            {
+                "ref": ref,
+                "region": row_region,
+                "month": month,
+                "unitsSold": int(units_sold),
+                "revenueEur": float(revenue_eur),
+            }
+            for ref, row_region, month, units_sold, revenue_eur in cursor.fetchall()
+        ]
+    finally:
+        connection.close()

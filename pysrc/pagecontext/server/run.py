@@ -1,0 +1,258 @@
+"""Running the two origins: one process, one event loop, two uvicorn servers.
+
+This module owns the lifecycle of the demo server: checking that both ports are
+free before anything starts, starting the page and assistant servers together,
+announcing readiness, and shutting both down on Ctrl-C or SIGTERM (`serve`), or
+on request from another thread (`start_in_thread`, for tests and the e2e suite).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator
+from types import TracebackType
+from typing import Final
+
+import uvicorn
+
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.data import create_demo_db
+
+__all__ = [
+    "PortUnavailableError",
+    "RunningServer",
+    "free_port",
+    "port_problem",
+    "serve",
+    "start_in_thread",
+]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_PORT_UNAVAILABLE: Final = 2
+
+_POLL_SECONDS: Final = 0.01
+
+
+class PortUnavailableError(RuntimeError):
+    """A port the demo needs is taken; the message names it and the option to change."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Return a TCP port on `host` that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _can_bind(host: str, port: int) -> bool:
+    # SO_REUSEADDR as uvicorn sets it, so a port in TIME_WAIT after a previous
+    # run counts as free, and only a live listener counts as taken.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def port_problem(config: ServerConfig) -> str | None:
+    """Return a one-line message if the configured ports cannot be used, else None.
+
+    Raises ValueError for port 0: the origins are part of the protocol (the page
+    and the assistant check each other's exact origin), so they must be known
+    before the servers start.
+    """
+    if config.page_port == 0 or config.assistant_port == 0:
+        raise ValueError("the page and assistant ports must be explicit (not 0)")
+    if config.page_port == config.assistant_port:
+        return (
+            f"pagecontext: the page and the assistant need two different ports "
+            f"(both are {config.page_port})"
+        )
+    for port, option in (
+        (config.page_port, "--page-port"),
+        (config.assistant_port, "--assistant-port"),
+    ):
+        if not _can_bind(config.bind_host, port):
+            return (
+                f"pagecontext: port {port} on {config.bind_host} is already in use "
+                f"(use {option} to choose another)"
+            )
+    return None
+
+
+class _ServerWithoutSignals(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to `_DemoServers`.
+
+    Each uvicorn server installs its own handlers, so with two servers the second
+    replaces the first's and only one would stop; uvicorn also re-raises the
+    signal after shutdown, which would end the process with a traceback.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class _DemoServers:
+    """The page and assistant servers, started and stopped together."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.servers = [
+            _ServerWithoutSignals(
+                uvicorn.Config(
+                    app,
+                    host=config.bind_host,
+                    port=port,
+                    log_level="warning",
+                )
+            )
+            for app, port in (
+                (create_page_app(config), config.page_port),
+                (create_assistant_app(config), config.assistant_port),
+            )
+        ]
+        self.failed = False
+
+    def request_exit(self) -> None:
+        """Ask both servers to stop; a second request stops without waiting."""
+        for server in self.servers:
+            if server.should_exit:
+                server.force_exit = True
+            server.should_exit = True
+
+    async def _serve_one(self, server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit:
+            # uvicorn exits the process when it cannot bind or its lifespan
+            # fails (after logging why); here that stops the other server too.
+            self.failed = True
+            self.request_exit()
+
+    async def _announce(self, on_ready: Callable[[], None]) -> None:
+        while not all(server.started for server in self.servers):
+            if any(server.should_exit for server in self.servers):
+                return
+            await asyncio.sleep(_POLL_SECONDS)
+        on_ready()
+
+    async def run(self, on_ready: Callable[[], None]) -> int:
+        """Serve until asked to exit; return the process exit code."""
+        await asyncio.gather(
+            *(self._serve_one(server) for server in self.servers),
+            self._announce(on_ready),
+        )
+        return EXIT_FAILED if self.failed else EXIT_OK
+
+
+def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> int:
+    """Run both origins in the foreground until Ctrl-C or SIGTERM; return an exit code.
+
+    Creates the demo database if it is missing. Returns 2 (after one line on
+    stderr) if a port is taken, 1 if a server failed to start, 0 after a clean
+    shutdown. `ready` is called once both servers accept connections.
+    """
+    problem = port_problem(config)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_PORT_UNAVAILABLE
+    create_demo_db(config.db_path)
+    servers = _DemoServers(config)
+
+    def on_ready() -> None:
+        print(
+            f"pagecontext demo: page {config.page_origin}/  "
+            f"assistant {config.assistant_origin}/  (Ctrl-C to stop)",
+            flush=True,
+        )
+        if ready is not None:
+            ready()
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        handled = (signal.SIGINT, signal.SIGTERM)
+        for signum in handled:
+            loop.add_signal_handler(signum, servers.request_exit)
+        try:
+            return await servers.run(on_ready)
+        finally:
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        # Ctrl-C in the instant before the loop's handler was installed.
+        return EXIT_OK
+
+
+class RunningServer:
+    """Both origins serving from a background thread; stop with `stop()` or `with`."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self._servers = _DemoServers(config)
+        self._ready = threading.Event()
+        self._exit_code: int | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="pagecontext-demo-server", daemon=True
+        )
+
+    def _run(self) -> None:
+        self._exit_code = asyncio.run(self._servers.run(self._ready.set))
+
+    def _start(self, timeout: float) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(_POLL_SECONDS):
+            if not self._thread.is_alive():
+                raise RuntimeError(
+                    f"the demo server stopped during startup (exit code {self._exit_code})"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"the demo server did not start within {timeout} s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop both servers and wait for the thread to end. Idempotent."""
+        self._servers.request_exit()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def start_in_thread(config: ServerConfig, *, timeout: float = 10.0) -> RunningServer:
+    """Start both origins in a background thread; return once both accept connections.
+
+    Creates the demo database if it is missing. Raises PortUnavailableError if a
+    port is taken, ValueError for port 0, and RuntimeError or TimeoutError if the
+    servers do not come up.
+    """
+    problem = port_problem(config)
+    if problem is not None:
+        raise PortUnavailableError(problem)
+    create_demo_db(config.db_path)
+    running = RunningServer(config)
+    running._start(timeout)
+    return running

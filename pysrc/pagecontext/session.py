@@ -1,0 +1,531 @@
+"""The two protocol parties as sans-IO sessions: `PageSession` and `AssistantSession`.
+
+A session owns one party's whole state (binding, selection or context, commands and
+receipts) and never performs I/O. The caller feeds it what happened (a port message,
+a DOM event reported by the main-thread edge, the clock passing a deadline) and carries
+out the effects it returns:
+
+- `ToPeer(message)`: post `message` on the bound port;
+- `ToEdge(message)`: post `message` to the main-thread edge (UI work, state to show);
+- `ClosePort(reason)`: close the current port; nothing more is read from it.
+
+Either party may be the embedder or the child (PROTOCOL.md section 1). The embedder
+verifies the child's `connected` message; the child sends it. Messages to the edge are
+plain dicts with a `kind`; docs/architecture.md lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
+from pagecontext.handshake import BindState, Binding, ChildBinder, EmbedderBinder
+from pagecontext.ledger import LayerRecord, ReceiptLedger
+from pagecontext.models import (
+    DEFAULT_LIMITS,
+    PROTOCOL,
+    VERSION,
+    ByeMessage,
+    CommandMessage,
+    ContextMessage,
+    ConversationMessage,
+    Limits,
+    ReceiptMessage,
+    Scalar,
+    Target,
+    dump_message,
+    parse_message,
+)
+from pagecontext.receiver import Accepted, ContextReceiver
+from pagecontext.resolver import CommandResolver
+from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
+
+Role = Literal["page", "assistant"]
+Position = Literal["embedder", "child"]
+
+
+@dataclass(frozen=True)
+class ToPeer:
+    """Post `message` on the bound port."""
+
+    message: dict[str, object]
+
+
+@dataclass(frozen=True)
+class ToEdge:
+    """Post `message` to the main-thread edge."""
+
+    message: dict[str, object]
+
+
+@dataclass(frozen=True)
+class ClosePort:
+    """Close the current port; `reason` is a short code for diagnostics."""
+
+    reason: str
+
+
+Effect = ToPeer | ToEdge | ClosePort
+
+
+class RenderedRegistry:
+    """The page's registry of rendered objects, as the edge last reported it.
+
+    The resolver asks it whether a target is on screen; `resourceRef` is only ever a
+    key here, never a selector.
+    """
+
+    def __init__(self) -> None:
+        self._refs: dict[str, frozenset[str]] = {}
+
+    def update(self, component_id: str, refs: Iterable[str]) -> None:
+        """Replace the set of objects rendered in `component_id`."""
+        self._refs[component_id] = frozenset(refs)
+
+    def is_rendered(self, component_id: str, resource_ref: str | None) -> bool:
+        """Return True if the component (and the object, when named) is rendered now."""
+        refs = self._refs.get(component_id)
+        if refs is None:
+            return False
+        return resource_ref is None or resource_ref in refs
+
+
+class _Connection:
+    """What both parties share: the binder for the current port, and the binding."""
+
+    def __init__(self, *, role: Role, instance_id: str, new_id: Callable[[], str]) -> None:
+        self.role: Role = role
+        self.instance_id = instance_id
+        self.new_id = new_id
+        self.position: Position | None = None
+        self.embedder: EmbedderBinder | None = None
+        self.binding: Binding | None = None
+        self.connections = 0
+
+    def attach(
+        self,
+        position: Position,
+        nonce: str | None,
+        peer: Mapping[str, object] | None,
+        conversation_id: str | None,
+    ) -> list[Effect]:
+        """Take a new port: expect the child's `connected`, or send ours as the child."""
+        self.binding = None
+        self.position = position
+        if position == "embedder":
+            if nonce is None:
+                raise LocalProtocolError("an embedder port needs the nonce it minted")
+            if self.embedder is None:
+                self.embedder = EmbedderBinder(
+                    role=self.role, instance_id=self.instance_id, conversation_id=conversation_id
+                )
+            if self.embedder.state is BindState.BOUND:
+                self.embedder.close()
+            self.embedder.expect(nonce)
+            return []
+        child = ChildBinder(
+            role=self.role,
+            instance_id=self.instance_id,
+            conversation_id=conversation_id,
+            nonce=nonce,
+            new_id=self.new_id,
+        )
+        try:
+            binding, connected = child.connect(dict(peer or {}))
+        except HandshakeRejected as exc:
+            return [ClosePort(exc.reason)]
+        self.binding = binding
+        return [ToPeer(connected)]
+
+    def on_connected(self, raw: object) -> Binding | ClosePort:
+        """As the embedder, verify the child's `connected` message."""
+        assert self.embedder is not None
+        try:
+            self.binding = self.embedder.on_connected(raw)
+        except HandshakeRejected as exc:
+            return ClosePort(exc.reason)
+        return self.binding
+
+    @property
+    def awaiting_connected(self) -> bool:
+        return (
+            self.position == "embedder"
+            and self.embedder is not None
+            and self.embedder.state is BindState.AWAITING_CONNECTED
+        )
+
+    def drop(self) -> None:
+        """Forget the current binding (bye, close, or the child reloaded)."""
+        self.binding = None
+        if self.embedder is not None and self.embedder.state is not BindState.CLOSED:
+            self.embedder.close()
+
+
+def _type_of(raw: object) -> object:
+    return raw.get("type") if isinstance(raw, dict) else None
+
+
+class PageSession:
+    """The page party: tracks the selection, shares it, resolves commands."""
+
+    def __init__(
+        self,
+        *,
+        page_instance_id: str,
+        clock: Callable[[], float],
+        new_id: Callable[[], str],
+        limits: Limits = DEFAULT_LIMITS,
+        history: int = 256,
+    ) -> None:
+        self.page_instance_id = page_instance_id
+        self.rendered = RenderedRegistry()
+        self.tracker = SelectionTracker(
+            page_instance_id=page_instance_id, clock=clock, history=history
+        )
+        self.resolver = CommandResolver(
+            tracker=self.tracker, rendered=self.rendered, new_id=new_id, limits=limits
+        )
+        self._conn = _Connection(role="page", instance_id=page_instance_id, new_id=new_id)
+        self._new_id = new_id
+        self._declared: dict[str, tuple[FieldSpec, ...]] = {}
+        self._share_when_bound = False
+        self._ui_pending: set[str] = set()
+
+    @property
+    def binding(self) -> Binding | None:
+        """The current binding, or None while unbound."""
+        return self._conn.binding
+
+    def on_view(
+        self,
+        component_id: str,
+        *,
+        page_id: str,
+        filters: Mapping[str, Scalar | list[Scalar]],
+        generation: int,
+        refs: Iterable[str],
+        shareable: Iterable[tuple[str, str | None]],
+    ) -> None:
+        """Record what a component renders now: its view and its objects."""
+        specs = tuple(FieldSpec(name, unit) for name, unit in shareable)
+        if self._declared.get(component_id) != specs:
+            self.tracker.declare_component(component_id, specs)
+            self._declared[component_id] = specs
+        frozen = {k: tuple(v) if isinstance(v, list) else v for k, v in filters.items()}
+        self.tracker.set_view(
+            component_id, ComponentView(page_id=page_id, filters=frozen, generation=generation)
+        )
+        self.rendered.update(component_id, refs)
+
+    def on_select(
+        self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
+    ) -> list[Effect]:
+        """Record a new selection; it is shared when the user asks (share mode `ask`)."""
+        revision, selection = self.tracker.select(component_id, resource_ref, values)
+        return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": resource_ref})]
+
+    def share(self) -> list[Effect]:
+        """Send the current selection to the assistant, now or as soon as bound."""
+        if self.tracker.current is None:
+            return []
+        if self._conn.binding is None:
+            self._share_when_bound = True
+            return [ToEdge({"kind": "share-queued"})]
+        self._share_when_bound = False
+        binding = self._conn.binding
+        message = ContextMessage(
+            protocol=PROTOCOL,
+            version=VERSION,
+            type="context",
+            message_id=self._new_id(),
+            page_instance_id=self.page_instance_id,
+            conversation_id=binding.conversation_id,
+            selection_revision=self.tracker.latest_revision,
+            selection=self.tracker.current,
+        )
+        return [ToPeer(dump_message(message)), ToEdge({"kind": "shared", "revision": message.selection_revision})]
+
+    def attach_port(
+        self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
+    ) -> list[Effect]:
+        """Take a new port from the edge (see `_Connection.attach`)."""
+        effects = self._conn.attach(position, nonce, peer, None)
+        if self._conn.binding is not None:
+            effects += self._bound()
+        return effects
+
+    def child_reloaded(self) -> list[Effect]:
+        """The child frame loaded a new document: the old binding is gone."""
+        self._conn.drop()
+        return [ClosePort("child-reloaded"), ToEdge({"kind": "unbound"})]
+
+    def on_port_message(self, raw: object) -> list[Effect]:
+        """Handle one message from the bound port."""
+        if self._conn.awaiting_connected:
+            outcome = self._conn.on_connected(raw)
+            return [outcome] if isinstance(outcome, ClosePort) else self._bound()
+        if self._conn.binding is None:
+            return []
+        kind = _type_of(raw)
+        if kind in ("conversation", "bye"):
+            return self._control(raw)
+        resolution = self.resolver.resolve(raw)
+        effects: list[Effect] = []
+        if resolution.receipt is not None:
+            effects.append(ToPeer(dump_message(resolution.receipt)))
+        command = resolution.apply
+        if command is not None:
+            self._ui_pending.add(command.command_id)
+            effects.append(ToEdge(_apply_instruction(command)))
+        return effects
+
+    def on_ui_done(
+        self, command_id: str, status: Literal["applied", "not-found"], reason: str
+    ) -> list[Effect]:
+        """The edge finished (or could not do) the UI work of an applied command."""
+        if command_id not in self._ui_pending or self._conn.binding is None:
+            return []
+        self._ui_pending.discard(command_id)
+        receipt = self.resolver.ui_receipt(command_id, status, reason)
+        return [ToPeer(dump_message(receipt))]
+
+    def _bound(self) -> list[Effect]:
+        binding = self._conn.binding
+        assert binding is not None
+        self.resolver.bind(self.page_instance_id, binding.conversation_id)
+        effects: list[Effect] = [ToEdge({"kind": "bound", "connection": binding.connection_id})]
+        if self._share_when_bound:
+            effects += self.share()
+        return effects
+
+    def _control(self, raw: object) -> list[Effect]:
+        try:
+            message = parse_message(raw)
+        except MessageRejected:
+            return []
+        if isinstance(message, ByeMessage):
+            self._conn.drop()
+            return [ClosePort("bye"), ToEdge({"kind": "unbound"})]
+        if isinstance(message, ConversationMessage) and (
+            message.page_instance_id == self.page_instance_id
+        ):
+            binding = self._conn.binding
+            assert binding is not None
+            self._conn.binding = Binding(
+                connection_id=binding.connection_id,
+                page_instance_id=binding.page_instance_id,
+                conversation_id=message.conversation_id,
+                peer_instance_id=binding.peer_instance_id,
+            )
+            self.resolver.bind(self.page_instance_id, message.conversation_id)
+        return []
+
+
+def _apply_instruction(command: CommandMessage) -> dict[str, object]:
+    return {
+        "kind": "apply",
+        "commandId": command.command_id,
+        "action": command.action,
+        "componentId": command.target.component_id,
+        "resourceRef": command.target.resource_ref,
+        "tone": command.params.get("tone"),
+    }
+
+
+def _record_view(record: LayerRecord | None) -> dict[str, object] | None:
+    if record is None:
+        return None
+    return {
+        "state": record.state,
+        "reason": record.reason,
+        "late": record.late,
+        "lateStatus": record.late_status,
+    }
+
+
+class AssistantSession:
+    """The assistant party: commits contexts, pins them, sends commands, keeps receipts."""
+
+    def __init__(
+        self,
+        *,
+        instance_id: str,
+        conversation_id: str,
+        clock: Callable[[], float],
+        new_id: Callable[[], str],
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self.instance_id = instance_id
+        self.conversation_id = conversation_id
+        self.receiver = ContextReceiver(limits=limits)
+        self.ledger = ReceiptLedger(clock=clock)
+        self._conn = _Connection(role="assistant", instance_id=instance_id, new_id=new_id)
+        self._new_id = new_id
+        self._limits = limits
+        self.pinned: ContextMessage | None = None
+        self.pinned_restored = False
+        self.commands: list[tuple[str, str]] = []  # (commandId, action), oldest first
+
+    @property
+    def binding(self) -> Binding | None:
+        """The current binding, or None while unbound."""
+        return self._conn.binding
+
+    def attach_port(
+        self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
+    ) -> list[Effect]:
+        """Take a new port from the edge (see `_Connection.attach`)."""
+        effects = self._conn.attach(position, nonce, peer, self.conversation_id)
+        if self._conn.binding is not None:
+            effects += self._bound()
+        return effects
+
+    def child_reloaded(self) -> list[Effect]:
+        """The child frame loaded a new document: in-flight commands become unconfirmed."""
+        binding = self._conn.binding
+        self._conn.drop()
+        if binding is not None:
+            self.ledger.drop_connection(binding.connection_id)
+        return [ClosePort("child-reloaded"), self.state()]
+
+    def on_port_message(self, raw: object) -> list[Effect]:
+        """Handle one message from the bound port."""
+        if self._conn.awaiting_connected:
+            outcome = self._conn.on_connected(raw)
+            return [outcome] if isinstance(outcome, ClosePort) else self._bound()
+        binding = self._conn.binding
+        if binding is None:
+            return []
+        kind = _type_of(raw)
+        if kind in ("context", "selection-cleared"):
+            result = self.receiver.receive(raw)
+            if isinstance(result, Accepted):
+                committed = self.receiver.committed
+                self.pinned = committed
+                self.pinned_restored = False
+                return [self.state(), self._persist()]
+            return [self.state()]
+        if kind == "receipt":
+            try:
+                receipt = parse_message(raw)
+            except MessageRejected:
+                return []
+            if isinstance(receipt, ReceiptMessage):
+                self.ledger.on_receipt(receipt, binding.connection_id)
+                return [self.state(), self._persist()]
+            return []
+        if kind == "bye":
+            self._conn.drop()
+            self.ledger.drop_connection(binding.connection_id)
+            return [ClosePort("bye"), self.state()]
+        return []
+
+    def remove_chip(self) -> list[Effect]:
+        """The user removed the context chip: nothing is pinned any more."""
+        self.pinned = None
+        self.pinned_restored = False
+        return [self.state(), self._persist()]
+
+    def show(self) -> list[Effect]:
+        """Send highlight (focus) and locate for the pinned selection."""
+        pinned = self.pinned
+        if pinned is None:
+            return []
+        effects: list[Effect] = []
+        binding = self._conn.binding
+        target = Target(
+            component_id=pinned.selection.component_id,
+            resource_ref=pinned.selection.resource_ref,
+        )
+        for action, params in (("highlight", {"tone": "focus"}), ("locate", {})):
+            command = CommandMessage(
+                protocol=PROTOCOL,
+                version=VERSION,
+                type="command",
+                message_id=self._new_id(),
+                page_instance_id=pinned.page_instance_id,
+                conversation_id=self.conversation_id,
+                basis_revision=pinned.selection_revision,
+                action=action,  # type: ignore[arg-type]  # a literal from the tuple above
+                target=target,
+                params=params,
+            )
+            connection = binding.connection_id if binding is not None else 0
+            self.ledger.record(command.command_id, connection)
+            self.commands.append((command.command_id, action))
+            if binding is not None:
+                effects.append(ToPeer(dump_message(command)))
+        del self.commands[:-64]
+        return [*effects, self.state(), self._persist()]
+
+    def tick(self) -> list[Effect]:
+        """The clock passed a deadline: pending layers become unconfirmed."""
+        if self.ledger.expire():
+            return [self.state(), self._persist()]
+        return []
+
+    def restore(self, saved: Mapping[str, object]) -> None:
+        """Restore the pinned context and command records saved by `_persist`.
+
+        Nothing is sent: restored commands keep the receipts they had.
+        """
+        chip = saved.get("pinned")
+        if isinstance(chip, dict):
+            try:
+                message = parse_message(chip, self._limits)
+            except MessageRejected:
+                message = None
+            if isinstance(message, ContextMessage):
+                self.pinned = message
+                self.pinned_restored = True
+
+    def state(self) -> ToEdge:
+        """What the panel shows: binding, the chip, and the last command's receipts."""
+        chip: dict[str, object] | None = None
+        pinned = self.pinned
+        if pinned is not None:
+            selection = pinned.selection
+            chip = {
+                "revision": pinned.selection_revision,
+                "pageInstanceId": pinned.page_instance_id,
+                "componentId": selection.component_id,
+                "resourceRef": selection.resource_ref,
+                "observedAt": selection.observed_at,
+                "filters": dump_message(pinned)["selection"]["filters"],  # type: ignore[index]
+                "snapshot": dump_message(pinned)["selection"].get("snapshot"),  # type: ignore[attr-defined]
+                "restored": self.pinned_restored,
+            }
+        last: dict[str, object] | None = None
+        if self.commands:
+            command_id, action = self.commands[-2] if len(self.commands) > 1 else self.commands[-1]
+            layers = self.ledger.get(command_id)
+            last = {
+                "commandId": command_id,
+                "action": action,
+                "received": _record_view(layers.get("received")),
+                "ui": _record_view(layers.get("ui")),
+            }
+        return ToEdge(
+            {
+                "kind": "state",
+                "bound": self._conn.binding is not None,
+                "chip": chip,
+                "command": last,
+                "refused": dict(self.receiver.counts),
+                "ignoredReceipts": self.ledger.ignored,
+            }
+        )
+
+    def _bound(self) -> list[Effect]:
+        binding = self._conn.binding
+        assert binding is not None
+        self.receiver.bind(binding.page_instance_id, self.conversation_id)
+        return [ToEdge({"kind": "bound", "connection": binding.connection_id}), self.state()]
+
+    def _persist(self) -> ToEdge:
+        pinned = dump_message(self.pinned) if self.pinned is not None else None
+        return ToEdge(
+            {"kind": "persist", "value": {"conversationId": self.conversation_id, "pinned": pinned}}
+        )

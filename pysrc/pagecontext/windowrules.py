@@ -1,0 +1,153 @@
+"""The window-level handshake rules (PROTOCOL.md section 2, steps 1-5).
+
+Owns what travels on `window.postMessage`: the `ready` and `connect` messages, the
+exact-origin rule, and the single-use nonce carried in the child's URL fragment. The
+main-thread edge runs this module under MicroPython and the CPython core imports it,
+so each rule lives here once. It is therefore written in the subset both run: no
+`typing`, `re`, `dataclasses` or `__future__` imports, no regular expressions.
+"""
+
+PROTOCOL = "pagecontext"
+VERSION = 1
+ROLES = ("page", "assistant")
+NONCE_BYTES = 16
+NONCE_CHARS = 22  # 16 bytes in unpadded base64url
+NONCE_PREFIX = "#pc-nonce="
+
+_B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_HOST_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.-"
+
+
+def is_b64url(text: str, min_len: int, max_len: int) -> bool:
+    """Return True if `text` is min_len..max_len characters of the base64url alphabet."""
+    if not isinstance(text, str) or not min_len <= len(text) <= max_len:
+        return False
+    for ch in text:
+        if ch not in _B64URL:
+            return False
+    return True
+
+
+def encode_nonce(raw: bytes) -> str:
+    """Return the unpadded base64url text of NONCE_BYTES random bytes.
+
+    Raises ValueError if `raw` is not exactly NONCE_BYTES long.
+    """
+    if len(raw) != NONCE_BYTES:
+        raise ValueError("a nonce is " + str(NONCE_BYTES) + " random bytes")
+    out = []
+    bits = 0
+    acc = 0
+    for byte in raw:
+        acc = (acc << 8) | byte
+        bits += 8
+        while bits >= 6:
+            bits -= 6
+            out.append(_B64URL[(acc >> bits) & 63])
+    if bits:
+        out.append(_B64URL[(acc << (6 - bits)) & 63])
+    return "".join(out)
+
+
+def read_nonce(fragment: str) -> str | None:
+    """Return the nonce carried by a URL fragment such as `#pc-nonce=...`, else None."""
+    if not isinstance(fragment, str) or not fragment.startswith(NONCE_PREFIX):
+        return None
+    nonce = fragment[len(NONCE_PREFIX) :]
+    return nonce if is_b64url(nonce, NONCE_CHARS, NONCE_CHARS) else None
+
+
+def child_url(url: str, nonce: str) -> str:
+    """Return the child's URL carrying `nonce` in its fragment (any old fragment dropped)."""
+    cut = url.find("#")
+    base = url if cut < 0 else url[:cut]
+    return base + NONCE_PREFIX + nonce
+
+
+def is_exact_origin(origin: str) -> bool:
+    """Return True if `origin` is a serialized http(s) origin: scheme://host[:port].
+
+    Lower-case only, no path, no trailing slash, no user info. `"null"` is never one.
+    """
+    if not isinstance(origin, str):
+        return False
+    if origin.startswith("https://"):
+        rest = origin[8:]
+    elif origin.startswith("http://"):
+        rest = origin[7:]
+    else:
+        return False
+    host = rest
+    colon = rest.rfind(":")
+    if colon >= 0:
+        host = rest[:colon]
+        port = rest[colon + 1 :]
+        if not port or not port.isdigit() or port[0] == "0" or int(port) > 65535:
+            return False
+    if not host or host[0] in ".-" or host[-1] in ".-":
+        return False
+    for ch in host:
+        if ch not in _HOST_CHARS:
+            return False
+    return True
+
+
+def origin_allowed(origin: object, configured: str) -> bool:
+    """Return True only if a message's origin is exactly the configured origin.
+
+    Exact string equality: scheme, host, port and case all count, and a configured
+    origin that is not a well-formed origin (such as `"null"` or `"*"`) allows nothing.
+    """
+    return isinstance(origin, str) and is_exact_origin(configured) and origin == configured
+
+
+def handshake_type(data: object) -> str | None:
+    """Return "ready" or "connect" if `data` is a well-formed handshake message, else None.
+
+    A handshake message is a dict with exactly the keys of its type: `ready` carries
+    {protocol, version, type, role}; `connect` adds the embedder's identities.
+    """
+    if not isinstance(data, dict):
+        return None
+    if data.get("protocol") != PROTOCOL or type(data.get("version")) is not int:
+        return None
+    if data.get("version") != VERSION or data.get("role") not in ROLES:
+        return None
+    kind = data.get("type")
+    keys = sorted(data.keys())
+    if kind == "ready" and keys == ["protocol", "role", "type", "version"]:
+        return "ready"
+    if kind != "connect":
+        return None
+    if data["role"] == "page" and keys == ["pageInstanceId", "protocol", "role", "type", "version"]:
+        return "connect" if is_b64url(data["pageInstanceId"], 1, 64) else None
+    assistant_keys = ["assistantInstanceId", "conversationId", "protocol", "role", "type", "version"]
+    if data["role"] == "assistant" and keys == assistant_keys:
+        ok = is_b64url(data["assistantInstanceId"], 1, 64) and is_b64url(
+            data["conversationId"], 1, 64
+        )
+        return "connect" if ok else None
+    return None
+
+
+def ready_message(role: str) -> dict[str, object]:
+    """Return the `ready` message a child posts to its embedder."""
+    return {"protocol": PROTOCOL, "version": VERSION, "type": "ready", "role": role}
+
+
+def connect_message(
+    role: str, instance_id: str, conversation_id: str | None = None
+) -> dict[str, object]:
+    """Return the `connect` message an embedder posts with the port it transfers.
+
+    The page sends its pageInstanceId; an assistant embedder sends its instance id
+    and its current conversationId.
+    """
+    msg: dict[str, object] = {"protocol": PROTOCOL, "version": VERSION, "type": "connect"}
+    msg["role"] = role
+    if role == "page":
+        msg["pageInstanceId"] = instance_id
+    else:
+        msg["assistantInstanceId"] = instance_id
+        msg["conversationId"] = conversation_id
+    return msg

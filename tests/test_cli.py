@@ -1,0 +1,176 @@
+"""The `pagecontext` command line and running both origins (run.py)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pagecontext.cli import find_repo_root, main
+from pagecontext.server.app import ServerConfig
+from pagecontext.server.run import PortUnavailableError, free_port, start_in_thread
+
+PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A minimal repository: the two HTML templates the server renders."""
+    (tmp_path / "index.html").write_text("<p>page {{PAGE_ORIGIN}}</p>")
+    (tmp_path / "web").mkdir()
+    (tmp_path / "web" / "assistant.html").write_text("<p>panel {{ASSISTANT_ORIGIN}}</p>")
+    return tmp_path
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port with a live listener on 127.0.0.1, as another program would hold it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def _demo_args(root: Path, page_port: int, assistant_port: int) -> list[str]:
+    return [
+        "demo",
+        "--root",
+        str(root),
+        "--db",
+        str(root / "demo.db"),
+        "--page-port",
+        str(page_port),
+        "--assistant-port",
+        str(assistant_port),
+    ]
+
+
+def test_taken_page_port_exits_2_with_one_line(
+    root: Path, taken_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page port already in use ends the demo with exit code 2 and one line naming it."""
+    assert main(_demo_args(root, taken_port, free_port())) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"pagecontext: port {taken_port} on 127.0.0.1 is already in use "
+        "(use --page-port to choose another)\n"
+    )
+
+
+def test_taken_assistant_port_names_its_option(
+    root: Path, taken_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A taken assistant port points at --assistant-port."""
+    assert main(_demo_args(root, free_port(), taken_port)) == 2
+    assert capsys.readouterr().err.strip().endswith("(use --assistant-port to choose another)")
+
+
+def test_same_port_for_both_origins_exits_2(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The page and the assistant cannot share a port."""
+    port = free_port()
+    assert main(_demo_args(root, port, port)) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_invalid_port_is_a_usage_error(root: Path, port: str) -> None:
+    """Port numbers outside 1-65535 are rejected by argument parsing (exit code 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--root", str(root), "--page-port", port])
+    assert exit_info.value.code == 2
+
+
+def test_no_command_prints_help_and_returns_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pagecontext` alone prints the usage and fails."""
+    assert main([]) == 2
+    assert "demo" in capsys.readouterr().err
+
+
+def test_root_without_index_html_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --root without index.html is reported in one line before anything starts."""
+    assert main(["demo", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "no index.html" in err
+
+
+def test_find_repo_root_walks_up_to_index_html(root: Path) -> None:
+    """The repository root is the nearest folder above holding index.html and web/."""
+    deep = root / "pysrc" / "pagecontext"
+    deep.mkdir(parents=True)
+    assert find_repo_root(deep / "cli.py") == root
+
+
+def test_start_in_thread_serves_both_origins_and_stops(root: Path) -> None:
+    """Both origins answer while running and stop accepting connections after stop()."""
+    config = ServerConfig(root=root, page_port=free_port(), assistant_port=free_port())
+    with start_in_thread(config) as running:
+        page = httpx.get(f"{config.page_origin}/", timeout=5)
+        assert page.text == f"<p>page {config.page_origin}</p>"
+        sales = httpx.get(f"{config.page_origin}/api/sales?region=East", timeout=5)
+        assert len(sales.json()["rows"]) == 12
+        panel = httpx.get(f"http://127.0.0.1:{config.assistant_port}/assistant.html", timeout=5)
+        assert panel.text == f"<p>panel {config.assistant_origin}</p>"
+    assert not running._thread.is_alive()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{config.page_origin}/", timeout=1)
+
+
+def test_start_in_thread_refuses_a_taken_port(root: Path, taken_port: int) -> None:
+    """start_in_thread raises instead of starting half of the demo."""
+    config = ServerConfig(root=root, page_port=free_port(), assistant_port=taken_port)
+    with pytest.raises(PortUnavailableError, match="--assistant-port"):
+        start_in_thread(config)
+
+
+def test_start_in_thread_requires_explicit_ports(root: Path) -> None:
+    """Port 0 is refused: the origins must be known before the servers start."""
+    with pytest.raises(ValueError, match="explicit"):
+        start_in_thread(ServerConfig(root=root, page_port=0, assistant_port=free_port()))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals) -> None:
+    """Ctrl-C or SIGTERM stops both servers with exit code 0 and no traceback."""
+    page_port, assistant_port = free_port(), free_port()
+    env = {**os.environ, "PYTHONPATH": str(PYSRC)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pagecontext", *_demo_args(root, page_port, assistant_port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(process.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + 15
+        line = ""
+        while not line and time.monotonic() < deadline:
+            if selector.select(timeout=0.1):
+                line = process.stdout.readline()
+        assert line == (
+            f"pagecontext demo: page http://127.0.0.1:{page_port}/  "
+            f"assistant http://localhost:{assistant_port}/  (Ctrl-C to stop)\n"
+        )
+        assert httpx.get(f"http://127.0.0.1:{page_port}/", timeout=5).status_code == 200
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=15)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert "Traceback" not in err

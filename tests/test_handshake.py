@@ -1,0 +1,320 @@
+"""Tests for pagecontext.handshake: nonce-bound binding on the port, both sides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pagecontext.errors import HandshakeRejected, LocalProtocolError
+from pagecontext.handshake import (
+    Binding,
+    BindState,
+    ChildBinder,
+    EmbedderBinder,
+    read_nonce,
+)
+from pagecontext.testing import counter_ids, port_pair
+
+NONCE = "n" * 21 + "A"
+OTHER_NONCE = "o" * 21 + "B"
+THIRD_NONCE = "t" * 21 + "C"
+
+
+def page_embedder() -> EmbedderBinder:
+    return EmbedderBinder(role="page", instance_id="page-A", conversation_id=None)
+
+
+def assistant_child(nonce: str | None = NONCE) -> ChildBinder:
+    return ChildBinder(
+        role="assistant",
+        instance_id="asst-1",
+        conversation_id="conv-1",
+        nonce=nonce,
+        new_id=counter_ids("h"),
+    )
+
+
+def connected(**changes: Any) -> dict[str, Any]:
+    """A `connected` from an assistant child to a page embedder."""
+    raw: dict[str, Any] = {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": "connected",
+        "messageId": "h1",
+        "pageInstanceId": "page-A",
+        "conversationId": "conv-1",
+        "role": "assistant",
+        "instanceId": "asst-1",
+        "nonce": NONCE,
+    }
+    raw.update(changes)
+    return raw
+
+
+def test_child_and_embedder_bind_to_the_same_identities() -> None:
+    """The child's connected message binds the embedder to matching identities."""
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    child_binding, message = assistant_child().connect({"role": "page", "pageInstanceId": "page-A"})
+    embedder_binding = embedder.on_connected(message)
+    assert embedder.state is BindState.BOUND
+    assert embedder.binding == embedder_binding
+    assert embedder_binding == Binding(
+        connection_id=1,
+        page_instance_id="page-A",
+        conversation_id="conv-1",
+        peer_instance_id="asst-1",
+    )
+    assert child_binding == Binding(
+        connection_id=1,
+        page_instance_id="page-A",
+        conversation_id="conv-1",
+        peer_instance_id="page-A",
+    )
+
+
+def test_the_handshake_binds_across_a_port_pair() -> None:
+    """The connected message survives a structured-clone-like copy and binds the embedder."""
+    embedder_port, child_port = port_pair()
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    _, message = assistant_child().connect({"role": "page", "pageInstanceId": "page-A"})
+    child_port.post(message)
+    message["nonce"] = OTHER_NONCE  # the sender's later changes do not travel
+    (arrived,) = embedder_port.drain()
+    assert embedder.on_connected(arrived).connection_id == 1
+    child_port.close()
+    child_port.post(message)
+    assert embedder_port.drain() == []
+
+
+def test_a_page_child_binds_to_an_assistant_embedder() -> None:
+    """With the roles swapped, the page child names itself and the assistant's conversation."""
+    embedder = EmbedderBinder(role="assistant", instance_id="asst-1", conversation_id="conv-1")
+    embedder.expect(NONCE)
+    child = ChildBinder(
+        role="page", instance_id="page-B", conversation_id=None, nonce=NONCE, new_id=counter_ids()
+    )
+    peer = {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": "connect",
+        "role": "assistant",
+        "assistantInstanceId": "asst-1",
+        "conversationId": "conv-1",
+    }
+    child_binding, message = child.connect(peer)
+    assert message["instanceId"] == "page-B"
+    assert child_binding.peer_instance_id == "asst-1"
+    assert embedder.on_connected(message) == Binding(1, "page-B", "conv-1", "page-B")
+
+
+def test_connected_message_carries_the_nonce_and_a_fresh_message_id() -> None:
+    """The child sends its role, instance id, nonce and a new messageId."""
+    _, message = assistant_child().connect({"role": "page", "pageInstanceId": "page-A"})
+    assert message == connected()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (connected(type="bye", role=None, instanceId=None, nonce=None), "not-connected"),
+        ({"type": "connected"}, "not-connected"),
+        ("connected", "not-connected"),
+        (connected(role="page"), "wrong-role"),
+        (connected(nonce=OTHER_NONCE), "nonce-mismatch"),
+        (connected(pageInstanceId="page-Z"), "identity-mismatch"),
+    ],
+)
+def test_a_connected_message_that_does_not_qualify_closes(raw: object, reason: str) -> None:
+    """Each failed check raises its reason and leaves the embedder CLOSED and unbound."""
+    if isinstance(raw, dict):
+        raw = {key: value for key, value in raw.items() if value is not None}
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    with pytest.raises(HandshakeRejected) as caught:
+        embedder.on_connected(raw)
+    assert caught.value.reason == reason
+    assert embedder.state is BindState.CLOSED
+    assert embedder.binding is None
+
+
+def test_an_assistant_embedder_checks_its_conversation_is_echoed() -> None:
+    """An assistant embedder refuses a page child naming another conversation."""
+    embedder = EmbedderBinder(role="assistant", instance_id="asst-1", conversation_id="conv-1")
+    embedder.expect(NONCE)
+    raw = connected(role="page", instanceId="page-A", conversationId="conv-OLD")
+    with pytest.raises(HandshakeRejected) as caught:
+        embedder.on_connected(raw)
+    assert caught.value.reason == "identity-mismatch"
+
+
+def test_an_assistant_embedder_refuses_a_page_naming_itself_inconsistently() -> None:
+    """A page child's instanceId must be the pageInstanceId it stamps."""
+    embedder = EmbedderBinder(role="assistant", instance_id="asst-1", conversation_id="conv-1")
+    embedder.expect(NONCE)
+    with pytest.raises(HandshakeRejected) as caught:
+        embedder.on_connected(connected(role="page", instanceId="page-OTHER"))
+    assert caught.value.reason == "identity-mismatch"
+
+
+def test_a_reloaded_child_presenting_a_used_nonce_never_binds() -> None:
+    """After a reload, the old nonce is refused as used; only the new nonce binds."""
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    embedder.on_connected(connected())
+    embedder.child_reloaded()
+    assert embedder.state is BindState.CLOSED
+    assert embedder.binding is None
+    embedder.expect(OTHER_NONCE)
+    with pytest.raises(HandshakeRejected) as caught:
+        embedder.on_connected(connected())
+    assert caught.value.reason == "nonce-used"
+    embedder.expect(THIRD_NONCE)
+    binding = embedder.on_connected(connected(nonce=THIRD_NONCE))
+    assert binding.connection_id == 2
+
+
+def test_connection_ids_count_bindings_from_one() -> None:
+    """Each successful binding gets the next connection id."""
+    embedder = page_embedder()
+    ids = []
+    for nonce in (NONCE, OTHER_NONCE, THIRD_NONCE):
+        embedder.expect(nonce)
+        ids.append(embedder.on_connected(connected(nonce=nonce)).connection_id)
+        embedder.close()
+    assert ids == [1, 2, 3]
+
+
+def test_a_nonce_can_be_expected_only_once() -> None:
+    """Expecting a nonce that was expected before is a local error, even if it never bound."""
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    embedder.close()
+    with pytest.raises(LocalProtocolError, match="nonce already used"):
+        embedder.expect(NONCE)
+
+
+def test_a_rejected_nonce_is_spent() -> None:
+    """A nonce whose connected message failed cannot be expected again."""
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    with pytest.raises(HandshakeRejected):
+        embedder.on_connected(connected(role="page"))
+    with pytest.raises(LocalProtocolError):
+        embedder.expect(NONCE)
+
+
+def test_illegal_moves_name_the_event_and_the_state() -> None:
+    """Out-of-order calls raise LocalProtocolError naming event and state."""
+    embedder = page_embedder()
+    with pytest.raises(LocalProtocolError, match="'connected' in state IDLE"):
+        embedder.on_connected(connected())
+    with pytest.raises(LocalProtocolError, match="'child-reloaded' in state IDLE"):
+        embedder.child_reloaded()
+    embedder.expect(NONCE)
+    with pytest.raises(LocalProtocolError, match="'expect' in state AWAITING_CONNECTED"):
+        embedder.expect(OTHER_NONCE)
+    embedder.on_connected(connected())
+    with pytest.raises(LocalProtocolError, match="'connected' in state BOUND"):
+        embedder.on_connected(connected())
+    with pytest.raises(LocalProtocolError, match="'expect' in state BOUND"):
+        embedder.expect(OTHER_NONCE)
+
+
+def test_close_is_legal_in_every_state() -> None:
+    """close() always ends in CLOSED and clears the binding."""
+    embedder = page_embedder()
+    embedder.close()
+    assert embedder.state is BindState.CLOSED
+    embedder.expect(NONCE)
+    embedder.on_connected(connected())
+    embedder.close()
+    embedder.close()
+    assert embedder.state is BindState.CLOSED
+    assert embedder.binding is None
+
+
+def test_an_assistant_binder_needs_a_conversation() -> None:
+    """An assistant without a conversation id cannot take part in a handshake."""
+    with pytest.raises(LocalProtocolError):
+        EmbedderBinder(role="assistant", instance_id="a", conversation_id=None)
+    with pytest.raises(LocalProtocolError):
+        ChildBinder(
+            role="assistant",
+            instance_id="a",
+            conversation_id=None,
+            nonce=NONCE,
+            new_id=counter_ids(),
+        )
+
+
+def test_a_child_without_a_nonce_cannot_connect() -> None:
+    """No nonce in the URL means no connection."""
+    child = assistant_child(nonce=None)
+    with pytest.raises(HandshakeRejected) as caught:
+        child.connect({"role": "page", "pageInstanceId": "page-A"})
+    assert caught.value.reason == "no-nonce"
+    assert child.state is BindState.CLOSED
+
+
+def test_a_child_refuses_a_peer_with_its_own_role() -> None:
+    """Two assistants never bind."""
+    child = assistant_child()
+    peer = {"role": "assistant", "assistantInstanceId": "x", "conversationId": "c"}
+    with pytest.raises(HandshakeRejected) as caught:
+        child.connect(peer)
+    assert caught.value.reason == "wrong-role"
+
+
+@pytest.mark.parametrize(
+    "peer",
+    [
+        {"role": "page"},
+        {"role": "page", "pageInstanceId": ""},
+        {"role": "page", "pageInstanceId": 5},
+        {"role": "page", "pageInstanceId": "p", "extra": "x"},
+        {"role": "page", "assistantInstanceId": "p"},
+        {"role": "robot", "pageInstanceId": "p"},
+        {"role": "page", "pageInstanceId": "p", "version": 2},
+        {"role": "page", "pageInstanceId": "p", "version": True},
+        {"role": "page", "pageInstanceId": "p", "type": "ready"},
+        {"role": "page", "pageInstanceId": "p" * 257},
+    ],
+)
+def test_a_child_refuses_malformed_connect_data(peer: dict[str, object]) -> None:
+    """Bad connect data raises malformed and closes the child."""
+    child = assistant_child()
+    with pytest.raises(HandshakeRejected) as caught:
+        child.connect(peer)
+    assert caught.value.reason == "malformed"
+    assert child.state is BindState.CLOSED
+
+
+def test_a_child_connects_once() -> None:
+    """A second connect is a local error."""
+    child = assistant_child()
+    child.connect({"role": "page", "pageInstanceId": "page-A"})
+    with pytest.raises(LocalProtocolError, match="'connect' in state BOUND"):
+        child.connect({"role": "page", "pageInstanceId": "page-A"})
+
+
+@pytest.mark.parametrize(
+    ("fragment", "nonce"),
+    [
+        ("#pc-nonce=" + NONCE, NONCE),
+        ("pc-nonce=" + NONCE, NONCE),
+        ("#pc-nonce=" + "a-b_" * 5 + "zz", "a-b_" * 5 + "zz"),
+        ("#pc-nonce=" + NONCE[:-1], None),
+        ("#pc-nonce=" + NONCE + "x", None),
+        ("#pc-nonce=" + NONCE[:-1] + "=", None),
+        ("#pc-nonce=" + NONCE[:-1] + "+", None),
+        ("#pc-nonce=" + NONCE + "&x=1", None),
+        ("#other=" + NONCE, None),
+        ("", None),
+    ],
+)
+def test_read_nonce_accepts_only_22_base64url_characters(fragment: str, nonce: str | None) -> None:
+    """read_nonce returns the nonce only for an exact pc-nonce fragment."""
+    assert read_nonce(fragment) == nonce

@@ -1,0 +1,450 @@
+"""Tests for pagecontext.models: the wire shapes and parse_message's refusals."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pagecontext.errors import MessageRejected
+from pagecontext.models import (
+    DEFAULT_LIMITS,
+    MAX_SAFE_INTEGER,
+    ByeMessage,
+    CommandMessage,
+    ConnectedMessage,
+    ContextMessage,
+    ConversationMessage,
+    Limits,
+    Quantity,
+    ReceiptMessage,
+    SelectionClearedMessage,
+    Target,
+    dump_message,
+    parse_message,
+)
+
+ENVELOPE: dict[str, Any] = {
+    "protocol": "pagecontext",
+    "version": 1,
+    "messageId": "msg-1",
+    "pageInstanceId": "page-A",
+    "conversationId": "conv-1",
+}
+
+
+def context(**changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        **ENVELOPE,
+        "type": "context",
+        "selectionRevision": 3,
+        "selection": {
+            "pageId": "sales",
+            "componentId": "table",
+            "resourceRef": "row:42",
+            "observedAt": "2024-05-06T07:08:09.123Z",
+            "filters": {"region": ["EU", "US"], "year": 2024, "open": True, "none": None},
+            "snapshot": {"amount": {"value": 12.5, "unit": "EUR"}, "name": "Acme"},
+        },
+    }
+    raw.update(changes)
+    return raw
+
+
+def command(**changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        **ENVELOPE,
+        "type": "command",
+        "basisRevision": 1,
+        "action": "highlight",
+        "target": {"componentId": "table", "resourceRef": "row:42"},
+        "params": {"tone": "focus"},
+    }
+    raw.update(changes)
+    return raw
+
+
+def with_selection(**changes: Any) -> dict[str, Any]:
+    raw = context()
+    raw["selection"] = {**raw["selection"], **changes}
+    return raw
+
+
+def rejection(raw: object, limits: Limits | None = None) -> tuple[str, str | None]:
+    with pytest.raises(MessageRejected) as caught:
+        parse_message(raw, limits or DEFAULT_LIMITS)
+    return caught.value.reason, caught.value.message_id
+
+
+def test_context_round_trips_through_parse_and_dump() -> None:
+    """A valid context parses to ContextMessage and dumps back to the same dict."""
+    raw = context()
+    message = parse_message(raw)
+    assert isinstance(message, ContextMessage)
+    assert message.selection_revision == 3
+    assert message.selection.snapshot == {
+        "amount": Quantity(value=12.5, unit="EUR"),
+        "name": "Acme",
+    }
+    assert dump_message(message) == raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "model"),
+    [
+        (
+            {**ENVELOPE, "type": "selection-cleared", "selectionRevision": 4},
+            SelectionClearedMessage,
+        ),
+        ({**ENVELOPE, "type": "conversation"}, ConversationMessage),
+        ({**ENVELOPE, "type": "bye"}, ByeMessage),
+        (
+            {
+                **ENVELOPE,
+                "type": "receipt",
+                "commandId": "cmd-1",
+                "layer": "ui",
+                "status": "not-found",
+                "reason": "not-rendered",
+                "detail": "row gone",
+            },
+            ReceiptMessage,
+        ),
+        (
+            {
+                **ENVELOPE,
+                "type": "connected",
+                "role": "assistant",
+                "instanceId": "asst-1",
+                "nonce": "A" * 22,
+            },
+            ConnectedMessage,
+        ),
+        (command(), CommandMessage),
+    ],
+)
+def test_every_message_type_round_trips(raw: dict[str, Any], model: type[object]) -> None:
+    """Each message type parses to its model and dumps back unchanged."""
+    message = parse_message(raw)
+    assert isinstance(message, model)
+    assert dump_message(message) == raw
+
+
+def test_optional_fields_are_left_out_of_the_dump_but_none_data_is_kept() -> None:
+    """Unset optional fields vanish from the dump; None values inside data stay."""
+    raw = with_selection(snapshot={"note": None, "q": {"value": None, "unit": "pcs"}})
+    assert dump_message(parse_message(raw))["selection"]["snapshot"] == {  # type: ignore[index]
+        "note": None,
+        "q": {"value": None, "unit": "pcs"},
+    }
+    bare = command(action="locate", params={}, target={"componentId": "table"})
+    assert dump_message(parse_message(bare))["target"] == {"componentId": "table"}
+    minimal = context()
+    del minimal["selection"]["snapshot"]
+    assert "snapshot" not in dump_message(parse_message(minimal))["selection"]  # type: ignore[operator]
+
+
+def test_command_id_is_the_message_id() -> None:
+    """A command's commandId is its messageId."""
+    message = parse_message(command(messageId="cmd-9"))
+    assert isinstance(message, CommandMessage)
+    assert message.command_id == "cmd-9"
+
+
+def test_models_build_from_snake_case_names_in_python() -> None:
+    """Python code builds messages by field name, with protocol and version defaulted."""
+    message = CommandMessage(
+        message_id="c1",
+        page_instance_id="p",
+        conversation_id="c",
+        basis_revision=1,
+        action="refresh",
+        target=Target(component_id="chart"),
+        params={},
+    )
+    assert dump_message(message)["protocol"] == "pagecontext"
+    assert dump_message(message)["version"] == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "action"),
+    [
+        ({"tone": "focus"}, "highlight"),
+        ({"tone": "related"}, "highlight"),
+        ({}, "locate"),
+        ({}, "refresh"),
+        ({}, "clear-highlight"),
+    ],
+)
+def test_each_action_accepts_its_fixed_params(params: dict[str, str], action: str) -> None:
+    """Every action of the closed set parses with exactly its params."""
+    assert isinstance(parse_message(command(action=action, params=params)), CommandMessage)
+
+
+@pytest.mark.parametrize(
+    ("action", "params"),
+    [
+        ("highlight", {}),
+        ("highlight", {"tone": "loud"}),
+        ("highlight", {"tone": "focus", "color": "red"}),
+        ("locate", {"tone": "focus"}),
+        ("refresh", {"data": "x"}),
+        ("clear-highlight", {"all": "yes"}),
+        ("eval", {}),
+        ("write", {}),
+    ],
+)
+def test_commands_outside_the_closed_set_or_with_extra_params_are_malformed(
+    action: str, params: dict[str, str]
+) -> None:
+    """Unknown actions and wrong or extra params are rejected as malformed."""
+    assert rejection(command(action=action, params=params)) == ("malformed", "msg-1")
+
+
+def test_a_selector_like_resource_ref_is_only_data() -> None:
+    """A resourceRef that looks like a CSS selector or HTML parses as an opaque id."""
+    ref = '<img src=x onerror=alert(1)> #row, tr[data-x="1"]'
+    message = parse_message(command(target={"componentId": "table", "resourceRef": ref}))
+    assert isinstance(message, CommandMessage)
+    assert message.target.resource_ref == ref
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param({k: v for k, v in context().items() if k != "selection"}, id="missing"),
+        pytest.param(context(extra="x"), id="extra-top"),
+        pytest.param(with_selection(extra="x"), id="extra-nested"),
+        pytest.param(
+            with_selection(snapshot={"q": {"value": 1, "unit": "u", "x": 1}}), id="extra-q"
+        ),
+        pytest.param(context(message_id="msg-1"), id="snake-case-key"),
+        pytest.param(context(selectionRevision=3.0), id="revision-float"),
+        pytest.param(context(selectionRevision=-1), id="revision-negative"),
+        pytest.param(context(selectionRevision=0), id="revision-zero"),
+        pytest.param(context(selectionRevision="3"), id="revision-string"),
+        pytest.param(context(selectionRevision=True), id="revision-bool"),
+        pytest.param(context(selectionRevision=MAX_SAFE_INTEGER + 1), id="revision-unsafe"),
+        pytest.param({**ENVELOPE, "type": "selection-cleared", "selectionRevision": 0}, id="c0"),
+        pytest.param(context(type="telemetry"), id="unknown-type"),
+        pytest.param({k: v for k, v in context().items() if k != "type"}, id="no-type"),
+        pytest.param(context(pageInstanceId=""), id="empty-id"),
+        pytest.param(context(pageInstanceId=7), id="id-int"),
+        pytest.param(with_selection(observedAt="2024-05-06T07:08:09Z"), id="no-millis"),
+        pytest.param(with_selection(observedAt="2024-05-06T07:08:09.123+00:00"), id="offset"),
+        pytest.param(with_selection(observedAt="2024-05-06T07:08:09.123Z\n"), id="newline"),
+        pytest.param(
+            with_selection(observedAt="\uff12\uff1024-05-06T07:08:09.123Z"), id="wide-digit"
+        ),
+        pytest.param(with_selection(filters={"a": {"b": 1}}), id="nested-filter"),
+        pytest.param(with_selection(filters={"a": [[1]]}), id="list-in-list"),
+        pytest.param(with_selection(snapshot={"a": [1]}), id="list-in-snapshot"),
+        pytest.param(context(protocol="other"), id="other-protocol"),
+        pytest.param({k: v for k, v in context().items() if k != "protocol"}, id="no-protocol"),
+        pytest.param({k: v for k, v in context().items() if k != "version"}, id="no-version"),
+        pytest.param(
+            {
+                **ENVELOPE,
+                "type": "receipt",
+                "commandId": "c",
+                "layer": "ui",
+                "status": "applied",
+                "reason": "Not OK",
+            },
+            id="reason-code",
+        ),
+        pytest.param(
+            {
+                **ENVELOPE,
+                "type": "receipt",
+                "commandId": "c",
+                "layer": "business",
+                "status": "applied",
+                "reason": "ok",
+            },
+            id="receipt-layer",
+        ),
+        pytest.param(
+            {
+                **ENVELOPE,
+                "type": "receipt",
+                "commandId": "c",
+                "layer": "ui",
+                "status": "applied",
+                "reason": "ok",
+                "detail": "d" * 201,
+            },
+            id="detail-201",
+        ),
+    ],
+)
+def test_invalid_payloads_are_malformed(raw: dict[str, Any]) -> None:
+    """Missing, extra and wrongly typed fields are rejected as malformed, never coerced."""
+    assert rejection(raw) == ("malformed", "msg-1")
+
+
+@pytest.mark.parametrize("version", [2, 0, 1.0, True, "1", None])
+def test_a_version_other_than_the_integer_1_is_unsupported(version: object) -> None:
+    """Only the integer 1 is version 1: 1.0 and True are not."""
+    assert rejection(context(version=version)) == ("unsupported-version", "msg-1")
+
+
+@pytest.mark.parametrize("key", ["__proto__", "constructor", "prototype"])
+def test_prototype_keys_are_forbidden_at_any_depth(key: str) -> None:
+    """Keys that reach Object.prototype in JS are refused wherever they appear."""
+    assert rejection(context(**{key: {}})) == ("forbidden-key", "msg-1")
+    assert rejection(with_selection(filters={key: 1})) == ("forbidden-key", "msg-1")
+
+
+def test_nesting_deeper_than_the_limit_is_refused() -> None:
+    """A value nested past max_depth is refused before validation."""
+    deep: object = 1
+    for _ in range(8):
+        deep = [deep]
+    assert rejection(with_selection(filters={"a": deep})) == ("too-deep", "msg-1")
+
+
+def test_a_self_referencing_value_is_refused_as_too_deep() -> None:
+    """A cyclic structure ends the walk instead of recursing forever."""
+    raw = context()
+    raw["selection"]["filters"]["loop"] = raw["selection"]["filters"]
+    assert rejection(raw) == ("too-deep", "msg-1")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), float("-inf"), {1, 2}, (1, 2), b"bytes", object()],
+)
+def test_non_json_values_are_refused(value: object) -> None:
+    """NaN, Infinity and values JSON cannot carry are refused as not-json."""
+    assert rejection(with_selection(filters={"a": value})) == ("not-json", "msg-1")
+
+
+def test_non_string_keys_are_refused() -> None:
+    """A dict with a non-string key is not a JSON object."""
+    assert rejection(with_selection(filters={1: "a"})) == ("not-json", "msg-1")
+
+
+def test_a_lone_surrogate_is_refused() -> None:
+    """A string that is not valid Unicode text is refused as not-json."""
+    assert rejection(with_selection(filters={"a": "\ud800"})) == ("not-json", "msg-1")
+
+
+def test_a_message_over_the_byte_limit_is_too_large() -> None:
+    """The serialized size counts UTF-8 bytes against max_message_bytes."""
+    raw = with_selection(filters={"a": "é" * 1000})  # 2,000 bytes of text
+    assert rejection(raw, Limits(max_message_bytes=2000)) == ("too-large", "msg-1")
+    assert isinstance(parse_message(raw, Limits(max_message_bytes=4000)), ContextMessage)
+
+
+def test_an_integer_too_long_to_serialize_is_too_large() -> None:
+    """An int past Python's digit limit is refused, not a ValueError escaping."""
+    assert rejection(with_selection(filters={"a": 10**5000})) == ("too-large", "msg-1")
+
+
+def test_a_huge_collection_is_refused_before_it_is_serialized() -> None:
+    """More values than bytes allowed is too large, however small each value."""
+    raw = with_selection(filters={"a": [0] * 20_000})
+    assert rejection(raw) == ("too-large", "msg-1")
+
+
+def test_a_string_over_the_limit_is_over_limit() -> None:
+    """Any string, key or value, longer than max_string_chars is over-limit."""
+    assert rejection(with_selection(filters={"a": "x" * 1025})) == ("over-limit", "msg-1")
+    assert rejection(with_selection(filters={"k" * 1025: 1})) == ("over-limit", "msg-1")
+    assert isinstance(parse_message(with_selection(filters={"a": "x" * 1024})), ContextMessage)
+
+
+def test_an_id_over_the_limit_is_over_limit() -> None:
+    """Ids longer than max_id_chars are over-limit; at the limit they pass."""
+    assert rejection(with_selection(resourceRef="r" * 257)) == ("over-limit", "msg-1")
+    assert rejection(context(conversationId="c" * 257)) == ("over-limit", "msg-1")
+    assert isinstance(parse_message(with_selection(resourceRef="r" * 256)), ContextMessage)
+
+
+def test_collections_over_the_limits_are_over_limit() -> None:
+    """filters over max_filter_keys and snapshot over max_snapshot_fields are refused."""
+    many_filters = {f"f{i}": i for i in range(33)}
+    many_fields = {f"s{i}": i for i in range(65)}
+    assert rejection(with_selection(filters=many_filters)) == ("over-limit", "msg-1")
+    assert rejection(with_selection(snapshot=many_fields)) == ("over-limit", "msg-1")
+
+
+def test_limits_are_configurable() -> None:
+    """A stricter Limits refuses what the defaults accept."""
+    raw = context()
+    assert rejection(raw, Limits(max_filter_keys=2)) == ("over-limit", "msg-1")
+    assert rejection(raw, Limits(max_id_chars=3)) == ("over-limit", "msg-1")
+
+
+def test_a_receipt_detail_over_the_configured_limit_is_over_limit() -> None:
+    """max_detail_chars bounds a receipt's detail."""
+    raw = {
+        **ENVELOPE,
+        "type": "receipt",
+        "commandId": "c",
+        "layer": "ui",
+        "status": "applied",
+        "reason": "ok",
+        "detail": "d" * 50,
+    }
+    assert rejection(raw, Limits(max_detail_chars=10)) == ("over-limit", "msg-1")
+
+
+@pytest.mark.parametrize("raw", [None, [], "context", 42, {"messageId": 5}])
+def test_a_message_without_a_readable_id_is_rejected_without_one(raw: object) -> None:
+    """Non-objects and unreadable messageIds give a rejection with message_id None."""
+    assert rejection(raw) == ("malformed", None)
+
+
+@pytest.mark.parametrize("message_id", ["", "a" * 65, "has space", "semi;colon", "ü"])
+def test_an_invalid_message_id_is_never_echoed(message_id: str) -> None:
+    """A messageId that breaks its pattern is not attached to the rejection."""
+    assert rejection(context(messageId=message_id)) == ("malformed", None)
+
+
+def test_a_message_id_is_attached_even_when_the_version_is_wrong() -> None:
+    """The rejection carries a valid messageId whatever else failed."""
+    assert rejection(context(version=2, messageId="x_Y-9")) == ("unsupported-version", "x_Y-9")
+
+
+def test_parsing_never_mutates_the_input() -> None:
+    """parse_message leaves the raw value as it was."""
+    raw = context()
+    before = copy.deepcopy(raw)
+    parse_message(raw)
+    assert raw == before
+
+
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200)
+@given(raw=json_values | st.dictionaries(st.text(max_size=12), json_values, max_size=8))
+def test_arbitrary_input_is_parsed_or_rejected_with_a_pagecontext_error(raw: object) -> None:
+    """Whatever arrives, parse_message returns a model or raises MessageRejected only."""
+    reason = "parsed"
+    try:
+        parse_message(raw)
+    except MessageRejected as rejected:
+        reason = rejected.reason
+    assert reason in {
+        "parsed",
+        "malformed",
+        "forbidden-key",
+        "too-deep",
+        "not-json",
+        "too-large",
+        "unsupported-version",
+        "over-limit",
+    }

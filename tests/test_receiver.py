@@ -1,0 +1,251 @@
+"""Tests for pagecontext.receiver: which contexts the assistant commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pagecontext.models import MAX_SAFE_INTEGER, ContextMessage, SelectionClearedMessage
+from pagecontext.receiver import Accepted, ContextReceiver, Refused
+
+
+def context(revision: object = 1, **changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": "context",
+        "messageId": f"m{revision}",
+        "pageInstanceId": "page-A",
+        "conversationId": "conv-1",
+        "selectionRevision": revision,
+        "selection": {
+            "pageId": "sales",
+            "componentId": "table",
+            "resourceRef": f"row:{revision}",
+            "observedAt": "2024-05-06T07:08:09.123Z",
+            "filters": {"region": "EU"},
+            "snapshot": {"amount": {"value": 10, "unit": "EUR"}},
+        },
+    }
+    raw.update(changes)
+    return raw
+
+
+def cleared(revision: object, **changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": "selection-cleared",
+        "messageId": "mc",
+        "pageInstanceId": "page-A",
+        "conversationId": "conv-1",
+        "selectionRevision": revision,
+    }
+    raw.update(changes)
+    return raw
+
+
+def bound() -> ContextReceiver:
+    receiver = ContextReceiver()
+    receiver.bind("page-A", "conv-1")
+    return receiver
+
+
+def test_a_valid_context_is_committed() -> None:
+    """A context from the bound page and conversation is accepted and committed."""
+    receiver = bound()
+    result = receiver.receive(context(5))
+    assert isinstance(result, Accepted)
+    assert isinstance(result.message, ContextMessage)
+    assert receiver.committed == result.message
+    assert receiver.last_revision == 5
+
+
+@pytest.mark.parametrize("older", [3, 4])
+def test_same_or_older_revisions_never_overwrite(older: int) -> None:
+    """A revision not above the last accepted is stale-revision; the commit stays."""
+    receiver = bound()
+    receiver.receive(context(4))
+    committed = receiver.committed
+    assert receiver.receive(context(older)) == Refused("stale-revision")
+    assert receiver.committed == committed
+    assert receiver.last_revision == 4
+
+
+def test_selection_cleared_uncommits_and_records_the_revision() -> None:
+    """A cleared selection leaves nothing committed but moves the revision on."""
+    receiver = bound()
+    receiver.receive(context(1))
+    result = receiver.receive(cleared(2))
+    assert isinstance(result, Accepted)
+    assert isinstance(result.message, SelectionClearedMessage)
+    assert receiver.committed is None
+    assert receiver.last_revision == 2
+    assert receiver.receive(context(2)) == Refused("stale-revision")
+
+
+def test_an_older_selection_cleared_changes_nothing() -> None:
+    """A late selection-cleared does not erase a newer context."""
+    receiver = bound()
+    receiver.receive(context(3))
+    assert receiver.receive(cleared(2)) == Refused("stale-revision")
+    assert receiver.last_revision == 3
+    assert receiver.committed is not None
+
+
+def test_messages_before_binding_are_unbound() -> None:
+    """Nothing is committed before the receiver knows its page instance."""
+    receiver = ContextReceiver()
+    assert receiver.receive(context(1)) == Refused("unbound")
+    assert receiver.committed is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (context(1, pageInstanceId="page-OTHER"), "page-instance"),
+        (context(1, conversationId="conv-OLD"), "conversation-mismatch"),
+    ],
+)
+def test_messages_from_another_binding_are_refused(raw: dict[str, Any], reason: str) -> None:
+    """Another page instance or an old conversation is refused and counted."""
+    receiver = bound()
+    assert receiver.receive(raw) == Refused(reason)
+    assert receiver.counts == {reason: 1}
+    assert receiver.last_revision == 0
+
+
+def test_a_message_of_another_type_is_unexpected() -> None:
+    """A command or receipt handed to the receiver is refused as unexpected-type."""
+    receiver = bound()
+    raw = {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": "bye",
+        "messageId": "b",
+        "pageInstanceId": "page-A",
+        "conversationId": "conv-1",
+    }
+    assert receiver.receive(raw) == Refused("unexpected-type")
+
+
+def test_a_conversation_change_keeps_the_revision_sequence() -> None:
+    """Rebinding the same page instance to a new conversation keeps the last revision."""
+    receiver = bound()
+    receiver.receive(context(7))
+    receiver.bind("page-A", "conv-2")
+    assert receiver.last_revision == 7
+    assert receiver.receive(context(8)) == Refused("conversation-mismatch")
+    assert isinstance(receiver.receive(context(8, conversationId="conv-2")), Accepted)
+    assert receiver.receive(context(7, conversationId="conv-2")) == Refused("stale-revision")
+
+
+def test_a_new_page_instance_starts_a_new_revision_sequence() -> None:
+    """After a page reload, revision 1 of the new instance is accepted; the old one is refused."""
+    receiver = bound()
+    receiver.receive(context(40))
+    receiver.rebind("page-B", "conv-1")
+    assert receiver.committed is None
+    assert receiver.last_revision == 0
+    assert isinstance(receiver.receive(context(1, pageInstanceId="page-B")), Accepted)
+    assert receiver.receive(context(41)) == Refused("page-instance")
+
+
+def nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def without(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    return {name: value for name, value in raw.items() if name != key}
+
+
+def with_selection(**changes: Any) -> dict[str, Any]:
+    raw = context(9)
+    raw["selection"] = {**raw["selection"], **changes}
+    return raw
+
+
+HOSTILE = [
+    pytest.param(without(context(9), "selection"), "malformed", id="missing-field"),
+    pytest.param(context(9, extra=1), "malformed", id="extra-field"),
+    pytest.param(context(9, pageInstanceId=["page-A"]), "malformed", id="wrong-type"),
+    pytest.param(context(9, version=2), "unsupported-version", id="unknown-version"),
+    pytest.param(context(9, version=1.0), "unsupported-version", id="version-float"),
+    pytest.param(with_selection(resourceRef="r" * 257), "over-limit", id="long-id"),
+    pytest.param(with_selection(filters={"a": "s" * 1025}), "over-limit", id="long-string"),
+    pytest.param(
+        with_selection(filters={f"k{i}": i for i in range(33)}), "over-limit", id="many-filters"
+    ),
+    pytest.param(
+        with_selection(snapshot={f"k{i}": i for i in range(65)}), "over-limit", id="big-snapshot"
+    ),
+    pytest.param(with_selection(filters={"a": "s" * 20_000}), "too-large", id="oversize"),
+    pytest.param(with_selection(filters={"a": nested(10)}), "too-deep", id="deep"),
+    pytest.param(
+        with_selection(filters={"__proto__": {"admin": True}}), "forbidden-key", id="proto"
+    ),
+    pytest.param(with_selection(filters={"a": object()}), "not-json", id="non-json"),
+    pytest.param(with_selection(filters={"a": float("nan")}), "not-json", id="nan"),
+    pytest.param(context(9.0), "malformed", id="revision-float"),
+    pytest.param(context(-9), "malformed", id="revision-negative"),
+    pytest.param(context("9"), "malformed", id="revision-string"),
+    pytest.param(context(MAX_SAFE_INTEGER + 1), "malformed", id="revision-unsafe"),
+]
+
+
+@pytest.mark.parametrize(("raw", "reason"), HOSTILE)
+def test_hostile_payloads_are_refused_and_change_nothing(raw: object, reason: str) -> None:
+    """Each hostile payload is refused with its reason; state stays; a valid message still lands."""
+    receiver = bound()
+    receiver.receive(context(2))
+    committed = receiver.committed
+    assert receiver.receive(raw) == Refused(reason)
+    assert receiver.committed == committed
+    assert receiver.last_revision == 2
+    assert receiver.counts == {reason: 1}
+    assert isinstance(receiver.receive(context(3)), Accepted)
+    assert receiver.last_revision == 3
+
+
+revisions = st.one_of(
+    st.integers(min_value=-3, max_value=12),
+    st.integers(min_value=MAX_SAFE_INTEGER - 2, max_value=MAX_SAFE_INTEGER + 2),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=1, max_value=12).map(float),
+    st.integers(min_value=1, max_value=12).map(str),
+    st.booleans(),
+    st.none(),
+)
+
+
+def is_valid_revision(revision: object) -> bool:
+    return type(revision) is int and 1 <= revision <= MAX_SAFE_INTEGER
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.booleans(), revisions), max_size=30))
+def test_revisions_never_go_backwards_and_the_maximum_is_committed(
+    sequence: list[tuple[bool, object]],
+) -> None:
+    """For any interleaving, last_revision never decreases and equals the max valid revision."""
+    receiver = bound()
+    best = 0
+    best_is_context = False
+    for is_context, revision in sequence:
+        previous = receiver.last_revision
+        receiver.receive(context(revision) if is_context else cleared(revision))
+        assert receiver.last_revision >= previous
+        if is_valid_revision(revision) and isinstance(revision, int) and revision > best:
+            best, best_is_context = revision, is_context
+        assert receiver.last_revision == best
+        if best_is_context:
+            assert receiver.committed is not None
+            assert receiver.committed.selection_revision == best
+        else:
+            assert receiver.committed is None

@@ -1,0 +1,356 @@
+"""The demo server's apps and data: /api/sales, templates, static files, HTTP policy."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.data import (
+    MONTHS,
+    OUTLIER_REFS,
+    REGIONS,
+    create_demo_db,
+    query_sales,
+)
+
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+INDEX_HTML = (
+    '<!doctype html><meta name="origins" content="{{PAGE_ORIGIN}} {{ASSISTANT_ORIGIN}}">'
+    '<iframe src="{{ASSISTANT_ORIGIN}}/assistant.html"></iframe>'
+)
+ASSISTANT_HTML = '<!doctype html><meta name="page" content="{{PAGE_ORIGIN}}">'
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A small repository: the two HTML templates, a web file and a built site."""
+    (tmp_path / "index.html").write_text(INDEX_HTML)
+    web = tmp_path / "web"
+    web.mkdir()
+    (web / "assistant.html").write_text(ASSISTANT_HTML)
+    (web / "boot.mjs").write_text("export const x = 1;\n")
+    (web / "style.css").write_text("body { margin: 0 }\n" * 200)
+    site = tmp_path / "build" / "site"
+    files = {
+        site / "vendor" / "pyodide-0.0.0" / "pyodide.asm.wasm": b"\0asm" + bytes(16),
+        site / "vendor" / "pyodide-0.0.0" / "pyodide.mjs": b"export default 1;\n",
+        site / "vendor" / "pyodide-0.0.0" / "pyodide.js": b"var x = 1;\n",
+        site / "vendor" / "pyodide-0.0.0" / "python_stdlib.zip": b"PK\x05\x06" + bytes(18),
+        site / "wheels" / "pkg-1.0-py3-none-any.whl": b"PK\x05\x06" + bytes(18),
+        site / "py" / "edge" / "pagecontext" / "windowrules.py": b"X = 1\n",
+        site / "py" / "runtime.json": b'{"packages": []}',
+    }
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+    return tmp_path
+
+
+@pytest.fixture
+def config(root: Path) -> ServerConfig:
+    """The default configuration over the fixture repository."""
+    return ServerConfig(root=root)
+
+
+@pytest.fixture
+def page(config: ServerConfig) -> Iterator[TestClient]:
+    """A client of the page origin, started (so the demo database exists)."""
+    with TestClient(create_page_app(config)) as client:
+        yield client
+
+
+@pytest.fixture
+def assistant(config: ServerConfig) -> Iterator[TestClient]:
+    """A client of the assistant origin, not following redirects."""
+    with TestClient(create_assistant_app(config), follow_redirects=False) as client:
+        yield client
+
+
+# --- data -------------------------------------------------------------------
+
+
+def test_demo_db_has_every_region_and_month_with_units(tmp_path: Path) -> None:
+    """A fresh database holds 60 rows, one per region and month, with positive numbers."""
+    db = tmp_path / "nested" / "demo.db"
+    create_demo_db(db)
+    rows = query_sales(db)
+    assert len(rows) >= 60
+    assert {(row["region"], row["month"]) for row in rows} == {
+        (region, month) for region in REGIONS for month in MONTHS
+    }
+    assert all(row["unitsSold"] > 0 and row["revenueEur"] > 0 for row in rows)
+    assert all(row["ref"] == f"sales-{row['month']}-{row['region'].lower()}" for row in rows)
+
+
+def test_demo_db_is_deterministic(tmp_path: Path) -> None:
+    """Two fresh databases hold identical rows, so tests and the agent can rely on them."""
+    create_demo_db(tmp_path / "a.db")
+    create_demo_db(tmp_path / "b.db")
+    assert query_sales(tmp_path / "a.db") == query_sales(tmp_path / "b.db")
+
+
+def test_demo_db_high_outlier_stands_out(tmp_path: Path) -> None:
+    """The high outlier sells over twice as much as any other row of its region."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    by_ref = {row["ref"]: row for row in query_sales(db)}
+    high = by_ref[OUTLIER_REFS[0]]
+    others = [r for r in query_sales(db, region=high["region"]) if r["ref"] != high["ref"]]
+    assert high["unitsSold"] > 2 * max(r["unitsSold"] for r in others)
+
+
+def test_create_demo_db_is_idempotent_and_keeps_edits(tmp_path: Path) -> None:
+    """Creating the database again changes nothing, even rows edited since."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE sales SET units_sold = 7 WHERE ref = 'sales-2026-01-west'")
+    connection.close()
+    create_demo_db(db)
+    rows = query_sales(db)
+    assert len(rows) == 60
+    assert [r["unitsSold"] for r in rows if r["ref"] == "sales-2026-01-west"] == [7]
+
+
+def test_query_sales_orders_by_month_then_region(tmp_path: Path) -> None:
+    """Rows come back ordered by month, then by region name."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    keys = [(row["month"], row["region"]) for row in query_sales(db)]
+    assert keys == sorted(keys)
+
+
+def test_query_sales_without_database_raises(tmp_path: Path) -> None:
+    """Querying a database that was never created is an error, not an empty answer."""
+    with pytest.raises(FileNotFoundError):
+        query_sales(tmp_path / "missing.db")
+    assert not (tmp_path / "missing.db").exists()
+
+
+# --- /api/sales ---------------------------------------------------------------
+
+
+def test_api_sales_returns_all_rows_with_units(page: TestClient) -> None:
+    """Without filters the API returns every row and names the units of each column."""
+    response = page.get("/api/sales")
+    assert response.status_code == 200
+    body = response.json()
+    assert len(body["rows"]) == 60
+    assert body["units"] == {"unitsSold": "units", "revenueEur": "EUR"}
+    assert set(body["rows"][0]) == {"ref", "region", "month", "unitsSold", "revenueEur"}
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_api_sales_filters_by_region(page: TestClient) -> None:
+    """A region filter returns exactly that region's twelve months."""
+    rows = page.get("/api/sales", params={"region": "North"}).json()["rows"]
+    assert [row["month"] for row in rows] == list(MONTHS)
+    assert {row["region"] for row in rows} == {"North"}
+
+
+def test_api_sales_filters_by_inclusive_month_range(page: TestClient) -> None:
+    """A month range includes both ends and every region in between."""
+    rows = page.get("/api/sales", params={"from": "2026-03", "to": "2026-05"}).json()["rows"]
+    assert {(row["month"], row["region"]) for row in rows} == {
+        (month, region) for month in ("2026-03", "2026-04", "2026-05") for region in REGIONS
+    }
+
+
+def test_api_sales_combines_region_and_months(page: TestClient) -> None:
+    """Region and month filters combine; empty parameters mean no filter."""
+    params = {"region": "West", "from": "2026-11", "to": ""}
+    rows = page.get("/api/sales", params=params).json()["rows"]
+    assert [row["ref"] for row in rows] == ["sales-2026-11-west", "sales-2026-12-west"]
+
+
+@pytest.mark.parametrize(
+    ("params", "mentions"),
+    [
+        ({"region": "Atlantis"}, "region"),
+        ({"region": "north"}, "region"),
+        ({"region": "North' OR '1'='1"}, "region"),
+        ({"from": "2026-13"}, "from"),
+        ({"to": "March"}, "to"),
+        ({"from": "2026-06", "to": "2026-02"}, "after"),
+    ],
+)
+def test_api_sales_rejects_bad_input_with_400(
+    page: TestClient, params: dict[str, str], mentions: str
+) -> None:
+    """Invalid filters answer 400 with an error message that names the problem."""
+    response = page.get("/api/sales", params=params)
+    assert response.status_code == 400
+    assert mentions in response.json()["error"]
+
+
+def test_page_app_creates_demo_db_at_startup(config: ServerConfig) -> None:
+    """Starting the page app creates the demo database if it is missing."""
+    assert not config.db_path.exists()
+    with TestClient(create_page_app(config)):
+        pass
+    assert config.db_path.is_file()
+
+
+# --- templates ------------------------------------------------------------------
+
+
+def test_index_html_has_origin_tokens_replaced(page: TestClient) -> None:
+    """GET / serves index.html with both origin tokens replaced by the configured origins."""
+    response = page.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert "{{" not in response.text
+    assert 'content="http://127.0.0.1:8000 http://localhost:8001"' in response.text
+    assert 'src="http://localhost:8001/assistant.html"' in response.text
+
+
+def test_template_origins_are_html_escaped(root: Path) -> None:
+    """An origin is HTML-escaped before it enters the page, so it cannot break out."""
+    config = ServerConfig(root=root, assistant_host='evil"><script>')
+    with TestClient(create_page_app(config)) as client:
+        text = client.get("/").text
+    assert "<script>" not in text
+    assert "evil&quot;&gt;&lt;script&gt;" in text
+
+
+def test_assistant_html_has_origin_tokens_replaced(assistant: TestClient) -> None:
+    """GET /assistant.html serves web/assistant.html with the page origin filled in."""
+    response = assistant.get("/assistant.html")
+    assert response.status_code == 200
+    assert 'content="http://127.0.0.1:8000"' in response.text
+
+
+def test_assistant_root_redirects_to_assistant_html(assistant: TestClient) -> None:
+    """GET / on the assistant origin redirects to /assistant.html."""
+    response = assistant.get("/")
+    assert response.is_redirect
+    assert response.headers["location"] == "/assistant.html"
+
+
+def test_missing_template_is_404(tmp_path: Path) -> None:
+    """Without index.html the page origin answers 404, not a server error."""
+    with TestClient(create_page_app(ServerConfig(root=tmp_path))) as client:
+        assert client.get("/").status_code == 404
+
+
+# --- static files and HTTP policy -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/vendor/pyodide-0.0.0/pyodide.asm.wasm", "application/wasm"),
+        ("/vendor/pyodide-0.0.0/pyodide.mjs", "text/javascript"),
+        ("/vendor/pyodide-0.0.0/pyodide.js", "text/javascript"),
+        ("/vendor/pyodide-0.0.0/python_stdlib.zip", "application/zip"),
+        ("/web/boot.mjs", "text/javascript"),
+        ("/py/edge/pagecontext/windowrules.py", "text/plain; charset=utf-8"),
+        ("/py/runtime.json", "application/json"),
+        ("/wheels/pkg-1.0-py3-none-any.whl", "application/zip"),
+    ],
+)
+def test_static_files_have_browser_mime_types(
+    page: TestClient, assistant: TestClient, path: str, content_type: str
+) -> None:
+    """Both origins serve each static file with the MIME type the browser requires."""
+    for client in (page, assistant):
+        response = client.get(path)
+        assert response.status_code == 200
+        assert response.headers["content-type"].split(";")[0] == content_type.split(";")[0]
+        if ";" in content_type:
+            assert response.headers["content-type"] == content_type
+
+
+@pytest.mark.parametrize(
+    ("path", "cache_control"),
+    [
+        ("/", "no-cache"),
+        ("/web/boot.mjs", "no-cache"),
+        ("/py/runtime.json", "no-cache"),
+        ("/vendor/pyodide-0.0.0/pyodide.asm.wasm", IMMUTABLE),
+        ("/wheels/pkg-1.0-py3-none-any.whl", IMMUTABLE),
+    ],
+)
+def test_cache_headers_follow_what_is_versioned(
+    page: TestClient, path: str, cache_control: str
+) -> None:
+    """Pinned artifacts are cached for a year; HTML, web/ and py/ are revalidated."""
+    assert page.get(path).headers["cache-control"] == cache_control
+
+
+def test_assistant_html_is_revalidated(assistant: TestClient) -> None:
+    """The assistant's HTML is served with no-cache, like the page's."""
+    assert assistant.get("/assistant.html").headers["cache-control"] == "no-cache"
+
+
+def test_not_modified_keeps_the_cache_policy(page: TestClient) -> None:
+    """A 304 revalidation of a pinned file still carries its immutable policy."""
+    first = page.get("/wheels/pkg-1.0-py3-none-any.whl")
+    again = page.get(
+        "/wheels/pkg-1.0-py3-none-any.whl", headers={"If-None-Match": first.headers["etag"]}
+    )
+    assert again.status_code == 304
+    assert again.headers["cache-control"] == IMMUTABLE
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/api/sales", "/api/sales?region=x", "/web/boot.mjs", "/vendor/none.wasm", "/nowhere"],
+)
+def test_every_response_has_nosniff(page: TestClient, path: str) -> None:
+    """Every response, errors included, forbids MIME sniffing."""
+    assert page.get(path).headers["x-content-type-options"] == "nosniff"
+
+
+def test_no_cors_headers_are_sent(page: TestClient) -> None:
+    """A cross-origin request gets no Access-Control-* header: the origins never share."""
+    response = page.get("/api/sales", headers={"Origin": "http://localhost:8001"})
+    assert not [name for name in response.headers if name.startswith("access-control-")]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/web/missing.js",
+        "/vendor/pyodide-0.0.0/missing.wasm",
+        "/wheels/missing.whl",
+        "/py/missing.py",
+        "/web/%2e%2e/index.html",
+    ],
+)
+def test_missing_static_file_is_404(page: TestClient, path: str) -> None:
+    """A file that is not there is a 404, and the 404 is never cached as immutable."""
+    response = page.get(path)
+    assert response.status_code == 404
+    assert response.headers.get("cache-control") != IMMUTABLE
+
+
+def test_missing_build_folder_is_404_not_500(tmp_path: Path) -> None:
+    """Before the site is built the app still starts and static requests are 404s."""
+    (tmp_path / "index.html").write_text(INDEX_HTML)
+    with TestClient(create_page_app(ServerConfig(root=tmp_path))) as client:
+        assert client.get("/").status_code == 200
+        assert client.get("/vendor/pyodide-0.0.0/pyodide.mjs").status_code == 404
+        assert client.get("/web/boot.mjs").status_code == 404
+
+
+def test_large_text_is_gzipped(page: TestClient) -> None:
+    """Text over the minimum size is compressed when the browser accepts gzip."""
+    response = page.get("/web/style.css", headers={"Accept-Encoding": "gzip"})
+    assert response.headers["content-encoding"] == "gzip"
+    assert response.text.startswith("body { margin: 0 }")
+
+
+def test_server_config_derives_paths_and_origins(tmp_path: Path) -> None:
+    """The build folder, database and origins derive from the root and the hosts."""
+    config = ServerConfig(root=tmp_path, page_port=9000, assistant_host="assistant.test")
+    assert config.build_dir == tmp_path / "build"
+    assert config.db_path == tmp_path / "build" / "demo.db"
+    assert config.page_origin == "http://127.0.0.1:9000"
+    assert config.assistant_origin == "http://assistant.test:8001"

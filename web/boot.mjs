@@ -1,0 +1,33 @@
+// Boot script for a pagecontext frame: starts the core's Worker first (so Pyodide loads
+// while the page renders), then MicroPython on the main thread with the edge's Python
+// sources. The browser forces this file to be JavaScript; the edge itself is Python.
+const config = JSON.parse(document.getElementById("pc-config").textContent);
+document.documentElement.dataset.pcState = "booting";
+const worker = new Worker("/web/worker.mjs", { type: "module", name: `pagecontext-${config.role}` });
+
+const runtime = await (await fetch("/py/runtime.json")).json();
+const [{ loadMicroPython }, sources] = await Promise.all([
+  import(runtime.micropython.module),
+  Promise.all(
+    runtime.edge.files.map(async (file) => [file, await (await fetch(runtime.edge.base + file)).text()]),
+  ),
+]);
+const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
+for (const [file, text] of sources) {
+  const path = `/lib/${file}`;
+  mp.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+  mp.FS.writeFile(path, text);
+}
+// MicroPython cannot catch a JavaScript exception, so the few calls that may throw on
+// hostile input or a locked-down browser are wrapped here and never throw.
+const host = {
+  json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
+  load(key) { try { return window.sessionStorage.getItem(key); } catch { return null; } },
+  save(key, value) { try { window.sessionStorage.setItem(key, value); return true; } catch { return false; } },
+};
+const edge = mp.pyimport("pagecontext.browser.edge");
+globalThis.pagecontext = edge.start(config, worker, host);
+for (const app of config.apps || []) {
+  const text = await (await fetch(app)).text();
+  await mp.runPythonAsync(text);
+}

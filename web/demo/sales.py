@@ -1,0 +1,102 @@
+# The demo business page's own code: a sales table and a chart, rendered from the
+# server's /api/sales under the filters the user picks. It knows pagecontext only
+# through the documented DOM surface: data-pc-* attributes on what it renders, the
+# `pagecontext:rendered` event after each render, and `pagecontext:refresh` in.
+# Runs under MicroPython on the main thread, after the pagecontext edge.
+
+import asyncio
+import json
+
+import js
+from jsffi import create_proxy
+
+doc = js.document
+table = doc.getElementById("sales-table")
+tbody = table.querySelector("tbody")
+chart = doc.getElementById("sales-chart")
+form = doc.querySelector(".pc-filters")
+SVG = "http://www.w3.org/2000/svg"
+state = {"generation": 0, "loading": None}
+
+
+def cell(text, field=None, value=None, numeric=False):
+    td = doc.createElement("td")
+    td.textContent = text
+    if field:
+        td.setAttribute("data-pc-field", field)
+        td.setAttribute("data-pc-value", json.dumps(value))
+    if numeric:
+        td.className = "num"
+    return td
+
+
+def filters():
+    region = form.elements.namedItem("region").value
+    out = {"from": form.elements.namedItem("from").value, "to": form.elements.namedItem("to").value}
+    if region:
+        out["region"] = region
+    return out
+
+
+def render_table(rows, view):
+    tbody.replaceChildren()
+    for row in rows:
+        tr = doc.createElement("tr")
+        tr.setAttribute("data-pc-resource-ref", row["ref"])
+        tr.setAttribute("tabindex", "-1")
+        tr.append(cell(row["month"], "month", row["month"]))
+        tr.append(cell(row["region"], "region", row["region"]))
+        tr.append(cell("{:,}".format(row["unitsSold"]), "unitsSold", row["unitsSold"], True))
+        tr.append(cell("{:,.2f}".format(row["revenueEur"]), "revenueEur", row["revenueEur"], True))
+        tbody.append(tr)
+    if not rows:
+        tr = doc.createElement("tr")
+        tr.append(cell("No rows match these filters."))
+        tbody.append(tr)
+    state["generation"] += 1
+    table.setAttribute("data-pc-filters", json.dumps(view))
+    table.setAttribute("data-pc-generation", str(state["generation"]))
+    table.setAttribute("data-demo-rows", str(len(rows)))
+    table.dispatchEvent(js.CustomEvent.new("pagecontext:rendered", {"bubbles": True}))
+
+
+def render_chart(rows):
+    totals = {}
+    for row in rows:
+        totals[row["month"]] = totals.get(row["month"], 0) + row["revenueEur"]
+    chart.replaceChildren()
+    months = sorted(totals)
+    top = max(totals.values()) if totals else 1
+    width = 600 / max(1, len(months))
+    for i, month in enumerate(months):
+        height = 150 * totals[month] / top
+        rect = doc.createElementNS(SVG, "rect")
+        rect.setAttribute("x", str(i * width + 4))
+        rect.setAttribute("y", str(160 - height))
+        rect.setAttribute("width", str(max(1, width - 8)))
+        rect.setAttribute("height", str(height))
+        title = doc.createElementNS(SVG, "title")
+        title.textContent = month + ": " + "{:,.0f}".format(totals[month]) + " EUR"
+        rect.append(title)
+        chart.append(rect)
+
+
+async def load():
+    view = filters()
+    query = "&".join(k + "=" + js.encodeURIComponent(v) for k, v in view.items())
+    response = await js.fetch("/api/sales?" + query)
+    data = await response.json()
+    rows = json.loads(js.JSON.stringify(data.rows))
+    render_table(rows, view)
+    render_chart(rows)
+
+
+def reload(event=None):
+    asyncio.create_task(load())
+
+
+on_change = create_proxy(reload)
+form.addEventListener("change", on_change)
+on_refresh = create_proxy(reload)
+table.addEventListener("pagecontext:refresh", on_refresh)
+await load()  # noqa: F704 - this file runs as a top-level async script
