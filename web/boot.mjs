@@ -2,7 +2,11 @@
 // while the page renders), then MicroPython on the main thread with the edge's Python
 // sources. The browser forces this file to be JavaScript; the edge itself is Python.
 const config = JSON.parse(document.getElementById("pc-config").textContent);
+// "auto": a page framed by an assistant workbench is its child; on its own it embeds
+// its assistant panel.
+if (config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
 document.documentElement.dataset.pcState = "booting";
+document.documentElement.dataset.pcPosition = config.position;
 const worker = new Worker("/web/worker.mjs", { type: "module", name: `pagecontext-${config.role}` });
 
 const runtime = await (await fetch("/py/runtime.json")).json();

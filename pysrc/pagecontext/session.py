@@ -366,7 +366,8 @@ class AssistantSession:
         self._limits = limits
         self.pinned: ContextMessage | None = None
         self.pinned_restored = False
-        self.commands: list[tuple[str, str]] = []  # (commandId, action), oldest first
+        # The highlight of the last "Show me": its receipt is what the panel shows.
+        self.last_show: str | None = None
 
     @property
     def binding(self) -> Binding | None:
@@ -452,12 +453,14 @@ class AssistantSession:
                 target=target,
                 params=params,
             )
+            # Unbound, the command is recorded but not sent: nobody can answer it, so
+            # its deadline turns it into `unconfirmed`, never into success.
             connection = binding.connection_id if binding is not None else 0
             self.ledger.record(command.command_id, connection)
-            self.commands.append((command.command_id, action))
+            if action == "highlight":
+                self.last_show = command.command_id
             if binding is not None:
                 effects.append(ToPeer(dump_message(command)))
-        del self.commands[:-64]
         return [*effects, self.state(), self._persist()]
 
     def tick(self) -> list[Effect]:
@@ -486,24 +489,24 @@ class AssistantSession:
         chip: dict[str, object] | None = None
         pinned = self.pinned
         if pinned is not None:
-            selection = pinned.selection
+            wire = dump_message(pinned)["selection"]
+            assert isinstance(wire, dict)
             chip = {
                 "revision": pinned.selection_revision,
                 "pageInstanceId": pinned.page_instance_id,
-                "componentId": selection.component_id,
-                "resourceRef": selection.resource_ref,
-                "observedAt": selection.observed_at,
-                "filters": dump_message(pinned)["selection"]["filters"],  # type: ignore[index]
-                "snapshot": dump_message(pinned)["selection"].get("snapshot"),  # type: ignore[attr-defined]
+                "componentId": pinned.selection.component_id,
+                "resourceRef": pinned.selection.resource_ref,
+                "observedAt": pinned.selection.observed_at,
+                "filters": wire["filters"],
+                "snapshot": wire.get("snapshot"),
                 "restored": self.pinned_restored,
             }
         last: dict[str, object] | None = None
-        if self.commands:
-            command_id, action = self.commands[-2] if len(self.commands) > 1 else self.commands[-1]
-            layers = self.ledger.get(command_id)
+        if self.last_show is not None:
+            layers = self.ledger.get(self.last_show)
             last = {
-                "commandId": command_id,
-                "action": action,
+                "commandId": self.last_show,
+                "action": "highlight",
                 "received": _record_view(layers.get("received")),
                 "ui": _record_view(layers.get("ui")),
             }

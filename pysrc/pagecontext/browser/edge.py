@@ -250,6 +250,7 @@ class Edge:
         if kind == "ready":
             self._set_state("ready")
         elif kind == "bound":
+            self.root.setAttribute("data-pc-connection", str(message.get("connection")))
             self._set_state("bound")
         elif kind == "unbound":
             self._set_state("ready")
@@ -418,6 +419,8 @@ class Edge:
         show.disabled = chip is None
         if chip is not None:
             chips.append(_chip_element(chip))
+        else:
+            chips.append(_text("p", "Select a row and press “Ask AI”.", "pc-empty"))
         receipt = doc.querySelector("[data-pc-receipt]")
         command = state.get("command")
         if command is None:

@@ -256,10 +256,14 @@ def create_page_app(config: ServerConfig) -> Starlette:
 
 
 def create_assistant_app(config: ServerConfig) -> Starlette:
-    """The assistant panel's origin: ``/assistant.html`` and the static mounts."""
+    """The assistant's origin: the panel ``/assistant.html``, the workbench
+    ``/workbench.html`` (the assistant embedding the business page) and the static mounts."""
 
     def assistant(_request: Request) -> Response:
         return _render_template(config.root / "web" / "assistant.html", config)
+
+    def workbench(_request: Request) -> Response:
+        return _render_template(config.root / "web" / "workbench.html", config)
 
     def home(_request: Request) -> Response:
         return RedirectResponse("/assistant.html", headers={"Cache-Control": NO_CACHE})
@@ -267,6 +271,7 @@ def create_assistant_app(config: ServerConfig) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/", home, methods=["GET"]),
         Route("/assistant.html", assistant, methods=["GET"]),
+        Route("/workbench.html", workbench, methods=["GET"]),
         *_static_routes(config),
     ]
     return _build_app(routes)
