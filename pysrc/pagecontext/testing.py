@@ -1,20 +1,42 @@
 """Fakes that ship with the library: a port pair, a DOM registry, a clock and ids.
 
 They let a page core and an assistant core talk without a browser, in tests of this
-project and of projects that use it.
+project and of projects that use it. `ChannelPair` joins a `PageSession` and an
+`AssistantSession` by a fake link and carries their effects, as a browser binding would.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
+from types import EllipsisType
+from typing import Literal
 
-from pagecontext.models import CommandMessage, ReceiptStatus
+from pagecontext.models import CommandMessage, ReceiptStatus, Scalar
 from pagecontext.resolver import RenderedObjects
+from pagecontext.session import (
+    AssistantSession,
+    ClosePort,
+    Effect,
+    PageSession,
+    ToEdge,
+    ToPeer,
+)
+from pagecontext.windowrules import NONCE_BYTES, connect_message, encode_nonce, handshake_type
 
-__all__ = ["FakeClock", "FakeDom", "FakePort", "counter_ids", "port_pair"]
+__all__ = [
+    "ChannelPair",
+    "FakeClock",
+    "FakeDom",
+    "FakePort",
+    "Side",
+    "counter_ids",
+    "port_pair",
+]
+
+Side = Literal["page", "assistant"]
 
 
 class FakePort:
@@ -88,24 +110,52 @@ class FakeDom(RenderedObjects):
         highlight and locate need a rendered resourceRef; `focus` is exclusive within
         the component; clear-highlight clears the component; refresh counts a reload.
         """
-        component_id = command.target.component_id
-        ref = command.target.resource_ref
+        return self._do(
+            command.action,
+            command.target.component_id,
+            command.target.resource_ref,
+            command.params.get("tone"),
+        )
+
+    def apply_instruction(self, instruction: Mapping[str, object]) -> tuple[ReceiptStatus, str]:
+        """Do the UI work of a page session's `apply` edge message; see `apply`.
+
+        Raises ValueError if `instruction` is not an `apply` message.
+        """
+        action = instruction.get("action")
+        component_id = instruction.get("componentId")
+        ref = instruction.get("resourceRef")
+        tone = instruction.get("tone")
+        if (
+            instruction.get("kind") != "apply"
+            or action not in ("highlight", "locate", "refresh", "clear-highlight")
+            or not isinstance(component_id, str)
+            or not (ref is None or isinstance(ref, str))
+            or not (tone is None or isinstance(tone, str))
+            or (action == "highlight") != isinstance(tone, str)
+        ):
+            raise ValueError(f"not an apply instruction: {instruction!r}")
+        return self._do(action, component_id, ref, tone)
+
+    def _do(
+        self, action: object, component_id: str, ref: str | None, tone: str | None
+    ) -> tuple[ReceiptStatus, str]:
         if not self.is_rendered(component_id, ref):
             return "not-found", "not-rendered"
-        if command.action in ("highlight", "locate") and ref is None:
+        if action in ("highlight", "locate") and ref is None:
             return "rejected", "no-resource-ref"
-        if command.action == "highlight" and ref is not None:
-            tone = command.params["tone"]
+        if action == "highlight" and ref is not None:
+            assert tone is not None  # a highlight always names its tone
             marks = self.highlights.setdefault(component_id, {})
             if tone == "focus":
                 for other in [key for key, value in marks.items() if value == "focus"]:
                     del marks[other]
             marks[ref] = tone
-        elif command.action == "locate" and ref is not None:
+        elif action == "locate" and ref is not None:
             self.located.append((component_id, ref))
-        elif command.action == "clear-highlight":
+        elif action == "clear-highlight":
             self.highlights.pop(component_id, None)
-        elif command.action == "refresh":
+        elif action == "refresh":
             self.refreshes[component_id] += 1
         return "applied", "ok"
 
@@ -128,3 +178,233 @@ def counter_ids(prefix: str = "m") -> Callable[[], str]:
     """Return a function giving deterministic ids: "m1", "m2", ..."""
     counter = itertools.count(1)
     return lambda: f"{prefix}{next(counter)}"
+
+
+def _cloned(message: Mapping[str, object]) -> dict[str, object]:
+    # The JSON round trip stands in for structured clone, as in FakePort.post.
+    copy = json.loads(json.dumps(message))
+    assert isinstance(copy, dict)
+    return copy
+
+
+def _other(side: Side) -> Side:
+    return "assistant" if side == "page" else "page"
+
+
+class ChannelPair:
+    """A page session and an assistant session joined by a fake link, without a browser.
+
+    Each handshake opens a new link (a fresh MessageChannel); a side's `ClosePort`
+    closes the link it is attached to, and nothing more travels on it. `run(side,
+    effects)` carries out what a session returned: `ToPeer` messages are queued for the
+    other side (deep-copied), `ToEdge` messages are collected in `page_edge` or
+    `assistant_edge`, `ClosePort` reasons in `page_closed` or `assistant_closed`. The
+    page's `apply` instructions are done in `dom` at once and reported back with
+    `on_ui_done`. `pump()` delivers queued messages until the link is quiet.
+
+    Both sessions share `clock`; ids are deterministic ("p1", "a1", ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Side = "page",
+        page_instance_id: str = "page-1",
+        assistant_instance_id: str = "asst-1",
+        conversation_id: str = "conv-1",
+        connect: bool = True,
+    ) -> None:
+        self.embedder: Side = embedder
+        self.clock = FakeClock()
+        self.assistant = AssistantSession(
+            instance_id=assistant_instance_id,
+            conversation_id=conversation_id,
+            clock=self.clock,
+            new_id=counter_ids("a"),
+        )
+        self.assistant_edge: list[dict[str, object]] = []
+        self.assistant_closed: list[str] = []
+        # (sender, message) for every message a session put on a link, delivered or not.
+        self.sent: list[tuple[Side, dict[str, object]]] = []
+        self._page_ids = counter_ids("p")
+        self._nonces = itertools.count(1)
+        self._links = itertools.count(1)
+        self._closed_links: set[int] = set()
+        self._port: dict[Side, int | None] = {"page": None, "assistant": None}
+        self._queue: deque[tuple[int, Side, dict[str, object]]] = deque()
+        self.page, self.dom, self.page_edge, self.page_closed = self._new_page(page_instance_id)
+        if connect:
+            self.handshake()
+
+    def _new_page(
+        self, page_instance_id: str
+    ) -> tuple[PageSession, FakeDom, list[dict[str, object]], list[str]]:
+        page = PageSession(
+            page_instance_id=page_instance_id, clock=self.clock, new_id=self._page_ids
+        )
+        return page, FakeDom(), [], []
+
+    def mint_nonce(self) -> str:
+        """Return a fresh, deterministic 22-character nonce."""
+        return encode_nonce(next(self._nonces).to_bytes(NONCE_BYTES, "big"))
+
+    def connect_data(self) -> dict[str, object]:
+        """Return the embedder's `connect` message, as `windowrules.connect_message` builds it."""
+        if self.embedder == "page":
+            data = connect_message("page", self.page.page_instance_id)
+        else:
+            data = connect_message(
+                "assistant", self.assistant.instance_id, self.assistant.conversation_id
+            )
+        # The child's edge admits only a well-formed connect (windowrules).
+        if handshake_type(data) != "connect":
+            raise ValueError(f"the edge would refuse this connect message: {data!r}")
+        return _cloned(data)
+
+    def handshake(
+        self, *, nonce: str | None = None, child_nonce: str | EllipsisType | None = ...
+    ) -> str:
+        """Open a new link and bind it through the sessions' public API; return the nonce.
+
+        The embedder attaches with `nonce` (a fresh one if None), the child with
+        `child_nonce` (default: the same nonce, as read from its URL) and the connect
+        data; then the child's `connected` is delivered. Errors a session raises (such
+        as LocalProtocolError for a reused nonce) propagate.
+        """
+        minted = self.mint_nonce() if nonce is None else nonce
+        presented = minted if isinstance(child_nonce, EllipsisType) else child_nonce
+        link = next(self._links)
+        embedder, child = self.embedder, _other(self.embedder)
+        self._port[embedder] = self._port[child] = link
+        self.run(embedder, self._session(embedder).attach_port("embedder", minted))
+        self.run(child, self._session(child).attach_port("child", presented, self.connect_data()))
+        self.pump()
+        return minted
+
+    def child_reloaded(self) -> None:
+        """Tell the embedder its child loaded a new document (a new `ready` arrived)."""
+        embedder = self.embedder
+        child_port = self._port[_other(embedder)]
+        if child_port is not None:
+            self._closed_links.add(child_port)  # the old document's port dies with it
+        self._port[_other(embedder)] = None
+        self.run(embedder, self._session(embedder).child_reloaded())
+
+    def reload_page(self, page_instance_id: str) -> None:
+        """Replace the page by a new document: new session, new DOM, no port yet.
+
+        If the assistant embeds the page, it is told its child reloaded. Bind the new
+        page with `handshake()`.
+        """
+        old_port = self._port["page"]
+        if old_port is not None:
+            self._closed_links.add(old_port)
+        self._port["page"] = None
+        self.page, self.dom, self.page_edge, self.page_closed = self._new_page(page_instance_id)
+        if self.embedder == "assistant":
+            self.run("assistant", self.assistant.child_reloaded())
+
+    def render(
+        self,
+        component_id: str,
+        refs: Iterable[str],
+        *,
+        page_id: str = "orders",
+        filters: Mapping[str, Scalar | list[Scalar]] | None = None,
+        generation: int = 1,
+        shareable: Iterable[tuple[str, str | None]] = (),
+    ) -> None:
+        """Render these rows in a component: the page session's view and the fake DOM."""
+        rows = list(refs)
+        self.page.on_view(
+            component_id,
+            page_id=page_id,
+            filters=filters or {},
+            generation=generation,
+            refs=rows,
+            shareable=shareable,
+        )
+        for gone in [ref for ref in self._rendered(component_id) if ref not in rows]:
+            self.dom.remove(component_id, gone)
+        self.dom.render(component_id, rows)
+
+    def _rendered(self, component_id: str) -> list[str]:
+        return list(self.dom._rendered.get(component_id, ()))
+
+    def post(self, to: Side, message: Mapping[str, object]) -> None:
+        """Queue a raw message to `to`, as if its peer posted it on the current link."""
+        self._send(_other(to), _cloned(message))
+
+    def run(self, side: Side, effects: Iterable[Effect]) -> None:
+        """Carry out the effects `side`'s session returned."""
+        for effect in effects:
+            if isinstance(effect, ToPeer):
+                self.sent.append((side, _cloned(effect.message)))
+                self._send(side, effect.message)
+            elif isinstance(effect, ToEdge):
+                self._edge(side).append(_cloned(effect.message))
+                if side == "page" and effect.message.get("kind") == "apply":
+                    self._apply(effect.message)
+            elif isinstance(effect, ClosePort):
+                self._closed(side).append(effect.reason)
+                port = self._port[side]
+                if port is not None:
+                    self._closed_links.add(port)
+                self._port[side] = None
+
+    def pump(self, only: Side | None = None) -> int:
+        """Deliver queued messages (to `only`, if given) until quiet; return how many.
+
+        A message on a closed link, or on a link its receiver has left, is dropped.
+        """
+        delivered = 0
+        for _ in range(10_000):
+            item = next((item for item in self._queue if only in (None, item[1])), None)
+            if item is None:
+                return delivered
+            self._queue.remove(item)
+            link, to, message = item
+            if link in self._closed_links or self._port[to] != link:
+                continue
+            delivered += 1
+            self.run(to, self._session(to).on_port_message(message))
+        raise RuntimeError("the link never went quiet")
+
+    def sent_by(self, side: Side, kind: str) -> list[dict[str, object]]:
+        """Return the messages of this `type` that `side` put on a link, oldest first."""
+        return [
+            message
+            for sender, message in self.sent
+            if sender == side and message.get("type") == kind
+        ]
+
+    def last_edge(self, side: Side, kind: str) -> dict[str, object]:
+        """Return the last edge message of this `kind` from `side`; KeyError if none."""
+        for message in reversed(self._edge(side)):
+            if message.get("kind") == kind:
+                return message
+        raise KeyError(kind)
+
+    def _send(self, sender: Side, message: dict[str, object]) -> None:
+        port = self._port[sender]
+        if port is not None and port not in self._closed_links:
+            self._queue.append((port, _other(sender), _cloned(message)))
+
+    def _apply(self, instruction: Mapping[str, object]) -> None:
+        status, reason = self.dom.apply_instruction(instruction)
+        command_id = instruction["commandId"]
+        assert isinstance(command_id, str)
+        # The edge reports what it could not do as not-found, like the browser edge.
+        ui_status: Literal["applied", "not-found"] = (
+            "applied" if status == "applied" else "not-found"
+        )
+        self.run("page", self.page.on_ui_done(command_id, ui_status, reason))
+
+    def _session(self, side: Side) -> PageSession | AssistantSession:
+        return self.page if side == "page" else self.assistant
+
+    def _edge(self, side: Side) -> list[dict[str, object]]:
+        return self.page_edge if side == "page" else self.assistant_edge
+
+    def _closed(self, side: Side) -> list[str]:
+        return self.page_closed if side == "page" else self.assistant_closed

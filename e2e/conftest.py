@@ -1,0 +1,131 @@
+"""Fixtures for the browser suites: the demo server on two real origins, a third
+origin for hostile frames, Debian's Chromium, and a guard that fails any test whose
+browser sent a request off this machine."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import uvicorn
+from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Request
+from starlette.applications import Starlette
+from starlette.staticfiles import StaticFiles
+
+from pagecontext.server.app import ServerConfig
+from pagecontext.server.run import free_port, start_in_thread
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+# Debian's Chromium as root, with nothing reaching out to the network on its own.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# Python boots in two workers on a 2-core machine: binding can take several seconds.
+BOOT_TIMEOUT_MS = 60_000
+STEP_TIMEOUT_MS = 15_000
+
+
+@dataclass(frozen=True)
+class Origins:
+    """The URLs of one running demo server and of the hostile third origin."""
+
+    page: str
+    assistant: str
+    third: str
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Launch the configured Chromium (PAGECONTEXT_CHROMIUM; empty for Playwright's own)."""
+    args = {**browser_type_launch_args, "args": CHROMIUM_ARGS}
+    path = os.environ.get("PAGECONTEXT_CHROMIUM", "/usr/bin/chromium")
+    if path:
+        args["executable_path"] = path
+    return args
+
+
+class _ThreadedServer(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # the test process keeps its own handlers
+        pass
+
+
+@pytest.fixture(scope="session")
+def third_origin() -> Iterator[str]:
+    """A third origin (another port on 127.0.0.1) serving e2e/pages: the attacker's."""
+    port = free_port()
+    app = Starlette()
+    app.mount("/", StaticFiles(directory=ROOT / "e2e" / "pages"))
+    server = _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        threading.Event().wait(0.01)  # start-up poll of a real server, not test synchronisation
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def origins(tmp_path_factory: pytest.TempPathFactory, third_origin: str) -> Iterator[Origins]:
+    """The demo server on free ports: the page on 127.0.0.1, the assistant on localhost."""
+    site = ROOT / "build" / "site"
+    if not (site / "py" / "runtime.json").is_file():
+        pytest.exit("build/site is missing: run the e2e suite through `make test`", 2)
+    config = ServerConfig(
+        root=ROOT,
+        db_path=tmp_path_factory.mktemp("db") / "demo.db",
+        page_port=free_port(),
+        assistant_port=free_port(),
+    )
+    with start_in_thread(config):
+        yield Origins(config.page_origin, config.assistant_origin, third_origin)
+
+
+@pytest.fixture(autouse=True)
+def requests_stay_local(context: BrowserContext) -> Iterator[list[str]]:
+    """Record every request the browser makes; fail the test if one leaves this machine."""
+    seen: list[str] = []
+
+    def record(request: Request) -> None:
+        seen.append(request.url)
+
+    context.on("request", record)
+    yield seen
+    remote = [
+        url
+        for url in seen
+        if urlsplit(url).scheme not in ("data", "blob", "about")
+        and urlsplit(url).hostname not in LOCAL_HOSTS
+    ]
+    assert remote == [], f"requests left the machine: {remote}"
+
+
+def wait_bound(target: Page | Frame | FrameLocator, connection: int = 1) -> None:
+    """Wait until a document publishes that its connection number `connection` is bound."""
+    selector = f'html[data-pc-state="bound"][data-pc-connection="{connection}"]'
+    if isinstance(target, FrameLocator):
+        target.locator(selector).wait_for(state="attached", timeout=BOOT_TIMEOUT_MS)
+    else:
+        target.wait_for_selector(selector, state="attached", timeout=BOOT_TIMEOUT_MS)
+
+
+@pytest.fixture
+def demo(page: Page, origins: Origins) -> Page:
+    """The demo page with its assistant panel, both frames bound."""
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(page.frame_locator("iframe[data-pc-assistant]"))
+    return page
