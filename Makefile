@@ -59,7 +59,7 @@ browser:
 demo: $(SITE)/.stamp
 	$(PY) -m pagecontext demo
 
-unit: $(VENV)/.stamp
+unit: $(VENV)/.stamp node_modules/.stamp
 	$(PY) -m pytest tests -q
 
 e2e: setup

@@ -112,7 +112,9 @@ def test_a_third_origin_window_changes_nothing(demo: Page, origins: Origins) -> 
         origins.third + "/attacker.html",
     )
     attacker = demo.frame_locator("#attacker")
-    expect(attacker.locator("html")).to_have_attribute("data-attack", "sent", timeout=STEP_TIMEOUT_MS)
+    expect(attacker.locator("html")).to_have_attribute(
+        "data-attack", "sent", timeout=STEP_TIMEOUT_MS
+    )
     sent_to_page = int(attacker.locator("html").get_attribute("data-sent-page") or "0")
     sent_to_panel = int(attacker.locator("html").get_attribute("data-sent-panel") or "0")
     expect(demo.locator("html")).to_have_attribute("data-pc-window-rejected", str(sent_to_page))
@@ -131,9 +133,7 @@ def test_a_third_origin_window_changes_nothing(demo: Page, origins: Origins) -> 
     expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
 
 
-def test_every_request_stays_on_this_machine(
-    demo: Page, requests_stay_local: list[str]
-) -> None:
+def test_every_request_stays_on_this_machine(demo: Page, requests_stay_local: list[str]) -> None:
     """Runtimes, wheels and data all come from the two local origins (the guard fixture
     also fails any test whose browser reaches elsewhere)."""
     paths = {urlsplit(url).path for url in requests_stay_local}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
-from pagecontext.handshake import BindState, Binding, ChildBinder, EmbedderBinder
+from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
 from pagecontext.ledger import LayerRecord, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
@@ -223,7 +223,7 @@ class PageSession:
         self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
     ) -> list[Effect]:
         """Record a new selection; it is shared when the user asks (share mode `ask`)."""
-        revision, selection = self.tracker.select(component_id, resource_ref, values)
+        revision, _selection = self.tracker.select(component_id, resource_ref, values)
         return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": resource_ref})]
 
     def share(self) -> list[Effect]:
@@ -245,7 +245,10 @@ class PageSession:
             selection_revision=self.tracker.latest_revision,
             selection=self.tracker.current,
         )
-        return [ToPeer(dump_message(message)), ToEdge({"kind": "shared", "revision": message.selection_revision})]
+        return [
+            ToPeer(dump_message(message)),
+            ToEdge({"kind": "shared", "revision": message.selection_revision}),
+        ]
 
     def attach_port(
         self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None

@@ -18,14 +18,11 @@ _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _HOST_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.-"
 
 
-def is_b64url(text: str, min_len: int, max_len: int) -> bool:
+def is_b64url(text: object, min_len: int, max_len: int) -> bool:
     """Return True if `text` is min_len..max_len characters of the base64url alphabet."""
     if not isinstance(text, str) or not min_len <= len(text) <= max_len:
         return False
-    for ch in text:
-        if ch not in _B64URL:
-            return False
-    return True
+    return all(ch in _B64URL for ch in text)
 
 
 def encode_nonce(raw: bytes) -> str:
@@ -49,7 +46,7 @@ def encode_nonce(raw: bytes) -> str:
     return "".join(out)
 
 
-def read_nonce(fragment: str) -> str | None:
+def read_nonce(fragment: object) -> str | None:
     """Return the nonce carried by a URL fragment such as `#pc-nonce=...`, else None."""
     if not isinstance(fragment, str) or not fragment.startswith(NONCE_PREFIX):
         return None
@@ -64,7 +61,7 @@ def child_url(url: str, nonce: str) -> str:
     return base + NONCE_PREFIX + nonce
 
 
-def is_exact_origin(origin: str) -> bool:
+def is_exact_origin(origin: object) -> bool:
     """Return True if `origin` is a serialized http(s) origin: scheme://host[:port].
 
     Lower-case only, no path, no trailing slash, no user info. `"null"` is never one.
@@ -86,10 +83,7 @@ def is_exact_origin(origin: str) -> bool:
             return False
     if not host or host[0] in ".-" or host[-1] in ".-":
         return False
-    for ch in host:
-        if ch not in _HOST_CHARS:
-            return False
-    return True
+    return all(ch in _HOST_CHARS for ch in host)
 
 
 def origin_allowed(origin: object, configured: str) -> bool:
@@ -119,9 +113,10 @@ def handshake_type(data: object) -> str | None:
         return "ready"
     if kind != "connect":
         return None
-    if data["role"] == "page" and keys == ["pageInstanceId", "protocol", "role", "type", "version"]:
+    page_keys = ["pageInstanceId", "protocol", "role", "type", "version"]
+    if data["role"] == "page" and keys == page_keys:
         return "connect" if is_b64url(data["pageInstanceId"], 1, 64) else None
-    assistant_keys = ["assistantInstanceId", "conversationId", "protocol", "role", "type", "version"]
+    assistant_keys = ["assistantInstanceId", "conversationId"] + page_keys[1:]  # noqa: RUF005 - MicroPython has no unpacking in literals
     if data["role"] == "assistant" and keys == assistant_keys:
         ok = is_b64url(data["assistantInstanceId"], 1, 64) and is_b64url(
             data["conversationId"], 1, 64

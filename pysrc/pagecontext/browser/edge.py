@@ -18,8 +18,15 @@ is created through `ProxyOwner`, which removes and drops them all on `close()`.
 
 import json
 
-import js  # type: ignore[import-not-found]
-from jsffi import create_proxy, to_js  # type: ignore[import-not-found]
+import js
+from jsffi import create_proxy, to_js
+
+# For the type checker only: MicroPython has neither typing nor contextlib, and never
+# evaluates annotations.
+try:  # noqa: SIM105
+    from typing import Any
+except ImportError:
+    pass
 
 from pagecontext.windowrules import (
     NONCE_BYTES,
@@ -42,30 +49,30 @@ class ProxyOwner:
     the last reference lets both collectors reclaim them.
     """
 
-    def __init__(self):
-        self._entries = []
+    def __init__(self) -> None:
+        self._entries: list[tuple[Any, str, Any]] = []
 
-    def listen(self, target, event_name, handler):
+    def listen(self, target: Any, event_name: str, handler: Any) -> Any:
         """Add `handler` as a listener and keep its proxy; return the proxy."""
         proxy = create_proxy(handler)
         target.addEventListener(event_name, proxy)
         self._entries.append((target, event_name, proxy))
         return proxy
 
-    def release(self):
+    def release(self) -> None:
         """Remove every listener this owner added and drop the proxies."""
         for target, event_name, proxy in self._entries:
             target.removeEventListener(event_name, proxy)
         self._entries = []
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._entries)
 
 
-_HOST = []
+_HOST: list[Any] = []
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
     The boot script's `host.json` does the stringify, since MicroPython cannot catch
@@ -80,13 +87,13 @@ def _plain(value):
         return None
 
 
-def _random_id():
+def _random_id() -> str:
     buf = js.Uint8Array.new(NONCE_BYTES)
     js.crypto.getRandomValues(buf)
     return encode_nonce(bytes([buf[i] for i in range(NONCE_BYTES)]))
 
 
-def _attr_value(text):
+def _attr_value(text: str) -> Any:
     """Read a `data-pc-value` attribute: JSON scalars keep their type, else the text."""
     try:
         value = json.loads(text)
@@ -100,7 +107,7 @@ def _attr_value(text):
 class Edge:
     """One frame's main-thread edge. `start()` makes it; `close()` undoes everything."""
 
-    def __init__(self, config, worker, host):
+    def __init__(self, config: Any, worker: Any, host: Any) -> None:
         self.host = host
         self.role = config.role
         self.position = config.position
@@ -108,15 +115,15 @@ class Edge:
         self.worker = worker
         self.root = js.document.documentElement
         self.owner = ProxyOwner()
-        self.rejected = {}
-        self.nonce = None
+        self.rejected: dict[str, int] = {}
+        self.nonce: str | None = None
         self.connect_sent = False
-        self.frame = None
-        self.child_src = None
-        self.registry = {}  # componentId -> {resourceRef: element}
-        self.components = {}  # componentId -> component element
-        self.pending_refresh = {}  # componentId -> [commandId]
-        self.state = {}
+        self.frame: Any = None
+        self.child_src: str = ""
+        self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
+        self.components: dict[str, Any] = {}  # componentId -> component element
+        self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
+        self.state: dict[str, Any] = {}
         self.owner.listen(worker, "message", self._from_worker)
         self.owner.listen(js.window, "message", self._from_window)
         self._set_state("booting")
@@ -142,17 +149,17 @@ class Edge:
 
     # -- publishing -------------------------------------------------------------------
 
-    def _set_state(self, state):
+    def _set_state(self, state: str) -> None:
         self.root.setAttribute("data-pc-state", state)
 
-    def _reject(self, reason):
+    def _reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
         total = 0
         for count in self.rejected.values():
             total += count
         self.root.setAttribute("data-pc-window-rejected", str(total))
 
-    def _to_worker(self, message, transfer=None):
+    def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
         if transfer is None:
             self.worker.postMessage(to_js(message))
         else:
@@ -160,18 +167,18 @@ class Edge:
 
     # -- handshake: embedder ------------------------------------------------------------
 
-    def _start_embedder(self):
+    def _start_embedder(self) -> None:
         self.frame = js.document.querySelector("[data-pc-child]")
         self.child_src = self.frame.getAttribute("data-pc-src")
         self._navigate_child()
 
-    def _navigate_child(self):
+    def _navigate_child(self) -> None:
         """Mint a fresh single-use nonce and load the child with it."""
         self.nonce = _random_id()
         self.connect_sent = False
         self.frame.src = child_url(self.child_src, self.nonce)
 
-    def _from_window(self, event):
+    def _from_window(self, event: Any) -> None:
         source = event.source
         if self.position == "embedder":
             expected = self.frame.contentWindow if self.frame is not None else None
@@ -195,7 +202,7 @@ class Edge:
         else:
             self._on_connect(event, data)
 
-    def _on_ready(self):
+    def _on_ready(self) -> None:
         if self.connect_sent:
             # The child loaded a new document: its nonce is spent. Drop the old binding
             # and navigate it again with a new nonce; it never gets a second connect.
@@ -208,16 +215,18 @@ class Edge:
         else:
             hello = connect_message("assistant", self.instance_id, self.conversation_id)
         self.frame.contentWindow.postMessage(to_js(hello), self.peer_origin, [channel.port2])
-        self._to_worker({"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1])
+        self._to_worker(
+            {"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1]
+        )
         self.connect_sent = True
 
     # -- handshake: child ---------------------------------------------------------------
 
-    def _start_child(self):
+    def _start_child(self) -> None:
         self._take_nonce()
         self.owner.listen(js.window, "hashchange", self._on_hashchange)
 
-    def _take_nonce(self):
+    def _take_nonce(self) -> None:
         """Read the nonce once from the URL, remove it, and announce readiness."""
         location = js.window.location
         nonce = read_nonce(location.hash)
@@ -227,11 +236,11 @@ class Edge:
             self.nonce = nonce
         js.window.parent.postMessage(to_js(ready_message(self.role)), self.peer_origin)
 
-    def _on_hashchange(self, event):
+    def _on_hashchange(self, event: Any) -> None:
         if read_nonce(js.window.location.hash) is not None:
             self._take_nonce()
 
-    def _on_connect(self, event, data):
+    def _on_connect(self, event: Any, data: dict[str, Any]) -> None:
         ports = event.ports
         if self.nonce is None or ports is None or ports.length != 1:
             self._reject("no-nonce" if self.nonce is None else "ports")
@@ -242,7 +251,7 @@ class Edge:
 
     # -- worker messages ----------------------------------------------------------------
 
-    def _from_worker(self, event):
+    def _from_worker(self, event: Any) -> None:
         message = _plain(event.data)
         if not isinstance(message, dict):
             return
@@ -272,7 +281,7 @@ class Edge:
 
     # -- page DOM adapter ---------------------------------------------------------------
 
-    def _start_page_dom(self):
+    def _start_page_dom(self) -> None:
         doc = js.document
         self.owner.listen(doc, "pagecontext:rendered", self._on_rendered)
         self.owner.listen(doc, "click", self._on_click)
@@ -280,10 +289,10 @@ class Edge:
         for i in range(components.length):
             self._scan(components[i])
 
-    def _on_rendered(self, event):
+    def _on_rendered(self, event: Any) -> None:
         self._scan(event.target)
 
-    def _scan(self, component):
+    def _scan(self, component: Any) -> None:
         """Rebuild one component's registry from the DOM and report its view."""
         component_id = component.getAttribute("data-pc-component")
         if not component_id:
@@ -317,7 +326,7 @@ class Edge:
         for command_id in self.pending_refresh.pop(component_id, []):
             self._ui_done(command_id, "applied", "ok")
 
-    def _on_click(self, event):
+    def _on_click(self, event: Any) -> None:
         target = event.target
         if target is None or not hasattr(target, "closest"):
             return
@@ -346,7 +355,7 @@ class Edge:
             {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
         )
 
-    def _apply(self, message):
+    def _apply(self, message: dict[str, Any]) -> None:
         command_id = message["commandId"]
         component_id = message["componentId"]
         objects = self.registry.get(component_id)
@@ -364,7 +373,7 @@ class Edge:
             self.pending_refresh.setdefault(component_id, []).append(command_id)
             component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
             return
-        element = objects.get(message.get("resourceRef"))
+        element = objects.get(str(message.get("resourceRef")))
         if element is None or not element.isConnected:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
@@ -380,37 +389,39 @@ class Edge:
             element.focus(to_js({"preventScroll": True}))
         self._ui_done(command_id, "applied", "ok")
 
-    def _ui_done(self, command_id, status, reason):
-        self._to_worker({"kind": "ui-done", "commandId": command_id, "status": status, "reason": reason})
+    def _ui_done(self, command_id: str, status: str, reason: str) -> None:
+        self._to_worker(
+            {"kind": "ui-done", "commandId": command_id, "status": status, "reason": reason}
+        )
 
     # -- assistant panel ----------------------------------------------------------------
 
-    def _start_panel(self):
+    def _start_panel(self) -> None:
         doc = js.document
         self.owner.listen(doc.querySelector("[data-pc-show]"), "click", self._on_show)
         self.owner.listen(doc.querySelector("[data-pc-chips]"), "click", self._on_chip_click)
 
-    def _load(self):
+    def _load(self) -> dict[str, Any]:
         try:
             saved = json.loads(self.host.load(STORAGE_KEY) or "{}")
         except ValueError:
             saved = {}
         return saved if isinstance(saved, dict) else {}
 
-    def _save(self, value):
+    def _save(self, value: Any) -> None:
         # Storage may be denied (blocked third-party storage): the conversation then
         # lives in memory only, and the panel says so through data-pc-storage.
         if not self.host.save(STORAGE_KEY, json.dumps(value)):
             self.root.setAttribute("data-pc-storage", "unavailable")
 
-    def _on_show(self, event):
+    def _on_show(self, event: Any) -> None:
         self._to_worker({"kind": "show"})
 
-    def _on_chip_click(self, event):
+    def _on_chip_click(self, event: Any) -> None:
         if event.target.closest("[data-pc-chip-remove]") is not None:
             self._to_worker({"kind": "remove-chip"})
 
-    def _render_panel(self, state):
+    def _render_panel(self, state: dict[str, Any]) -> None:
         doc = js.document
         chips = doc.querySelector("[data-pc-chips]")
         chips.replaceChildren()
@@ -431,14 +442,14 @@ class Edge:
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
 
-    def close(self):
+    def close(self) -> None:
         """Remove every listener and drop every proxy; the worker is terminated."""
         self.owner.release()
         self.worker.terminate()
         self._set_state("closed")
 
 
-def _text(tag, text, cls=None):
+def _text(tag: str, text: str, cls: str | None = None) -> Any:
     el = js.document.createElement(tag)
     el.textContent = text
     if cls:
@@ -446,13 +457,13 @@ def _text(tag, text, cls=None):
     return el
 
 
-def _format_value(value):
+def _format_value(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("value")) + " " + str(value.get("unit"))
     return str(value)
 
 
-def _chip_element(chip):
+def _chip_element(chip: dict[str, Any]) -> Any:
     """Build the chip: what the user saw, as they saw it, with a remove button."""
     el = js.document.createElement("div")
     el.setAttribute("data-pc-chip", chip["resourceRef"])
@@ -476,7 +487,7 @@ def _chip_element(chip):
     meta = "filters: " + (", ".join(parts) if parts else "none")
     meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
     el.append(_text("div", meta, "pc-chip-meta"))
-    remove = _text("button", "×", "pc-chip-remove")
+    remove = _text("button", "\u00d7", "pc-chip-remove")
     remove.setAttribute("type", "button")
     remove.setAttribute("aria-label", "Remove context")
     remove.setAttribute("data-pc-chip-remove", "")
@@ -484,7 +495,7 @@ def _chip_element(chip):
     return el
 
 
-def _receipt_summary(command):
+def _receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
     """Return (status, text) for the last command: the UI layer once it settles."""
     received = command.get("received") or {}
     ui = command.get("ui") or {}
@@ -498,10 +509,10 @@ def _receipt_summary(command):
     return status, text
 
 
-_EDGE = []
+_EDGE: list["Edge"] = []
 
 
-def start(config, worker, host):
+def start(config: Any, worker: Any, host: Any) -> "Edge":
     """Start this frame's edge with its config, the core's Worker and the boot host."""
     _HOST[:] = [host]
     edge = Edge(config, worker, host)
@@ -509,6 +520,6 @@ def start(config, worker, host):
     return edge
 
 
-def current():
+def current() -> "Edge | None":
     """Return the running edge (for the page's own Python code), or None."""
     return _EDGE[-1] if _EDGE else None

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-import js  # type: ignore[import-not-found]
+import js
 from pyodide.ffi import JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
 from pagecontext.session import (
@@ -31,14 +31,14 @@ from pagecontext.session import (
 MAX_DEPTH = 16
 
 
-class NotPlainData(ValueError):
+class NotPlainDataError(ValueError):
     """A port message held something other than plain JSON-compatible data."""
 
 
 def to_plain(value: Any, depth: int = 0) -> Any:
     """Return `value` (a JS value seen from Python) as dicts, lists and scalars.
 
-    Raises NotPlainData for any object that is not a plain object or array, and for
+    Raises NotPlainDataError for any object that is not a plain object or array, and for
     nesting deeper than MAX_DEPTH.
     """
     if value is jsnull:
@@ -46,12 +46,12 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     if not isinstance(value, JsProxy):
         return value
     if depth > MAX_DEPTH:
-        raise NotPlainData("too deep")
+        raise NotPlainDataError("too deep")
     if js.Array.isArray(value):
         return [to_plain(item, depth + 1) for item in value]
     proto = js.Object.getPrototypeOf(value)
     if proto is not None and proto != js.Object.prototype:
-        raise NotPlainData("not a plain object")
+        raise NotPlainDataError("not a plain object")
     keys = js.Object.keys(value)
     return {str(key): to_plain(js.Reflect.get(value, key), depth + 1) for key in keys}
 
@@ -96,7 +96,9 @@ class WorkerBinding:
         effects: list[Effect] = []
         if kind == "port":
             self._take_port(event.ports[0])
-            effects = session.attach_port(message["position"], message.get("nonce"), message.get("peer"))
+            effects = session.attach_port(
+                message["position"], message.get("nonce"), message.get("peer")
+            )
         elif kind == "child-reloaded":
             effects = session.child_reloaded()
         elif isinstance(session, PageSession):
@@ -135,7 +137,9 @@ class WorkerBinding:
             )
             return []
         if kind == "select":
-            return session.on_select(message["componentId"], message["resourceRef"], message["values"])
+            return session.on_select(
+                message["componentId"], message["resourceRef"], message["values"]
+            )
         if kind == "share":
             return session.share()
         if kind == "ui-done":
@@ -174,7 +178,7 @@ class WorkerBinding:
             return
         try:
             raw = to_plain(event.data)
-        except NotPlainData:
+        except NotPlainDataError:
             self.rejected_plain += 1
             return
         self._run(self.session.on_port_message(raw))

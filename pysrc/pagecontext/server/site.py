@@ -84,8 +84,18 @@ def build_project_wheel(root: Path, out_dir: Path) -> Path:
     """Build the pure-Python wheel of pysrc into out_dir and return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(out_dir), str(root)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out_dir),
+            str(root),
+        ],
         check=True,
     )
     wheels = sorted(out_dir.glob("pagecontext-*.whl"))

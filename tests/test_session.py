@@ -1,0 +1,529 @@
+"""Tests for pagecontext.session: both parties end to end, joined by a ChannelPair."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pagecontext.errors import LocalProtocolError
+from pagecontext.session import AssistantSession
+from pagecontext.testing import ChannelPair, FakeClock, Side, counter_ids
+
+TOPOLOGIES: list[Side] = ["page", "assistant"]
+ROWS = ["row:1", "row:2", "row:3"]
+FILTERS: dict[str, Any] = {"region": ["EU", "UK"], "year": 2024, "open": True}
+SHAREABLE = [("amount", "EUR"), ("status", None)]
+
+
+def render_orders(pair: ChannelPair, *, generation: int = 1) -> None:
+    pair.render("orders", ROWS, filters=FILTERS, generation=generation, shareable=SHAREABLE)
+
+
+def select(pair: ChannelPair, ref: str = "row:2", amount: int = 1250) -> int:
+    """Select a row on the page; return the revision the page issued."""
+    pair.run("page", pair.page.on_select("orders", ref, {"amount": amount, "status": "open"}))
+    revision = pair.last_edge("page", "selected")["revision"]
+    assert isinstance(revision, int)
+    return revision
+
+
+def share(pair: ChannelPair) -> None:
+    pair.run("page", pair.page.share())
+    pair.pump()
+
+
+def shared_pair(embedder: Side) -> ChannelPair:
+    """A bound pair whose assistant has pinned row:2 of the orders table."""
+    pair = ChannelPair(embedder=embedder)
+    render_orders(pair)
+    select(pair)
+    share(pair)
+    assert pair.assistant.pinned is not None
+    return pair
+
+
+def state(pair: ChannelPair) -> dict[str, Any]:
+    return pair.last_edge("assistant", "state")
+
+
+def chip(pair: ChannelPair) -> dict[str, Any]:
+    value = state(pair)["chip"]
+    assert isinstance(value, dict)
+    return value
+
+
+def layers(pair: ChannelPair, command_id: str) -> dict[str, tuple[str, str | None]]:
+    """The ledger's (state, reason) per layer of one command."""
+    return {
+        layer: (record.state, record.reason)
+        for layer, record in pair.assistant.ledger.get(command_id).items()
+    }
+
+
+def show(pair: ChannelPair) -> tuple[str, str]:
+    """Press "Show me" (without delivering); return the highlight and locate command ids."""
+    pair.run("assistant", pair.assistant.show())
+    commands = pair.sent_by("assistant", "command")[-2:]
+    assert [command["action"] for command in commands] == ["highlight", "locate"]
+    return str(commands[0]["messageId"]), str(commands[1]["messageId"])
+
+
+def envelope(pair: ChannelPair, kind: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "protocol": "pagecontext",
+        "version": 1,
+        "type": kind,
+        "messageId": f"x-{kind}",
+        "pageInstanceId": pair.page.page_instance_id,
+        "conversationId": pair.assistant.conversation_id,
+        **fields,
+    }
+
+
+# -- the handshake -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_the_handshake_binds_both_sides_to_the_same_identities(embedder: Side) -> None:
+    """Both sessions report `bound` and agree on page instance, conversation and peer."""
+    pair = ChannelPair(embedder=embedder, page_instance_id="page-7", conversation_id="conv-3")
+    assert [m for m in pair.page_edge if m["kind"] == "bound"] == [
+        {"kind": "bound", "connection": 1}
+    ]
+    assert pair.last_edge("assistant", "bound") == {"kind": "bound", "connection": 1}
+    assert state(pair)["bound"] is True
+    page, assistant = pair.page.binding, pair.assistant.binding
+    assert page is not None
+    assert assistant is not None
+    assert page.page_instance_id == assistant.page_instance_id == "page-7"
+    assert page.conversation_id == assistant.conversation_id == "conv-3"
+    assert page.peer_instance_id == "asst-1"
+    assert assistant.peer_instance_id == "page-7"
+    assert pair.page_closed == pair.assistant_closed == []
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_wrong_nonce_never_binds_and_closes_the_port(embedder: Side) -> None:
+    """The embedder closes with nonce-mismatch; nothing the child sends then arrives."""
+    pair = ChannelPair(embedder=embedder, connect=False)
+    nonce = pair.handshake(child_nonce=pair.mint_nonce())
+    embedder_session = pair.page if embedder == "page" else pair.assistant
+    assert embedder_session.binding is None
+    closed = pair.page_closed if embedder == "page" else pair.assistant_closed
+    assert closed == ["nonce-mismatch"]
+    edge = pair.page_edge if embedder == "page" else pair.assistant_edge
+    assert all(message["kind"] != "bound" for message in edge)
+    # Whatever the child shares goes nowhere.
+    render_orders(pair)
+    select(pair)
+    share(pair)
+    assert pair.assistant.pinned is None
+    # The right nonce, too late: it had its one chance.
+    assert embedder_session.on_port_message({"type": "connected", "nonce": nonce}) == []
+    assert embedder_session.binding is None
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_missing_nonce_never_binds_and_the_child_closes(embedder: Side) -> None:
+    """A child with no nonce in its URL closes with no-nonce and sends nothing."""
+    pair = ChannelPair(embedder=embedder, connect=False)
+    pair.handshake(child_nonce=None)
+    child: Side = "assistant" if embedder == "page" else "page"
+    assert (pair.page_closed if child == "page" else pair.assistant_closed) == ["no-nonce"]
+    assert pair.sent == []
+    assert pair.page.binding is None
+    assert pair.assistant.binding is None
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_replayed_nonce_never_binds_again(embedder: Side) -> None:
+    """A reloaded child presenting a spent nonce is refused with nonce-used."""
+    pair = ChannelPair(embedder=embedder)
+    spent = pair.sent_by("assistant" if embedder == "page" else "page", "connected")[0]["nonce"]
+    assert isinstance(spent, str)
+    pair.child_reloaded()
+    pair.handshake(child_nonce=spent)
+    embedder_session = pair.page if embedder == "page" else pair.assistant
+    assert embedder_session.binding is None
+    closed = pair.page_closed if embedder == "page" else pair.assistant_closed
+    assert closed == ["child-reloaded", "nonce-used"]
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_the_embedder_refuses_to_mint_a_spent_nonce_again(embedder: Side) -> None:
+    """Expecting a nonce twice is our own error, raised before anything is sent."""
+    pair = ChannelPair(embedder=embedder)
+    nonce = pair.sent_by("assistant" if embedder == "page" else "page", "connected")[0]["nonce"]
+    assert isinstance(nonce, str)
+    pair.child_reloaded()
+    with pytest.raises(LocalProtocolError, match="nonce already used"):
+        pair.handshake(nonce=nonce)
+
+
+def test_a_rebound_child_binds_with_a_fresh_nonce() -> None:
+    """After a child reload, a fresh nonce binds a new connection."""
+    pair = ChannelPair(embedder="assistant")
+    pair.reload_page("page-2")
+    pair.handshake()
+    assert pair.assistant.binding is not None
+    assert pair.assistant.binding.connection_id == 2
+    assert pair.assistant.binding.page_instance_id == "page-2"
+    assert pair.last_edge("page", "bound") == {"kind": "bound", "connection": 1}
+
+
+# -- sharing the selection ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None:
+    """The chip shows the shared revision's object, snapshot values with units, filters."""
+    pair = ChannelPair(embedder=embedder)
+    render_orders(pair)
+    select(pair, "row:1", amount=10)
+    revision = select(pair, "row:2")
+    share(pair)
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection_revision == revision == 2
+    assert chip(pair) == {
+        "revision": 2,
+        "pageInstanceId": "page-1",
+        "componentId": "orders",
+        "resourceRef": "row:2",
+        "observedAt": "2023-11-14T22:13:20.000Z",
+        "filters": FILTERS,
+        "snapshot": {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"},
+        "restored": False,
+    }
+    assert pair.last_edge("page", "shared") == {"kind": "shared", "revision": 2}
+    assert pair.last_edge("assistant", "persist")["value"]["pinned"]["selectionRevision"] == 2
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_share_before_binding_is_queued_and_sent_once_bound(embedder: Side) -> None:
+    """share() while unbound waits; the handshake then sends the context exactly once."""
+    pair = ChannelPair(embedder=embedder, connect=False)
+    render_orders(pair)
+    select(pair)
+    pair.run("page", pair.page.share())
+    assert pair.page_edge[-1] == {"kind": "share-queued"}
+    assert pair.sent_by("page", "context") == []
+    pair.handshake()
+    assert len(pair.sent_by("page", "context")) == 1
+    assert chip(pair)["resourceRef"] == "row:2"
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection_revision == 1
+    assert pair.pump() == 0  # nothing left to send
+    assert [m["kind"] for m in pair.page_edge].count("shared") == 1
+
+
+def test_nothing_is_shared_without_a_selection() -> None:
+    """share() with no selection sends nothing and queues nothing."""
+    pair = ChannelPair()
+    pair.run("page", pair.page.share())
+    assert pair.sent_by("page", "context") == []
+    assert pair.page_edge == [{"kind": "bound", "connection": 1}]
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_an_older_or_equal_revision_never_overwrites_the_pinned_context(embedder: Side) -> None:
+    """Replayed or repeated contexts are refused as stale-revision; the pin stays."""
+    pair = ChannelPair(embedder=embedder)
+    render_orders(pair)
+    select(pair, "row:1")
+    share(pair)
+    select(pair, "row:3")
+    share(pair)
+    first, second = pair.sent_by("page", "context")
+    pair.run("page", pair.page.share())  # the same revision again
+    pair.post("assistant", first)  # an older revision, replayed
+    changed = {**second, "messageId": "x-1"}
+    changed["selection"] = {**second["selection"], "resourceRef": "row:1"}  # type: ignore[dict-item]
+    pair.post("assistant", changed)  # the same revision, different content
+    pair.pump()
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection_revision == 2
+    assert chip(pair)["resourceRef"] == "row:3"
+    assert state(pair)["refused"] == {"stale-revision": 3}
+
+
+# -- commands and receipts ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_show_highlights_and_locates_the_pinned_row(embedder: Side) -> None:
+    """Both commands are applied at both layers and the fake DOM shows the focus."""
+    pair = shared_pair(embedder)
+    pair.dom.highlights["orders"] = {"row:1": "focus", "row:3": "related"}
+    highlight, locate = show(pair)
+    pair.pump()
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id) == {
+            "received": ("applied", "ok"),
+            "ui": ("applied", "ok"),
+        }
+    assert pair.dom.highlights == {"orders": {"row:3": "related", "row:2": "focus"}}
+    assert pair.dom.located == [("orders", "row:2")]
+    command = state(pair)["command"]
+    assert command["commandId"] == highlight
+    assert command["received"]["state"] == "applied"
+    assert command["ui"] == {"state": "applied", "reason": "ok", "late": False, "lateStatus": None}
+
+
+def test_show_without_a_pinned_context_sends_nothing() -> None:
+    """No chip, no command."""
+    pair = ChannelPair()
+    assert pair.assistant.show() == []
+
+
+def test_a_row_no_longer_rendered_is_not_found() -> None:
+    """The page answers not-found when the pinned row left the DOM in the same view."""
+    pair = shared_pair("page")
+    pair.render("orders", ["row:1"], filters=FILTERS, shareable=SHAREABLE)
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight) == {
+        "received": ("not-found", "not-rendered"),
+        "ui": ("not-found", "not-rendered"),
+    }
+    assert pair.dom.highlights == {}
+
+
+def test_a_changed_view_makes_the_command_stale() -> None:
+    """New data in the component means the pinned revision no longer describes it."""
+    pair = shared_pair("page")
+    render_orders(pair, generation=2)
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight)["received"] == ("stale-context", "view-changed")
+    assert pair.dom.highlights == {}
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_after_a_page_reload_show_is_stale_and_highlights_nothing(embedder: Side) -> None:
+    """A new page instance refuses the old pin with stale-context/page-instance."""
+    pair = shared_pair(embedder)
+    pinned = pair.assistant.pinned
+    pair.reload_page("page-2")
+    render_orders(pair)
+    pair.handshake()
+    assert pair.page.binding is not None
+    assert pair.assistant.binding is not None
+    assert pair.assistant.binding.page_instance_id == "page-2"
+    assert pair.assistant.pinned == pinned
+    assert chip(pair)["pageInstanceId"] == "page-1"
+    highlight, locate = show(pair)
+    pair.pump()
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id) == {
+            "received": ("stale-context", "page-instance"),
+            "ui": ("stale-context", "page-instance"),
+        }
+    assert pair.dom.highlights == {}
+    assert pair.dom.located == []
+    assert all(message["kind"] != "apply" for message in pair.page_edge)
+
+
+def test_a_child_reload_makes_in_flight_commands_unconfirmed() -> None:
+    """Commands sent but not answered become unconfirmed; answered ones keep their receipt."""
+    pair = shared_pair("assistant")
+    done, _ = show(pair)
+    pair.pump()
+    highlight, locate = show(pair)
+    pair.pump(only="page")  # the old page answers, but its receipts are still on the way
+    old_receipts = pair.sent_by("page", "receipt")[-4:]
+    assert {receipt["commandId"] for receipt in old_receipts} == {highlight, locate}
+    pair.reload_page("page-2")
+    assert pair.assistant_closed == ["child-reloaded"]
+    assert state(pair)["bound"] is False
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id) == {
+            "received": ("unconfirmed", "connection-closed"),
+            "ui": ("unconfirmed", "connection-closed"),
+        }
+    assert layers(pair, done)["ui"] == ("applied", "ok")
+    assert state(pair)["command"]["ui"]["state"] == "unconfirmed"
+    # The old connection's receipts arrive after the new page is bound: ignored, counted.
+    pair.handshake()
+    for receipt in old_receipts:
+        pair.post("assistant", receipt)
+    pair.pump()
+    assert pair.assistant.ledger.ignored == 4
+    assert state(pair)["ignoredReceipts"] == 4
+    for command_id in (highlight, locate):
+        record = pair.assistant.ledger.get(command_id)["received"]
+        assert record.state == "unconfirmed"
+        assert record.late is False
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_an_unanswered_command_becomes_unconfirmed_after_its_deadline(embedder: Side) -> None:
+    """At 3 s the received layer is still pending; just past it, it is unconfirmed."""
+    pair = shared_pair(embedder)
+    highlight, _ = show(pair)
+    pair.clock.advance(3000)
+    assert pair.assistant.tick() == []
+    assert layers(pair, highlight)["received"] == ("pending", None)
+    pair.clock.advance(1)
+    pair.run("assistant", pair.assistant.tick())
+    assert layers(pair, highlight) == {
+        "received": ("unconfirmed", "deadline"),
+        "ui": ("pending", None),
+    }
+    assert state(pair)["command"]["received"]["state"] == "unconfirmed"
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_late_applied_receipt_is_recorded_late_never_as_applied(embedder: Side) -> None:
+    """Receipts after every deadline leave both layers unconfirmed, marked late."""
+    pair = shared_pair(embedder)
+    highlight, _ = show(pair)
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+    pair.pump()
+    assert pair.dom.highlights == {"orders": {"row:2": "focus"}}  # the page did the work
+    for layer in ("received", "ui"):
+        record = pair.assistant.ledger.get(highlight)[layer]
+        assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+    assert state(pair)["command"]["ui"] == {
+        "state": "unconfirmed",
+        "reason": "deadline",
+        "late": True,
+        "lateStatus": "applied",
+    }
+
+
+def test_a_receipt_past_its_deadline_is_late_even_before_tick() -> None:
+    """The deadline holds even if the timer has not fired yet."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    pair.clock.advance(3001)
+    pair.pump()
+    record = pair.assistant.ledger.get(highlight)["received"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+    assert pair.assistant.ledger.get(highlight)["ui"].state == "applied"  # within its 10 s
+
+
+def test_a_repeated_command_gets_its_original_receipt_and_is_not_applied_again() -> None:
+    """The page answers a replayed commandId with the same receipt and does no UI work."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    pair.pump()
+    original = pair.sent_by("assistant", "command")[-2]
+    pair.dom.highlights.clear()
+    pair.post("page", original)
+    pair.pump()
+    received = [r for r in pair.sent_by("page", "receipt") if r["commandId"] == highlight]
+    assert [r["layer"] for r in received] == ["received", "ui", "received"]
+    assert received[2] == received[0]
+    assert pair.dom.highlights == {}
+    assert pair.assistant.ledger.ignored == 1  # the ledger already has that layer
+
+
+# -- conversation, bye, restore ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_new_conversation_rebinds_the_page(embedder: Side) -> None:
+    """After `conversation`, commands stamped with the old conversation are rejected."""
+    pair = shared_pair(embedder)
+    pair.post("page", envelope(pair, "conversation", conversationId="conv-2"))
+    pair.pump()
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-2"
+    highlight, locate = show(pair)  # this assistant still stamps conv-1
+    pair.pump()
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id)["received"] == ("rejected", "conversation-mismatch")
+    assert pair.dom.highlights == {}
+    # The page now stamps conv-2, which this assistant does not serve.
+    select(pair, "row:3")
+    share(pair)
+    assert pair.sent_by("page", "context")[-1]["conversationId"] == "conv-2"
+    assert chip(pair)["resourceRef"] == "row:2"
+    assert state(pair)["refused"] == {"conversation-mismatch": 1}
+
+
+def test_a_conversation_message_for_another_page_instance_is_ignored() -> None:
+    """Only this page instance's conversation message changes its conversation."""
+    pair = shared_pair("page")
+    pair.post("page", {**envelope(pair, "conversation"), "pageInstanceId": "page-0"})
+    pair.post("page", {**envelope(pair, "conversation"), "conversationId": "conv-9", "x": 1})
+    pair.pump()
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-1"
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+@pytest.mark.parametrize("receiver", TOPOLOGIES)
+def test_bye_unbinds_the_side_that_receives_it(embedder: Side, receiver: Side) -> None:
+    """`bye` closes the port and unbinds; nothing more is answered on it."""
+    pair = shared_pair(embedder)
+    pair.post(receiver, envelope(pair, "bye"))
+    pair.pump()
+    session = pair.page if receiver == "page" else pair.assistant
+    assert session.binding is None
+    assert (pair.page_closed if receiver == "page" else pair.assistant_closed) == ["bye"]
+    if receiver == "page":
+        assert pair.page_edge[-1] == {"kind": "unbound"}
+        assert session.on_port_message(envelope(pair, "command")) == []
+    else:
+        assert state(pair)["bound"] is False
+        assert pair.assistant.pinned is not None  # the chip survives the connection
+
+
+def test_bye_makes_the_assistants_in_flight_commands_unconfirmed() -> None:
+    """A peer's bye ends the connection its pending commands were sent on."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    pair.post("assistant", envelope(pair, "bye"))
+    pair.pump(only="assistant")
+    assert layers(pair, highlight)["received"] == ("unconfirmed", "connection-closed")
+
+
+def test_restore_pins_the_saved_context_and_sends_nothing() -> None:
+    """A persisted pin comes back marked restored, with no message on the link."""
+    saved = shared_pair("page").last_edge("assistant", "persist")["value"]
+    assert isinstance(saved, dict)
+    pair = ChannelPair(page_instance_id="page-2", connect=False)
+    pair.assistant.restore(saved)
+    assert pair.pump() == 0
+    assert pair.sent == []
+    assert pair.assistant.pinned_restored is True
+    restored = pair.assistant.state().message["chip"]
+    assert isinstance(restored, dict)
+    assert restored["restored"] is True
+    assert restored["resourceRef"] == "row:2"
+    assert restored["pageInstanceId"] == "page-1"
+    assert restored["snapshot"] == {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"}
+    pair.handshake()
+    assert chip(pair)["restored"] is True
+    assert pair.sent_by("assistant", "command") == []
+
+
+@pytest.mark.parametrize(
+    "saved",
+    [{}, {"pinned": None}, {"pinned": "x"}, {"pinned": {"type": "context"}}],
+)
+def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -> None:
+    """A missing or malformed saved pin restores nothing."""
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+    )
+    assistant.restore(saved)
+    assert assistant.pinned is None
+    assert assistant.pinned_restored is False
+
+
+def test_a_new_context_replaces_a_restored_pin() -> None:
+    """Once the page shares, the chip is live again, no longer restored."""
+    saved = shared_pair("page").last_edge("assistant", "persist")["value"]
+    assert isinstance(saved, dict)
+    pair = ChannelPair(page_instance_id="page-2", connect=False)
+    pair.assistant.restore(saved)
+    pair.handshake()
+    render_orders(pair)
+    select(pair, "row:1")
+    share(pair)
+    assert chip(pair)["restored"] is False
+    assert chip(pair)["pageInstanceId"] == "page-2"
