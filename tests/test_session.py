@@ -120,7 +120,10 @@ def test_a_wrong_nonce_never_binds_and_closes_the_port(embedder: Side) -> None:
     share(pair)
     assert pair.assistant.pinned is None
     # The right nonce, too late: it had its one chance.
-    assert embedder_session.on_port_message({"type": "connected", "nonce": nonce}) == []
+    child: Side = "assistant" if embedder == "page" else "page"
+    wrong = pair.sent_by(child, "connected")[0]
+    assert wrong["nonce"] != nonce
+    assert embedder_session.on_port_message({**wrong, "nonce": nonce}) == []
     assert embedder_session.binding is None
 
 
@@ -527,3 +530,24 @@ def test_a_new_context_replaces_a_restored_pin() -> None:
     share(pair)
     assert chip(pair)["restored"] is False
     assert chip(pair)["pageInstanceId"] == "page-2"
+
+
+def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port() -> None:
+    """Each port a child takes is a new connection: old receipts never confirm anything."""
+    pair = shared_pair("page")
+    highlight, locate = show(pair)
+    pair.pump(only="page")  # the old page answers; its receipts are still on the way
+    old_receipts = pair.sent_by("page", "receipt")[-4:]
+    pair.reload_page("page-2")
+    pair.handshake()  # the same assistant document takes a second port
+    assert pair.assistant.binding is not None
+    assert pair.assistant.binding.connection_id == 2
+    for receipt in old_receipts:
+        pair.post("assistant", receipt)
+    pair.pump()
+    assert pair.assistant.ledger.ignored == 4
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id) == {
+            "received": ("unconfirmed", "connection-closed"),
+            "ui": ("unconfirmed", "connection-closed"),
+        }

@@ -17,7 +17,7 @@ plain dicts with a `kind`; docs/architecture.md lists them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
@@ -136,7 +136,9 @@ class _Connection:
             binding, connected = child.connect(dict(peer or {}))
         except HandshakeRejected as exc:
             return [ClosePort(exc.reason)]
-        self.binding = binding
+        # Each port is a new connection, so receipts of an earlier one never match it.
+        self.connections += 1
+        self.binding = replace(binding, connection_id=self.connections)
         return [ToPeer(connected)]
 
     def on_connected(self, raw: object) -> Binding | ClosePort:
@@ -381,7 +383,11 @@ class AssistantSession:
         self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
     ) -> list[Effect]:
         """Take a new port from the edge (see `_Connection.attach`)."""
+        previous = self._conn.binding
         effects = self._conn.attach(position, nonce, peer, self.conversation_id)
+        if previous is not None:
+            # The old port is gone: its in-flight commands can no longer be confirmed.
+            self.ledger.drop_connection(previous.connection_id)
         if self._conn.binding is not None:
             effects += self._bound()
         return effects
@@ -473,9 +479,10 @@ class AssistantSession:
         return []
 
     def restore(self, saved: Mapping[str, object]) -> None:
-        """Restore the pinned context and command records saved by `_persist`.
+        """Restore the pinned context saved by `_persist`, marked as restored.
 
-        Nothing is sent: restored commands keep the receipts they had.
+        Nothing is sent: a restored context is shown, and a command for it is only sent
+        when the user asks again (the page then judges it against its own instance).
         """
         chip = saved.get("pinned")
         if isinstance(chip, dict):

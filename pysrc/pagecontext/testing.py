@@ -12,7 +12,7 @@ import json
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from types import EllipsisType
-from typing import Literal
+from typing import Any, Literal
 
 from pagecontext.models import CommandMessage, ReceiptStatus, Scalar
 from pagecontext.resolver import RenderedObjects
@@ -378,7 +378,7 @@ class ChannelPair:
             if sender == side and message.get("type") == kind
         ]
 
-    def last_edge(self, side: Side, kind: str) -> dict[str, object]:
+    def last_edge(self, side: Side, kind: str) -> dict[str, Any]:
         """Return the last edge message of this `kind` from `side`; KeyError if none."""
         for message in reversed(self._edge(side)):
             if message.get("kind") == kind:

@@ -16,6 +16,7 @@ NONCE_PREFIX = "#pc-nonce="
 
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _HOST_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.-"
+_DIGITS = "0123456789"
 
 
 def is_b64url(text: object, min_len: int, max_len: int) -> bool:
@@ -79,7 +80,9 @@ def is_exact_origin(origin: object) -> bool:
     if colon >= 0:
         host = rest[:colon]
         port = rest[colon + 1 :]
-        if not port or not port.isdigit() or port[0] == "0" or int(port) > 65535:
+        # ASCII digits only: str.isdigit() also takes "²", which int() then refuses.
+        digits = all(ch in _DIGITS for ch in port)
+        if not port or not digits or port[0] == "0" or int(port) > 65535:
             return False
     if not host or host[0] in ".-" or host[-1] in ".-":
         return False
@@ -108,6 +111,8 @@ def handshake_type(data: object) -> str | None:
     if data.get("version") != VERSION or data.get("role") not in ROLES:
         return None
     kind = data.get("type")
+    if not all(isinstance(key, str) for key in data):
+        return None  # not a JS object's keys, and sorted() could not compare them
     keys = sorted(data.keys())
     if kind == "ready" and keys == ["protocol", "role", "type", "version"]:
         return "ready"
