@@ -25,6 +25,7 @@ from pagecontext.models import (
     dump_message,
     parse_message,
 )
+from pagecontext.windowrules import read_nonce
 
 __all__ = [
     "BindState",
@@ -74,7 +75,6 @@ _CHILD_TRANSITIONS: Mapping[tuple[BindState, _Event], BindState] = {
     (BindState.CLOSED, "close"): BindState.CLOSED,
 }
 
-_NONCE_FRAGMENT_RE = re.compile(r"#?pc-nonce=(?P<nonce>[A-Za-z0-9_-]{22})")
 _NONCE_RE = re.compile(NONCE_PATTERN)
 
 
@@ -321,13 +321,3 @@ def _peer_fields(peer: Mapping[str, object]) -> dict[str, str]:
     if not all(isinstance(value, str) and value for value in fields.values()):
         raise HandshakeRejected("malformed")
     return {key: str(value) for key, value in fields.items()}
-
-
-def read_nonce(fragment: str) -> str | None:
-    """Return the nonce from a location.hash such as "#pc-nonce=...", or None.
-
-    The nonce must be exactly 22 base64url characters (128 bits) and the fragment must
-    hold nothing else.
-    """
-    match = _NONCE_FRAGMENT_RE.fullmatch(fragment)
-    return match.group("nonce") if match else None

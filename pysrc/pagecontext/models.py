@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.types import AllowInfNan
 
 from pagecontext.errors import MessageRejected
+from pagecontext.windowrules import PROTOCOL, VERSION
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -57,8 +58,6 @@ __all__ = [
     "parse_message",
 ]
 
-PROTOCOL: Final = "pagecontext"
-VERSION: Final = 1
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"

@@ -25,8 +25,6 @@ from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinde
 from pagecontext.ledger import LayerRecord, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
-    PROTOCOL,
-    VERSION,
     ByeMessage,
     CommandMessage,
     ContextMessage,
@@ -238,8 +236,6 @@ class PageSession:
         self._share_when_bound = False
         binding = self._conn.binding
         message = ContextMessage(
-            protocol=PROTOCOL,
-            version=VERSION,
             type="context",
             message_id=self._new_id(),
             page_instance_id=self.page_instance_id,
@@ -451,8 +447,6 @@ class AssistantSession:
         )
         for action, params in (("highlight", {"tone": "focus"}), ("locate", {})):
             command = CommandMessage(
-                protocol=PROTOCOL,
-                version=VERSION,
                 type="command",
                 message_id=self._new_id(),
                 page_instance_id=pinned.page_instance_id,

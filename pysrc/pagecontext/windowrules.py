@@ -7,8 +7,14 @@ so each rule lives here once. It is therefore written in the subset both run: no
 `typing`, `re`, `dataclasses` or `__future__` imports, no regular expressions.
 """
 
-PROTOCOL = "pagecontext"
-VERSION = 1
+# For the type checker only: MicroPython has no typing and never evaluates annotations.
+try:  # noqa: SIM105 - MicroPython has no contextlib either
+    from typing import Final
+except ImportError:
+    pass
+
+PROTOCOL: Final = "pagecontext"
+VERSION: Final = 1
 ROLES = ("page", "assistant")
 NONCE_BYTES = 16
 NONCE_CHARS = 22  # 16 bytes in unpadded base64url
