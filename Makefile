@@ -16,7 +16,7 @@ WEB := $(shell find web -type f) index.html
 export PAGECONTEXT_CHROMIUM ?= $(CHROMIUM)
 export PYTHONPATH := $(CURDIR)/pysrc
 
-.PHONY: all demo test unit e2e check setup browser clean
+.PHONY: all demo test unit e2e check setup browser clean acceptance-report fuzz
 
 all: $(SITE)/.stamp
 
@@ -75,3 +75,8 @@ check: $(VENV)/.stamp
 
 clean:
 	rm -rf build
+
+# The acceptance scenarios' results, from the tests that prove them.
+acceptance-report: setup
+	$(PY) -m pytest tests e2e -q --acceptance-report build/acceptance.json
+	@echo "wrote build/acceptance.json"

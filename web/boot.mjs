@@ -7,13 +7,25 @@ const config = JSON.parse(document.getElementById("pc-config").textContent);
 if (config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
 document.documentElement.dataset.pcState = "booting";
 document.documentElement.dataset.pcPosition = config.position;
-const worker = new Worker("/web/worker.mjs", { type: "module", name: `pagecontext-${config.role}` });
+const workerURL = new URL("/web/worker.mjs", import.meta.url).href;
+const workerOptions = { type: "module", name: `pagecontext-${config.role}` };
+// A sandboxed frame has an opaque origin, and a worker script must be same-origin with
+// its document: such a frame starts the worker from a data: URL that imports the real
+// one (Chromium refuses module workers from blob: URLs there).
+const worker = self.origin === "null"
+  ? new Worker(`data:text/javascript,import ${encodeURIComponent(JSON.stringify(workerURL))};`, workerOptions)
+  : new Worker(workerURL, workerOptions);
+worker.addEventListener("error", (event) => {
+  document.documentElement.dataset.pcState = "failed";
+  console.error("pagecontext worker failed to start", event.message || "");
+});
 
-const runtime = await (await fetch("/py/runtime.json")).json();
+const here = (path) => new URL(path, import.meta.url).href;
+const runtime = await (await fetch(here("/py/runtime.json"))).json();
 const [{ loadMicroPython }, sources] = await Promise.all([
-  import(runtime.micropython.module),
+  import(here(runtime.micropython.module)),
   Promise.all(
-    runtime.edge.files.map(async (file) => [file, await (await fetch(runtime.edge.base + file)).text()]),
+    runtime.edge.files.map(async (file) => [file, await (await fetch(here(runtime.edge.base + file))).text()]),
   ),
 ]);
 const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
@@ -32,6 +44,6 @@ const host = {
 const edge = mp.pyimport("pagecontext.browser.edge");
 globalThis.pagecontext = edge.start(config, worker, host);
 for (const app of config.apps || []) {
-  const text = await (await fetch(app)).text();
+  const text = await (await fetch(here(app))).text();
   await mp.runPythonAsync(text);
 }

@@ -70,6 +70,12 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder holding index.html and web/ (default: found from the package)",
     )
+    demo.add_argument(
+        "--sandboxed-panel",
+        action="store_true",
+        help="run the assistant panel in a sandboxed iframe (an opaque origin, bound by "
+        "its nonce alone)",
+    )
 
     assemble = commands.add_parser(
         "assemble", help="assemble everything the browser loads into one folder"
@@ -104,6 +110,7 @@ def _demo(args: argparse.Namespace) -> int:
         assistant_host=args.assistant_host,
         assistant_port=args.assistant_port,
         bind_host=args.host,
+        sandboxed_panel=args.sandboxed_panel,
     )
     return serve(config)
 

@@ -104,6 +104,24 @@ def origin_allowed(origin: object, configured: str) -> bool:
     return isinstance(origin, str) and is_exact_origin(configured) and origin == configured
 
 
+def ready_origin_ok(origin: object, configured: str, opaque_child: bool) -> bool:
+    """Return True if a `ready` came from the origin the embedder expects of its child.
+
+    A child the embedder sandboxed itself (no `allow-same-origin`) has an opaque origin
+    and reports `"null"`: that is accepted for such a child only, and its identity then
+    rests on `event.source` and the nonce. `"null"` is never an allowlist entry.
+    """
+    if opaque_child:
+        return origin == "null"
+    return origin_allowed(origin, configured)
+
+
+def connect_target(configured: str, opaque_child: bool) -> str:
+    """Return the targetOrigin for `connect`: the exact origin, or `"*"` for an opaque
+    child (an exact target never matches it). `connect` carries no selection data."""
+    return "*" if opaque_child else configured
+
+
 def handshake_type(data: object) -> str | None:
     """Return "ready" or "connect" if `data` is a well-formed handshake message, else None.
 

@@ -32,11 +32,13 @@ from pagecontext.windowrules import (
     NONCE_BYTES,
     child_url,
     connect_message,
+    connect_target,
     encode_nonce,
     handshake_type,
     origin_allowed,
     read_nonce,
     ready_message,
+    ready_origin_ok,
 )
 
 STORAGE_KEY = "pagecontext:assistant"
@@ -119,6 +121,7 @@ class Edge:
         self.nonce: str | None = None
         self.connect_sent = False
         self.frame: Any = None
+        self.opaque_child = False
         self.child_src: str = ""
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.components: dict[str, Any] = {}  # componentId -> component element
@@ -170,6 +173,11 @@ class Edge:
     def _start_embedder(self) -> None:
         self.frame = js.document.querySelector("[data-pc-child]")
         self.child_src = self.frame.getAttribute("data-pc-src")
+        # A frame this page sandboxed without allow-same-origin runs in an opaque origin.
+        sandboxed = self.frame.hasAttribute("sandbox")
+        self.opaque_child = sandboxed and not self.frame.sandbox.contains("allow-same-origin")
+        if self.opaque_child:
+            self.root.setAttribute("data-pc-child-origin", "opaque")
         self._navigate_child()
 
     def _navigate_child(self) -> None:
@@ -188,7 +196,11 @@ class Edge:
         if source is None or expected is None or source != expected:
             self._reject("source")
             return
-        if not origin_allowed(event.origin, self.peer_origin):
+        if self.position == "embedder":
+            origin_ok = ready_origin_ok(event.origin, self.peer_origin, self.opaque_child)
+        else:
+            origin_ok = origin_allowed(event.origin, self.peer_origin)
+        if not origin_ok:
             self._reject("origin")
             return
         data = _plain(event.data)
@@ -214,7 +226,8 @@ class Edge:
             hello = connect_message("page", self.instance_id)
         else:
             hello = connect_message("assistant", self.instance_id, self.conversation_id)
-        self.frame.contentWindow.postMessage(to_js(hello), self.peer_origin, [channel.port2])
+        target = connect_target(self.peer_origin, self.opaque_child)
+        self.frame.contentWindow.postMessage(to_js(hello), target, [channel.port2])
         self._to_worker(
             {"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1]
         )

@@ -53,6 +53,9 @@ NO_STORE: Final = "no-store"
 
 PAGE_TEMPLATE_TOKEN: Final = "{{PAGE_ORIGIN}}"
 ASSISTANT_TEMPLATE_TOKEN: Final = "{{ASSISTANT_ORIGIN}}"
+# Replaced by the sandbox attribute of the assistant panel's iframe when the panel runs
+# sandboxed (an opaque origin), else by nothing.
+SANDBOX_TEMPLATE_TOKEN: Final = "{{PANEL_SANDBOX}}"
 SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
 
 
@@ -72,6 +75,7 @@ class ServerConfig:
     assistant_host: str
     assistant_port: int
     bind_host: str
+    sandboxed_panel: bool
 
     def __init__(
         self,
@@ -84,6 +88,7 @@ class ServerConfig:
         assistant_host: str = "localhost",
         assistant_port: int = 8001,
         bind_host: str = "127.0.0.1",
+        sandboxed_panel: bool = False,
     ) -> None:
         # A hand-written __init__ because the defaults of build_dir and db_path
         # derive from other fields, which dataclass defaults cannot express.
@@ -97,6 +102,7 @@ class ServerConfig:
             "assistant_host": assistant_host,
             "assistant_port": assistant_port,
             "bind_host": bind_host,
+            "sandboxed_panel": sandboxed_panel,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -141,6 +147,9 @@ class _BuildStaticFiles(StaticFiles):
     ) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
         response.headers["Cache-Control"] = self.cache_control
+        # These are public, static files. A sandboxed (opaque-origin) frame fetches its
+        # own scripts, runtime and wheels as cross-origin requests, so they say so.
+        response.headers["Access-Control-Allow-Origin"] = "*"
         return response
 
 
@@ -168,14 +177,18 @@ def _static_routes(config: ServerConfig) -> list[BaseRoute]:
 
 
 def _render_template(path: Path, config: ServerConfig) -> Response:
-    """Serve an HTML file with the two origin tokens replaced, or a 404."""
+    """Serve an HTML file with its tokens (origins, panel sandbox) replaced, or a 404."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return HTMLResponse("Not Found", status_code=404)
-    text = text.replace(PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)).replace(
-        ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)
-    )
+    sandbox = 'sandbox="allow-scripts"' if config.sandboxed_panel else ""
+    for token, value in (
+        (PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)),
+        (ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)),
+        (SANDBOX_TEMPLATE_TOKEN, sandbox),
+    ):
+        text = text.replace(token, value)
     return HTMLResponse(text, headers={"Cache-Control": NO_CACHE})
 
 
