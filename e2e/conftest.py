@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ import pytest
 import uvicorn
 from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Request
 from starlette.applications import Starlette
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from pagecontext.server.app import ServerConfig
-from pagecontext.server.run import free_port, start_in_thread
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.data import create_demo_db
+from pagecontext.server.run import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
@@ -40,7 +43,7 @@ STEP_TIMEOUT_MS = 15_000
 
 @dataclass(frozen=True)
 class Origins:
-    """The URLs of one running demo server and of the hostile third origin."""
+    """The URLs of one running demo (page and assistant origins) and of a third origin."""
 
     page: str
     assistant: str
@@ -62,25 +65,36 @@ class _ThreadedServer(uvicorn.Server):
         pass
 
 
-@pytest.fixture(scope="session")
-def third_origin() -> Iterator[str]:
-    """A third origin (another port on 127.0.0.1) serving e2e/pages: the attacker's."""
-    port = free_port()
-    app = Starlette()
-    app.mount("/", StaticFiles(directory=ROOT / "e2e" / "pages"))
-    server = _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        threading.Event().wait(0.01)  # start-up poll of a real server, not test synchronisation
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+def _with_test_pages(app: Starlette) -> Starlette:
+    """Serve e2e/pages under /e2e/ too: hostile frames need every origin in play."""
+    app.router.routes.append(Mount("/e2e", StaticFiles(directory=ROOT / "e2e" / "pages")))
+    return app
 
 
-@pytest.fixture(scope="session")
-def origins(tmp_path_factory: pytest.TempPathFactory, third_origin: str) -> Iterator[Origins]:
-    """The demo server on free ports: the page on 127.0.0.1, the assistant on localhost."""
+@contextmanager
+def _serving(apps: list[tuple[Starlette, int]]) -> Iterator[None]:
+    servers = [
+        _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        for app, port in apps
+    ]
+    threads = [threading.Thread(target=server.run, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    ready = threading.Event()
+    while not all(server.started for server in servers):
+        ready.wait(0.01)  # start-up poll of real servers, not test synchronisation
+    try:
+        yield
+    finally:
+        for server in servers:
+            server.should_exit = True
+        for thread in threads:
+            thread.join(10)
+
+
+def _origins(
+    tmp_path_factory: pytest.TempPathFactory, *, sandboxed_panel: bool
+) -> Iterator[Origins]:
     site = ROOT / "build" / "site"
     if not (site / "py" / "runtime.json").is_file():
         pytest.exit("build/site is missing: run the e2e suite through `make test`", 2)
@@ -89,9 +103,31 @@ def origins(tmp_path_factory: pytest.TempPathFactory, third_origin: str) -> Iter
         db_path=tmp_path_factory.mktemp("db") / "demo.db",
         page_port=free_port(),
         assistant_port=free_port(),
+        sandboxed_panel=sandboxed_panel,
     )
-    with start_in_thread(config):
-        yield Origins(config.page_origin, config.assistant_origin, third_origin)
+    create_demo_db(config.db_path)
+    third_port = free_port()
+    third = Starlette()
+    apps = [
+        (_with_test_pages(create_page_app(config)), config.page_port),
+        (_with_test_pages(create_assistant_app(config)), config.assistant_port),
+        (_with_test_pages(third), third_port),
+    ]
+    with _serving(apps):
+        yield Origins(config.page_origin, config.assistant_origin, f"http://127.0.0.1:{third_port}")
+
+
+@pytest.fixture(scope="session")
+def origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
+    """The demo on free ports (page on 127.0.0.1, assistant on localhost) and a third
+    origin; every origin also serves the hostile test pages under /e2e/."""
+    yield from _origins(tmp_path_factory, sandboxed_panel=False)
+
+
+@pytest.fixture(scope="session")
+def sandboxed_origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
+    """The same, with the assistant panel in a sandboxed, opaque-origin iframe."""
+    yield from _origins(tmp_path_factory, sandboxed_panel=True)
 
 
 @pytest.fixture(autouse=True)

@@ -103,36 +103,6 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
     expect(child.locator("[data-pc-highlight]")).to_have_count(0)
 
 
-def test_a_third_origin_window_changes_nothing(demo: Page, origins: Origins) -> None:
-    """A frame from a third origin posts well-formed handshake and command messages to both
-    frames: all are refused and counted, nothing is highlighted, and the real channel works."""
-    demo.evaluate(
-        """url => { const f = document.createElement('iframe');
-                    f.src = url; f.id = 'attacker'; document.body.append(f); }""",
-        origins.third + "/attacker.html",
-    )
-    attacker = demo.frame_locator("#attacker")
-    expect(attacker.locator("html")).to_have_attribute(
-        "data-attack", "sent", timeout=STEP_TIMEOUT_MS
-    )
-    sent_to_page = int(attacker.locator("html").get_attribute("data-sent-page") or "0")
-    sent_to_panel = int(attacker.locator("html").get_attribute("data-sent-panel") or "0")
-    expect(demo.locator("html")).to_have_attribute("data-pc-window-rejected", str(sent_to_page))
-    expect(panel(demo).locator("html")).to_have_attribute(
-        "data-pc-window-rejected", str(sent_to_panel)
-    )
-    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
-    expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
-    expect(panel(demo).locator("html")).to_have_attribute("data-pc-connection", "1")
-
-    select_and_ask(demo, ROW)
-    panel(demo).get_by_role("button", name="Show me").click()
-    expect(panel(demo).locator("[data-pc-receipt]")).to_have_attribute(
-        "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
-    )
-    expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
-
-
 def test_every_request_stays_on_this_machine(demo: Page, requests_stay_local: list[str]) -> None:
     """Runtimes, wheels and data all come from the two local origins (the guard fixture
     also fails any test whose browser reaches elsewhere)."""

@@ -35,14 +35,18 @@ for (const [file, text] of sources) {
   mp.FS.writeFile(path, text);
 }
 // MicroPython cannot catch a JavaScript exception, so the few calls that may throw on
-// hostile input or a locked-down browser are wrapped here and never throw.
-const host = {
+// hostile input or a locked-down browser are wrapped here and never throw. `post` is
+// also the one place the edge posts to another window (tests spy on it there).
+globalThis.pagecontextHost = {
   json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
   load(key) { try { return window.sessionStorage.getItem(key); } catch { return null; } },
   save(key, value) { try { window.sessionStorage.setItem(key, value); return true; } catch { return false; } },
+  post(target, message, targetOrigin, transfer) {
+    try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
+  },
 };
 const edge = mp.pyimport("pagecontext.browser.edge");
-globalThis.pagecontext = edge.start(config, worker, host);
+globalThis.pagecontext = edge.start(config, worker, globalThis.pagecontextHost);
 for (const app of config.apps || []) {
   const text = await (await fetch(here(app))).text();
   await mp.runPythonAsync(text);

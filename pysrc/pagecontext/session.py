@@ -60,9 +60,14 @@ class ToEdge:
 
 @dataclass(frozen=True)
 class ClosePort:
-    """Close the current port; `reason` is a short code for diagnostics."""
+    """Close the current port; `reason` is a short code for diagnostics.
+
+    `refused` is True when the port is closed because its handshake failed (a wrong,
+    used or missing nonce, a wrong role or identity), not because a binding ended.
+    """
 
     reason: str
+    refused: bool = False
 
 
 Effect = ToPeer | ToEdge | ClosePort
@@ -133,7 +138,7 @@ class _Connection:
         try:
             binding, connected = child.connect(dict(peer or {}))
         except HandshakeRejected as exc:
-            return [ClosePort(exc.reason)]
+            return [ClosePort(exc.reason, refused=True)]
         # Each port is a new connection, so receipts of an earlier one never match it.
         self.connections += 1
         self.binding = replace(binding, connection_id=self.connections)
@@ -145,7 +150,7 @@ class _Connection:
         try:
             self.binding = self.embedder.on_connected(raw)
         except HandshakeRejected as exc:
-            return ClosePort(exc.reason)
+            return ClosePort(exc.reason, refused=True)
         return self.binding
 
     @property
@@ -155,6 +160,19 @@ class _Connection:
             and self.embedder is not None
             and self.embedder.state is BindState.AWAITING_CONNECTED
         )
+
+    def bye(self) -> list[Effect]:
+        """End the binding from this side: send `bye`, close the port, forget the binding."""
+        binding = self.binding
+        if binding is None:
+            return []
+        message = ByeMessage(
+            message_id=self.new_id(),
+            page_instance_id=binding.page_instance_id,
+            conversation_id=binding.conversation_id,
+        )
+        self.drop()
+        return [ToPeer(dump_message(message)), ClosePort("bye")]
 
     def drop(self) -> None:
         """Forget the current binding (bye, close, or the child reloaded)."""
@@ -189,6 +207,7 @@ class PageSession:
         )
         self._conn = _Connection(role="page", instance_id=page_instance_id, new_id=new_id)
         self._new_id = new_id
+        self._limits = limits
         self._declared: dict[str, tuple[FieldSpec, ...]] = {}
         self._share_when_bound = False
         self._ui_pending: set[str] = set()
@@ -262,6 +281,10 @@ class PageSession:
         self._conn.drop()
         return [ClosePort("child-reloaded"), ToEdge({"kind": "unbound"})]
 
+    def bye(self) -> list[Effect]:
+        """This document is going away (or closing the embed): say `bye` and unbind."""
+        return [*self._conn.bye(), ToEdge({"kind": "unbound"})]
+
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
         if self._conn.awaiting_connected:
@@ -303,17 +326,21 @@ class PageSession:
 
     def _control(self, raw: object) -> list[Effect]:
         try:
-            message = parse_message(raw)
+            message = parse_message(raw, self._limits)
         except MessageRejected:
             return []
+        binding = self._conn.binding
+        assert binding is not None
+        # Both are for this page instance only; a bye must also name the bound
+        # conversation, like every other message from the assistant (step 2).
+        if message.page_instance_id != self.page_instance_id:
+            return []
         if isinstance(message, ByeMessage):
+            if message.conversation_id != binding.conversation_id:
+                return []
             self._conn.drop()
             return [ClosePort("bye"), ToEdge({"kind": "unbound"})]
-        if isinstance(message, ConversationMessage) and (
-            message.page_instance_id == self.page_instance_id
-        ):
-            binding = self._conn.binding
-            assert binding is not None
+        if isinstance(message, ConversationMessage):
             self._conn.binding = Binding(
                 connection_id=binding.connection_id,
                 page_instance_id=binding.page_instance_id,
@@ -396,6 +423,14 @@ class AssistantSession:
             self.ledger.drop_connection(binding.connection_id)
         return [ClosePort("child-reloaded"), self.state()]
 
+    def bye(self) -> list[Effect]:
+        """This document is going away: say `bye`; in-flight commands become unconfirmed."""
+        binding = self._conn.binding
+        effects = self._conn.bye()
+        if binding is not None:
+            self.ledger.drop_connection(binding.connection_id)
+        return [*effects, self.state()]
+
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
         if self._conn.awaiting_connected:
@@ -413,16 +448,21 @@ class AssistantSession:
                 self.pinned_restored = False
                 return [self.state(), self._persist()]
             return [self.state()]
-        if kind == "receipt":
-            try:
-                receipt = parse_message(raw)
-            except MessageRejected:
-                return []
-            if isinstance(receipt, ReceiptMessage):
-                self.ledger.on_receipt(receipt, binding.connection_id)
-                return [self.state(), self._persist()]
+        if kind not in ("receipt", "bye"):
             return []
-        if kind == "bye":
+        try:
+            message = parse_message(raw, self._limits)
+        except MessageRejected:
+            return []
+        if isinstance(message, ReceiptMessage):
+            self.ledger.on_receipt(message, binding.connection_id)
+            return [self.state(), self._persist()]
+        # Only a valid bye from the bound page instance and conversation closes.
+        if (
+            isinstance(message, ByeMessage)
+            and message.page_instance_id == binding.page_instance_id
+            and message.conversation_id == self.conversation_id
+        ):
             self._conn.drop()
             self.ledger.drop_connection(binding.connection_id)
             return [ClosePort("bye"), self.state()]

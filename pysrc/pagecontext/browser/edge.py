@@ -129,6 +129,7 @@ class Edge:
         self.state: dict[str, Any] = {}
         self.owner.listen(worker, "message", self._from_worker)
         self.owner.listen(js.window, "message", self._from_window)
+        self.owner.listen(js.window, "pagehide", self._on_pagehide)
         self._set_state("booting")
         self.instance_id = _random_id()
         init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
@@ -156,17 +157,21 @@ class Edge:
         self.root.setAttribute("data-pc-state", state)
 
     def _reject(self, reason: str) -> None:
-        self.rejected[reason] = self.rejected.get(reason, 0) + 1
-        total = 0
-        for count in self.rejected.values():
-            total += count
-        self.root.setAttribute("data-pc-window-rejected", str(total))
+        count = self.rejected.get(reason, 0) + 1
+        self.rejected[reason] = count
+        self.root.setAttribute("data-pc-window-rejected", str(sum(self.rejected.values())))
+        self.root.setAttribute("data-pc-rejected-" + reason, str(count))
 
     def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
         if transfer is None:
             self.worker.postMessage(to_js(message))
         else:
             self.worker.postMessage(to_js(message), transfer)
+
+    def _on_pagehide(self, event: Any) -> None:
+        # This document is going away (reload, navigation, closed tab): tell the peer,
+        # so it stops sending to a port nobody reads and marks in-flight work unconfirmed.
+        self._to_worker({"kind": "bye"})
 
     # -- handshake: embedder ------------------------------------------------------------
 
@@ -203,6 +208,9 @@ class Edge:
         if not origin_ok:
             self._reject("origin")
             return
+        if not event.isTrusted:
+            self._reject("untrusted")  # made by script with new MessageEvent(), not sent
+            return
         data = _plain(event.data)
         kind = handshake_type(data)
         wanted = "ready" if self.position == "embedder" else "connect"
@@ -227,7 +235,7 @@ class Edge:
         else:
             hello = connect_message("assistant", self.instance_id, self.conversation_id)
         target = connect_target(self.peer_origin, self.opaque_child)
-        self.frame.contentWindow.postMessage(to_js(hello), target, [channel.port2])
+        self.host.post(self.frame.contentWindow, to_js(hello), target, [channel.port2])
         self._to_worker(
             {"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1]
         )
@@ -247,7 +255,7 @@ class Edge:
             js.history.replaceState(js.history.state, "", location.pathname + location.search)
         if nonce is not None:
             self.nonce = nonce
-        js.window.parent.postMessage(to_js(ready_message(self.role)), self.peer_origin)
+        self.host.post(js.window.parent, to_js(ready_message(self.role)), self.peer_origin, None)
 
     def _on_hashchange(self, event: Any) -> None:
         if read_nonce(js.window.location.hash) is not None:
@@ -276,6 +284,9 @@ class Edge:
             self._set_state("bound")
         elif kind == "unbound":
             self._set_state("ready")
+        elif kind == "refused":
+            # The worker closed a port whose handshake failed (nonce, role, identity).
+            self._reject("handshake-" + str(message.get("reason")))
         elif kind == "failed":
             self._set_state("failed")
             js.console.error("pagecontext worker failed: " + str(message.get("error")))

@@ -101,6 +101,8 @@ class WorkerBinding:
             )
         elif kind == "child-reloaded":
             effects = session.child_reloaded()
+        elif kind == "bye":
+            effects = session.bye()
         elif isinstance(session, PageSession):
             effects = self._page_event(session, kind, message)
         else:
@@ -194,6 +196,8 @@ class WorkerBinding:
                 self.scope.postMessage(_js(effect.message))
             elif isinstance(effect, ClosePort):
                 self._close_port()
+                if effect.refused:
+                    self.scope.postMessage(_js({"kind": "refused", "reason": effect.reason}))
         self._arm_timer()
 
     def _arm_timer(self) -> None:

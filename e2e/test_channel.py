@@ -1,0 +1,281 @@
+"""The channel under attack, in real Chromium frames: hostile frames on every origin,
+an assistant that navigates away, a sandboxed assistant bound by its nonce alone,
+lookalike origins, stray window messages, and no data ever sent to "*"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
+
+from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import OTHER_ROW, ROW, html, panel, select_and_ask, show_and_expect
+
+pytestmark = pytest.mark.e2e
+
+
+def add_frame(page: Page, url: str, *, sandbox: str | None = None) -> FrameLocator:
+    """Append an iframe loading `url` to the page and return it."""
+    page.evaluate(
+        """([url, sandbox]) => { const f = document.createElement('iframe');
+             if (sandbox !== null) f.setAttribute('sandbox', sandbox);
+             f.id = 'hostile'; f.src = url; document.body.append(f); }""",
+        [url, sandbox],
+    )
+    return page.frame_locator("#hostile")
+
+
+def sent(frame: FrameLocator, key: str) -> int:
+    expect(html(frame)).to_have_attribute("data-attack", "sent", timeout=STEP_TIMEOUT_MS)
+    return int(html(frame).get_attribute(key) or "0")
+
+
+def expect_working(page: Page, ref: str = ROW) -> None:
+    """The real channel still works: a selection reaches the panel and Show me applies."""
+    select_and_ask(page, ref)
+    expect(panel(page).locator(f'[data-pc-chip="{ref}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(panel(page), "applied")
+    expect(page.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ref)
+
+
+@pytest.mark.scenario(4, 9)
+@pytest.mark.parametrize("where", ["third", "page", "assistant"])
+def test_a_hostile_frame_on_any_origin_is_refused_by_source(
+    demo: Page, origins: Origins, where: str
+) -> None:
+    """A frame from a third origin, or from the page's or the assistant's own origin,
+    posts well-formed handshake, context and command messages to both frames: every one
+    is refused because of its source, nothing is committed or highlighted, and the bound
+    channel keeps working."""
+    base = {"third": origins.third, "page": origins.page, "assistant": origins.assistant}[where]
+    attacker = add_frame(demo, base + "/e2e/attacker.html")
+    to_page, to_panel = sent(attacker, "data-sent-parent"), sent(attacker, "data-sent-sibling")
+    assert (to_page, to_panel) == (3, 3)
+    expect(html(demo)).to_have_attribute("data-pc-rejected-source", str(to_page))
+    expect(html(panel(demo))).to_have_attribute("data-pc-rejected-source", str(to_panel))
+    expect(html(demo)).to_have_attribute("data-pc-window-rejected", str(to_page))
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+    expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
+    expect(html(panel(demo))).to_have_attribute("data-pc-connection", "1")
+    expect_working(demo)
+
+
+@pytest.mark.scenario(19)
+def test_a_flood_of_refused_messages_leaves_the_channel_working(
+    demo: Page, origins: Origins, context: BrowserContext
+) -> None:
+    """10,000 messages from a hostile frame to each frame are all refused and counted;
+    a valid selection afterwards is committed and shown, and the JS heap of both frames
+    grows by less than 8 MB across the flood (after garbage collection)."""
+    sessions = [context.new_cdp_session(demo), context.new_cdp_session(demo.frames[1])]
+
+    def heaps() -> list[float]:
+        used = []
+        for session in sessions:
+            session.send("HeapProfiler.collectGarbage")
+            used.append(session.send("Runtime.getHeapUsage")["usedSize"])
+        return used
+
+    before = heaps()
+    attacker = add_frame(demo, origins.third + "/e2e/attacker.html?mode=flood&n=10000")
+    assert sent(attacker, "data-sent-parent") == 10_000
+    expect(html(demo)).to_have_attribute(
+        "data-pc-rejected-source", "10000", timeout=BOOT_TIMEOUT_MS
+    )
+    expect(html(panel(demo))).to_have_attribute(
+        "data-pc-rejected-source", "10000", timeout=BOOT_TIMEOUT_MS
+    )
+    expect_working(demo)
+    growth = [after - start for start, after in zip(before, heaps(), strict=True)]
+    assert all(g < 8 * 1024 * 1024 for g in growth), growth
+
+
+@pytest.mark.scenario(10)
+def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: Origins) -> None:
+    """After binding, the assistant frame navigates itself to another origin: that
+    document's handshake is refused by origin, the page unbinds when the bound document
+    leaves, and a selection shared afterwards never reaches the new document."""
+    demo.frames[1].evaluate(
+        "url => { location.href = url; }", origins.third + "/e2e/attacker.html?mode=ready"
+    )
+    expect(html(demo)).to_have_attribute("data-pc-rejected-origin", "1", timeout=STEP_TIMEOUT_MS)
+    expect(html(demo)).to_have_attribute("data-pc-state", "ready")
+    select_and_ask(demo, ROW)
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    newcomer = demo.frame_locator("iframe[data-pc-assistant]")
+    expect(html(newcomer)).to_have_attribute("data-leaked", "0")
+    expect(html(newcomer)).to_have_attribute("data-received", "0")
+
+
+@pytest.mark.scenario(12)
+def test_a_lookalike_origin_never_binds(demo: Page, origins: Origins) -> None:
+    """The assistant, loaded from a lookalike origin (the same server and port under
+    another host name), posts `ready` from the right frame: it is refused by origin and
+    never bound."""
+    lookalike = origins.assistant.replace("localhost", "127.0.0.1") + "/assistant.html"
+    demo.evaluate(
+        "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }", lookalike
+    )
+    expect(html(demo)).to_have_attribute("data-pc-rejected-origin", "1", timeout=BOOT_TIMEOUT_MS)
+    expect(html(demo)).not_to_have_attribute("data-pc-connection", "2")
+    expect(html(demo)).to_have_attribute("data-pc-state", "ready")
+
+
+@pytest.mark.scenario(14)
+def test_window_messages_after_binding_are_ignored(demo: Page, origins: Origins) -> None:
+    """Once bound, the bound frames themselves posting context and command messages on
+    `window` change nothing: only the port carries data."""
+    context = {
+        "protocol": "pagecontext", "version": 1, "type": "context", "messageId": "w1",
+        "pageInstanceId": "AAAAAAAAAAAAAAAAAAAAAA", "conversationId": "AAAAAAAAAAAAAAAAAAAAAA",
+        "selectionRevision": 5,
+        "selection": {"pageId": "sales-2026", "componentId": "sales-table",
+                      "resourceRef": ROW, "observedAt": "2026-01-01T00:00:00.000Z",
+                      "filters": {}},
+    }  # fmt: skip
+    command = {**context, "type": "command", "messageId": "w2", "basisRevision": 1,
+               "action": "highlight", "target": {"componentId": "sales-table",
+               "resourceRef": ROW}, "params": {"tone": "focus"}}  # fmt: skip
+    del command["selection"], command["selectionRevision"]
+    demo.frames[1].evaluate(
+        "([origin, a, b]) => { parent.postMessage(a, origin); parent.postMessage(b, origin); }",
+        [origins.page, context, command],
+    )
+    demo.evaluate(
+        """([origin, a]) => document.querySelector('iframe[data-pc-assistant]')
+             .contentWindow.postMessage(a, origin)""",
+        [origins.assistant, context],
+    )
+    expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", "2")
+    expect(html(panel(demo))).to_have_attribute("data-pc-rejected-malformed", "1")
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+    expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
+    expect_working(demo)
+
+
+@pytest.mark.scenario(15)
+def test_a_null_source_or_a_detached_frame_never_matches(demo: Page, origins: Origins) -> None:
+    """A `ready` whose source is null is refused, and once the assistant's iframe is
+    detached (its contentWindow null) a null source still never matches it."""
+    ready = {"protocol": "pagecontext", "version": 1, "type": "ready", "role": "assistant"}
+    script = """([origin, data]) => window.dispatchEvent(
+        new MessageEvent('message', {data, origin, source: null}))"""
+    demo.evaluate(script, [origins.assistant, ready])
+    expect(html(demo)).to_have_attribute("data-pc-rejected-source", "1")
+    demo.evaluate("document.querySelector('iframe[data-pc-assistant]').remove()")
+    demo.evaluate(script, [origins.assistant, ready])
+    expect(html(demo)).to_have_attribute("data-pc-rejected-source", "2")
+    expect(html(demo)).to_have_attribute("data-pc-connection", "1")
+
+
+@pytest.mark.scenario(11)
+def test_a_sandboxed_assistant_binds_by_its_nonce_and_works(
+    page: Page, sandboxed_origins: Origins
+) -> None:
+    """The panel in a sandboxed iframe has an opaque origin ("null"): it binds through
+    the nonce alone, receives the context, and its command gets an `applied` receipt."""
+    page.goto(sandboxed_origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    expect(html(page)).to_have_attribute("data-pc-child-origin", "opaque")
+    assert page.frames[1].evaluate("self.origin") == "null"
+    expect_working(page, OTHER_ROW)
+
+
+@pytest.mark.scenario(11)
+def test_another_opaque_frame_never_binds(page: Page, sandboxed_origins: Origins) -> None:
+    """Another sandboxed (opaque-origin) frame posting `ready` and `connect` is refused
+    by source: an opaque origin is never enough."""
+    page.goto(sandboxed_origins.page + "/")
+    wait_bound(page)
+    attacker = add_frame(
+        page, sandboxed_origins.third + "/e2e/attacker.html", sandbox="allow-scripts"
+    )
+    to_page = sent(attacker, "data-sent-parent")
+    expect(html(page)).to_have_attribute("data-pc-rejected-source", str(to_page))
+    expect(html(page)).to_have_attribute("data-pc-connection", "1")
+    expect_working(page)
+
+
+@pytest.mark.scenario(11, 14)
+def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
+    page: Page, sandboxed_origins: Origins
+) -> None:
+    """The sandboxed panel reloads (its nonce is spent): the page answers with a fresh
+    navigation and a new nonce, never a second connect. Loading it again with the used
+    nonce in its URL (a replay) binds only after yet another fresh nonce."""
+    page.goto(sandboxed_origins.page + "/")
+    wait_bound(page)
+    frame = page.locator("iframe[data-pc-assistant]")
+    first = frame.get_attribute("src") or ""
+    page.frames[1].evaluate("location.reload()")
+    wait_bound(page, connection=2)
+    second = frame.get_attribute("src") or ""
+    assert second.split("#pc-nonce=")[1] != first.split("#pc-nonce=")[1]
+
+    page.evaluate(
+        "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }", second
+    )
+    wait_bound(page, connection=3)
+    third = frame.get_attribute("src") or ""
+    assert len({first, second, third}) == 3
+    # The used nonce never got a connect, so nothing was refused: it was never in play.
+    assert (
+        page.evaluate("document.documentElement.hasAttribute('data-pc-window-rejected')") is False
+    )
+    expect_working(page)
+
+
+SPY = """
+(() => {
+  const sent = (window.__pcSent = []);
+  let host;
+  Object.defineProperty(window, 'pagecontextHost', {
+    configurable: true,
+    get() { return host; },
+    set(value) {
+      const post = value.post;
+      value.post = (target, message, targetOrigin, transfer) => {
+        sent.push({targetOrigin, message: JSON.parse(JSON.stringify(message))});
+        return post(target, message, targetOrigin, transfer);
+      };
+      host = value;
+    },
+  });
+})();
+"""
+
+
+@pytest.mark.scenario(13)
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["panel", "sandboxed-panel"])
+def test_no_selection_or_command_data_is_posted_to_a_window(
+    context: BrowserContext,
+    request: pytest.FixtureRequest,
+    sandboxed: bool,
+) -> None:
+    """Every window.postMessage the library makes is spied on in both frames through a
+    whole session (bind, select, ask, show): each carries only a handshake message, and
+    only `connect` to an opaque child ever uses "*"."""
+    origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
+    context.add_init_script(SPY)
+    page = context.new_page()
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    expect_working(page)
+    records: list[dict[str, Any]] = [
+        *page.evaluate("window.__pcSent"),
+        *page.frames[1].evaluate("window.__pcSent"),
+    ]
+    types = sorted(r["message"]["type"] for r in records)
+    assert types == ["connect", "ready"], json.dumps(records)
+    for record in records:
+        assert set(record["message"]) <= {
+            "protocol", "version", "type", "role", "pageInstanceId",
+            "assistantInstanceId", "conversationId",
+        }  # fmt: skip
+        if record["targetOrigin"] == "*":
+            assert sandboxed
+            assert record["message"]["type"] == "connect"
