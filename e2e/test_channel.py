@@ -279,3 +279,64 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
         if record["targetOrigin"] == "*":
             assert sandboxed
             assert record["message"]["type"] == "connect"
+
+
+def diagnose(page: Page) -> dict[str, int]:
+    """Ask the page's worker for a report after a garbage collection, and read it."""
+    seq = page.evaluate("pagecontext.diagnose()")
+    expect(html(page)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    return {
+        key: int(html(page).get_attribute(f"data-pc-{key}") or "0")
+        for key in ("heap-bytes", "py-objects", "port-refused")
+    }
+
+
+@pytest.mark.scenario(16, 18, 19)
+def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
+    demo: Page, origins: Origins
+) -> None:
+    """An assistant that binds honestly, then sends 10,000 hostile messages over the port
+    (Map, Date, ArrayBuffer, NaN, deep nesting, __proto__, oversize, wrong conversation or
+    page, future revision, unknown action, extra params, a selector as resourceRef, a
+    float revision): each is refused with its reason or dropped, its valid command after
+    the flood is applied, the Pyodide heap grows by less than 32 MiB and the Python
+    objects alive by less than 60,000 (the receipts the page remembers are bounded)."""
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    before = diagnose(demo)
+    hostile = (
+        f"{origins.assistant}/e2e/hostile-assistant.html?page={origins.page}"
+        f"&n=10000&ref={ROW}&revision=1"
+    )
+    demo.evaluate(
+        "url => document.querySelector('[data-pc-assistant]').setAttribute('data-pc-src', url)",
+        hostile,
+    )
+    demo.frames[1].evaluate("location.reload()")
+    wait_bound(demo, connection=2)
+    child = panel(demo)
+    expect(html(child)).to_have_attribute("data-final", "applied", timeout=BOOT_TIMEOUT_MS)
+    expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
+    receipts = json.loads(html(child).get_attribute("data-receipts") or "{}")
+    for key in (
+        "received:rejected:not-json",
+        "received:rejected:too-deep",
+        "received:rejected:forbidden-key",
+        "received:rejected:too-large",
+        "received:rejected:conversation-mismatch",
+        "received:stale-context:page-instance",
+        "received:rejected:future-revision",
+        "received:rejected:malformed",
+        "received:not-found:not-rendered",
+    ):
+        assert receipts.get(key, 0) > 0, (key, receipts)
+    assert receipts.get("received:applied:ok") == 1
+    after = diagnose(demo)
+    assert after["port-refused"] > before["port-refused"]
+    assert after["heap-bytes"] - before["heap-bytes"] < 32 * 1024 * 1024, (before, after)
+    assert after["py-objects"] - before["py-objects"] < 60_000, (before, after)
+    expect(html(demo)).to_have_attribute("data-pc-state", "bound")
+    diagnostics = demo.locator("[data-pc-diagnostics]")
+    diagnostics.locator("summary").click()
+    expect(diagnostics).to_contain_text("forbidden-key")
+    expect(diagnostics).to_contain_text("not plain data")

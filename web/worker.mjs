@@ -5,6 +5,31 @@ const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
 self.onmessage = (event) => early.push(event);
 
+// Python sees JS values only after Pyodide converted them (a BigInt becomes an int, and a
+// proxy of an ArrayBuffer's prototype throws), so the one check that needs JavaScript's
+// own types runs here: is a port message plain data, as structured clone of JSON makes?
+// Returns "", or why not. NaN and infinities pass: the core refuses them with a receipt.
+function plainDataProblem(value, depth = 0) {
+  if (value === null) return "";
+  switch (typeof value) {
+    case "string": case "boolean": case "number": return "";
+    case "object": break;
+    default: return "not-json"; // bigint, undefined
+  }
+  if (depth > 16) return "too-deep";
+  if (Array.isArray(value)) {
+    for (const item of value) { const problem = plainDataProblem(item, depth + 1); if (problem) return problem; }
+    return "";
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return "not-plain"; // Map, Date, ArrayBuffer, …
+  for (const key of Object.keys(value)) {
+    const problem = plainDataProblem(value[key], depth + 1);
+    if (problem) return problem;
+  }
+  return "";
+}
+
 // Resolve against this module, not the worker's location: a sandboxed frame starts the
 // worker from a data: URL that imports this file.
 const here = (path) => new URL(path, import.meta.url).href;
@@ -21,7 +46,7 @@ try {
   });
   await pyodide.loadPackage(runtime.packages, { messageCallback: () => {} });
   const worker = pyodide.pyimport("pagecontext.browser.worker");
-  worker.start(self, early);
+  worker.start(self, early, plainDataProblem);
 } catch (error) {
   self.postMessage({ kind: "failed", error: String((error && error.stack) || error) });
 }

@@ -14,9 +14,11 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, Final, Literal, Self, TypeAlias
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -107,6 +109,20 @@ def _is_none(value: object) -> bool:
     return value is None
 
 
+def _real_time(text: str) -> str:
+    # The pattern admits "2024-13-45T99:99:99.999Z"; a time the user saw must exist.
+    try:
+        datetime.fromisoformat(text[:-1])
+    except ValueError:
+        raise ValueError("observedAt is not a real UTC date and time") from None
+    return text
+
+
+ObservedAt = Annotated[
+    str, StringConstraints(pattern=_OBSERVED_AT_PATTERN), AfterValidator(_real_time)
+]
+
+
 class _WireModel(BaseModel):
     model_config = ConfigDict(
         frozen=True,
@@ -132,7 +148,7 @@ class Selection(_WireModel):
     page_id: Identifier
     component_id: Identifier
     resource_ref: Identifier
-    observed_at: Annotated[str, StringConstraints(pattern=_OBSERVED_AT_PATTERN)]
+    observed_at: ObservedAt
     filters: dict[str, Scalar | list[Scalar]]
     snapshot: dict[str, Scalar | Quantity] | None = Field(default=None, exclude_if=_is_none)
 

@@ -41,6 +41,16 @@ from pagecontext.resolver import CommandResolver
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
 Role = Literal["page", "assistant"]
+# Command outcomes that are not refusals: applied, and a duplicate answered again.
+# Stale and not-found outcomes are honest answers to valid commands, not refusals either.
+_NOT_REFUSED = (
+    "ok",
+    "replayed",
+    "page-instance",
+    "revision-evicted",
+    "view-changed",
+    "not-rendered",
+)
 Position = Literal["embedder", "child"]
 
 
@@ -305,6 +315,21 @@ class PageSession:
             effects.append(ToEdge(_apply_instruction(command)))
         return effects
 
+    @property
+    def refused(self) -> int:
+        """Port messages refused so far: commands answered `rejected` or dropped unread."""
+        counts = self.resolver.counts
+        accepted = sum(counts.get(reason, 0) for reason in _NOT_REFUSED)
+        return sum(counts.values()) - accepted + self.resolver.dropped
+
+    def diagnostics(self) -> dict[str, object]:
+        """Counters for the diagnostics panel: command outcomes by reason, drops."""
+        return {
+            "commands": dict(self.resolver.counts),
+            "dropped": self.resolver.dropped,
+            "refused": self.refused,
+        }
+
     def on_ui_done(
         self, command_id: str, status: Literal["applied", "not-found"], reason: str
     ) -> list[Effect]:
@@ -467,6 +492,19 @@ class AssistantSession:
             self.ledger.drop_connection(binding.connection_id)
             return [ClosePort("bye"), self.state()]
         return []
+
+    @property
+    def refused(self) -> int:
+        """Port messages refused so far: contexts refused and receipts ignored."""
+        return sum(self.receiver.counts.values()) + self.ledger.ignored
+
+    def diagnostics(self) -> dict[str, object]:
+        """Counters for the diagnostics panel: refused contexts by reason, ignored receipts."""
+        return {
+            "contexts": dict(self.receiver.counts),
+            "ignoredReceipts": self.ledger.ignored,
+            "refused": self.refused,
+        }
 
     def remove_chip(self) -> list[Effect]:
         """The user removed the context chip: nothing is pinned any more."""

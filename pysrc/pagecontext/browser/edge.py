@@ -130,6 +130,11 @@ class Edge:
         self.owner.listen(worker, "message", self._from_worker)
         self.owner.listen(js.window, "message", self._from_window)
         self.owner.listen(js.window, "pagehide", self._on_pagehide)
+        self.diagnostics_seq = 0
+        self.diagnostics: dict[str, Any] = {}
+        details = js.document.querySelector("[data-pc-diagnostics]")
+        if details is not None:
+            self.owner.listen(details, "toggle", self._render_diagnostics)
         self._set_state("booting")
         self.instance_id = _random_id()
         init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
@@ -177,7 +182,6 @@ class Edge:
 
     def _start_embedder(self) -> None:
         self.frame = js.document.querySelector("[data-pc-child]")
-        self.child_src = self.frame.getAttribute("data-pc-src")
         # A frame this page sandboxed without allow-same-origin runs in an opaque origin.
         sandboxed = self.frame.hasAttribute("sandbox")
         self.opaque_child = sandboxed and not self.frame.sandbox.contains("allow-same-origin")
@@ -186,7 +190,12 @@ class Edge:
         self._navigate_child()
 
     def _navigate_child(self) -> None:
-        """Mint a fresh single-use nonce and load the child with it."""
+        """Mint a fresh single-use nonce and load the child with it.
+
+        The child's URL is read from the page's own `data-pc-src` each time, so the page
+        may point its frame elsewhere (within the configured origin) between loads.
+        """
+        self.child_src = self.frame.getAttribute("data-pc-src")
         self.nonce = _random_id()
         self.connect_sent = False
         self.frame.src = child_url(self.child_src, self.nonce)
@@ -207,6 +216,10 @@ class Edge:
             origin_ok = origin_allowed(event.origin, self.peer_origin)
         if not origin_ok:
             self._reject("origin")
+            if self.position == "embedder" and self.connect_sent:
+                # Only the child frame's own window passes the source check: a foreign
+                # origin there means the bound document navigated away. Unbind.
+                self._to_worker({"kind": "child-reloaded"})
             return
         if not event.isTrusted:
             self._reject("untrusted")  # made by script with new MessageEvent(), not sent
@@ -284,6 +297,8 @@ class Edge:
             self._set_state("bound")
         elif kind == "unbound":
             self._set_state("ready")
+        elif kind == "diagnostics":
+            self._on_diagnostics(message)
         elif kind == "refused":
             # The worker closed a port whose handshake failed (nonce, role, identity).
             self._reject("handshake-" + str(message.get("reason")))
@@ -302,6 +317,50 @@ class Edge:
             self._render_panel(message)
         elif kind == "persist":
             self._save(message.get("value"))
+
+    # -- diagnostics --------------------------------------------------------------------
+
+    def diagnose(self) -> int:
+        """Ask the worker for a fresh report (after a garbage collection); return its seq.
+
+        The report lands on `<html data-pc-diagnostics-seq>` and in the diagnostics panel.
+        """
+        self.diagnostics_seq += 1
+        self._to_worker({"kind": "diagnose", "seq": self.diagnostics_seq})
+        return self.diagnostics_seq
+
+    def _on_diagnostics(self, report: dict[str, Any]) -> None:
+        self.diagnostics = report
+        root = self.root
+        root.setAttribute("data-pc-port-refused", str(report.get("refused", 0)))
+        root.setAttribute("data-pc-heap-bytes", str(report.get("heapBytes", 0)))
+        root.setAttribute("data-pc-py-objects", str(report.get("pyObjects", 0)))
+        if report.get("seq") is not None:
+            root.setAttribute("data-pc-diagnostics-seq", str(report["seq"]))
+        self._render_diagnostics()
+
+    def _render_diagnostics(self, event: Any = None) -> None:
+        panel = js.document.querySelector("[data-pc-diagnostics]")
+        if panel is None or not panel.open:
+            return
+        rows = [("window messages refused", "")]
+        for reason in sorted(self.rejected):
+            rows.append(("  " + reason, str(self.rejected[reason])))
+        report = self.diagnostics
+        rows.append(("port messages refused", str(report.get("refused", "…"))))
+        for group in ("commands", "contexts"):
+            counts = report.get(group) or {}
+            for reason in sorted(counts):
+                rows.append(("  " + reason, str(counts[reason])))
+        rows.append(("not plain data", str(report.get("notPlainData", "…"))))
+        rows.append(("Pyodide heap", str(report.get("heapBytes", "…")) + " bytes"))
+        rows.append(("internal errors", str(report.get("internalErrors", "…"))))
+        rows.append(("Python objects", str(report.get("pyObjects", "…"))))
+        table = panel.querySelector("dl")
+        table.replaceChildren()
+        for name, value in rows:
+            table.append(_text("dt", name))
+            table.append(_text("dd", value))
 
     # -- page DOM adapter ---------------------------------------------------------------
 

@@ -12,11 +12,13 @@ ArrayBuffer, a class instance) is refused before it reaches the core.
 
 from __future__ import annotations
 
+import gc
 import secrets
 from collections.abc import Callable
 from typing import Any
 
 import js
+import pyodide_js
 from pyodide.ffi import JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
 from pagecontext.session import (
@@ -28,32 +30,26 @@ from pagecontext.session import (
     ToPeer,
 )
 
-MAX_DEPTH = 16
+# Diagnostics after refused port messages are coalesced: at most one report this often.
+DIAGNOSTICS_EVERY_MS = 250
 
 
-class NotPlainDataError(ValueError):
-    """A port message held something other than plain JSON-compatible data."""
+def to_plain(value: Any) -> Any:
+    """Return plain JS data (checked by the boot script's `plainDataProblem`) as dicts,
+    lists and scalars. JSON null becomes None: Pyodide keeps it as `jsnull`."""
+    if isinstance(value, JsProxy):
+        value = value.to_py()
+    return _nulls_to_none(value)
 
 
-def to_plain(value: Any, depth: int = 0) -> Any:
-    """Return `value` (a JS value seen from Python) as dicts, lists and scalars.
-
-    Raises NotPlainDataError for any object that is not a plain object or array, and for
-    nesting deeper than MAX_DEPTH.
-    """
+def _nulls_to_none(value: Any) -> Any:
     if value is jsnull:
-        return None  # JSON null; Pyodide keeps it distinct from undefined
-    if not isinstance(value, JsProxy):
-        return value
-    if depth > MAX_DEPTH:
-        raise NotPlainDataError("too deep")
-    if js.Array.isArray(value):
-        return [to_plain(item, depth + 1) for item in value]
-    proto = js.Object.getPrototypeOf(value)
-    if proto is not None and proto != js.Object.prototype:
-        raise NotPlainDataError("not a plain object")
-    keys = js.Object.keys(value)
-    return {str(key): to_plain(js.Reflect.get(value, key), depth + 1) for key in keys}
+        return None
+    if isinstance(value, dict):
+        return {key: _nulls_to_none(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_nulls_to_none(item) for item in value]
+    return value
 
 
 def _js(message: dict[str, object]) -> Any:
@@ -71,14 +67,17 @@ def _now() -> float:
 class WorkerBinding:
     """Joins the session to the worker scope and the bound port."""
 
-    def __init__(self, scope: Any) -> None:
+    def __init__(self, scope: Any, plain_data_problem: Any) -> None:
         self.scope = scope
+        self.plain_data_problem = plain_data_problem
         self.session: PageSession | AssistantSession | None = None
         self.port: Any = None
         self._port_proxy: Any = None
         self._timer: int | None = None
         self._timer_proxy: Any = None
         self.rejected_plain = 0
+        self.internal_errors = 0
+        self._diagnostics_due = False
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -103,6 +102,8 @@ class WorkerBinding:
             effects = session.child_reloaded()
         elif kind == "bye":
             effects = session.bye()
+        elif kind == "diagnose":
+            self._post_diagnostics(message.get("seq"), collect=True)
         elif isinstance(session, PageSession):
             effects = self._page_event(session, kind, message)
         else:
@@ -178,12 +179,51 @@ class WorkerBinding:
     def _from_port(self, event: Any) -> None:
         if self.session is None:
             return
-        try:
-            raw = to_plain(event.data)
-        except NotPlainDataError:
+        data = event.data
+        if self.plain_data_problem(data):
+            # A Map, Date, ArrayBuffer, BigInt or the like: never coerced, dropped, counted.
             self.rejected_plain += 1
+            self._diagnostics_soon()
             return
-        self._run(self.session.on_port_message(raw))
+        before = self.session.refused
+        try:
+            effects = self.session.on_port_message(to_plain(data))
+        except Exception:
+            self.internal_errors += 1
+            self._diagnostics_soon()
+            return
+        self._run(effects)
+        if self.session.refused != before:
+            self._diagnostics_soon()
+
+    # -- diagnostics --------------------------------------------------------------------
+
+    def _diagnostics_soon(self) -> None:
+        if self._diagnostics_due:
+            return
+        self._diagnostics_due = True
+        js.setTimeout(create_once_callable(self._post_due_diagnostics), DIAGNOSTICS_EVERY_MS)
+
+    def _post_due_diagnostics(self) -> None:
+        self._diagnostics_due = False
+        self._post_diagnostics(None, collect=False)
+
+    def _post_diagnostics(self, seq: object, *, collect: bool) -> None:
+        """Report counters and memory: the wasm heap and Python's allocated blocks."""
+        if self.session is None:
+            return
+        if collect:
+            gc.collect()
+        report = {
+            "kind": "diagnostics",
+            "seq": seq,
+            **self.session.diagnostics(),
+            "notPlainData": self.rejected_plain,
+            "internalErrors": self.internal_errors,
+            "heapBytes": int(pyodide_js._module.HEAP8.length),
+            "pyObjects": len(gc.get_objects()),
+        }
+        self.scope.postMessage(_js(report))
 
     # -- effects and the deadline timer -------------------------------------------------
 
@@ -237,9 +277,13 @@ class WorkerBinding:
 _BINDINGS: list[WorkerBinding] = []
 
 
-def start(scope: Any, early: Any) -> WorkerBinding:
-    """Take over the worker scope and replay the messages that arrived during boot."""
-    binding = WorkerBinding(scope)
+def start(scope: Any, early: Any, plain_data_problem: Any) -> WorkerBinding:
+    """Take over the worker scope and replay the messages that arrived during boot.
+
+    `plain_data_problem(value)` is the boot script's check that a port message is plain
+    data; it returns "" or the reason it is not.
+    """
+    binding = WorkerBinding(scope, plain_data_problem)
     _BINDINGS.append(binding)
     handler: Callable[[Any], None] = binding._from_edge
     for event in early:
