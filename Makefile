@@ -80,3 +80,7 @@ clean:
 acceptance-report: setup
 	$(PY) -m pytest tests e2e -q --acceptance-report build/acceptance.json
 	@echo "wrote build/acceptance.json"
+
+# The fuzzed core with 50,000 examples per property (make test runs 2,000).
+fuzz: $(VENV)/.stamp
+	PAGECONTEXT_FUZZ=1 $(PY) -m pytest tests/test_fuzz.py -q

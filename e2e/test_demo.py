@@ -5,20 +5,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from playwright.sync_api import FrameLocator, Page, expect
+import pytest
+from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-
-ROW = "sales-2026-03-north"
-
-
-def panel(page: Page) -> FrameLocator:
-    return page.frame_locator("iframe[data-pc-assistant]")
-
-
-def select_and_ask(page: Page | FrameLocator, ref: str) -> None:
-    page.locator(f'tr[data-pc-resource-ref="{ref}"]').click()
-    page.get_by_role("button", name="Ask AI").click()
+from .helpers import ROW, panel, select_and_ask
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -74,6 +65,7 @@ def test_selection_made_while_python_boots_is_not_lost(page: Page, origins: Orig
     assert state_at_click in ("booting", "ready")
 
 
+@pytest.mark.scenario(2, 14)
 def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
     page: Page, origins: Origins
 ) -> None:
@@ -113,3 +105,75 @@ def test_every_request_stays_on_this_machine(demo: Page, requests_stay_local: li
     hosts = {urlsplit(url).netloc for url in requests_stay_local if url.startswith("http")}
     assert {urlsplit(demo.url).netloc} < hosts
     assert all(host.split(":")[0] in ("127.0.0.1", "localhost") for host in hosts)
+
+
+BURST = """([from, count]) => {
+  const rows = [...document.querySelectorAll('tr[data-pc-resource-ref]')];
+  const ask = document.querySelector('[data-pc-ask]');
+  let last = null;
+  for (let i = from; i < from + count; i += 1) {
+    last = rows[i % rows.length];
+    last.click();
+    ask.click();
+  }
+  return last.dataset.pcResourceRef;
+}"""
+
+WATCH_REVISIONS = """() => {
+  window.__revisions = [];
+  new MutationObserver(() => {
+    const chip = document.querySelector('[data-pc-chip]');
+    if (chip) window.__revisions.push(Number(chip.dataset.pcChipRevision));
+  }).observe(document.body, {subtree: true, childList: true, attributes: true});
+}"""
+
+
+@pytest.mark.scenario(1)
+def test_fast_row_switching_ends_on_the_last_revision(demo: Page) -> None:
+    """200 selections as fast as the page takes them, each shared: the panel ends on the
+    last revision, the revisions it shows never go back, and Show me pressed for a
+    superseded selection while newer ones stream in highlights that selection's row."""
+    assistant = panel(demo)
+    demo.frames[1].evaluate(WATCH_REVISIONS)
+    first_last = demo.evaluate(BURST, [0, 100])
+    chip = assistant.locator("[data-pc-chip]")
+    expect(chip).to_have_attribute("data-pc-chip-revision", "100", timeout=STEP_TIMEOUT_MS)
+    expect(chip).to_have_attribute("data-pc-chip", first_last)
+    assistant.get_by_role("button", name="Show me").click()
+    second_last = demo.evaluate(BURST, [100, 100])
+    expect(chip).to_have_attribute("data-pc-chip-revision", "200", timeout=STEP_TIMEOUT_MS)
+    expect(chip).to_have_attribute("data-pc-chip", second_last)
+    expect(assistant.locator("[data-pc-receipt]")).to_have_attribute(
+        "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
+    )
+    highlighted = demo.locator("[data-pc-highlight]")
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_have_attribute("data-pc-resource-ref", first_last)
+    revisions: list[int] = demo.frames[1].evaluate("window.__revisions")
+    assert revisions == sorted(revisions)
+    assert revisions[-1] == 200
+    assert first_last != second_last
+
+
+@pytest.mark.scenario(2)
+def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
+    page: Page, origins: Origins
+) -> None:
+    """The workbench's page reloads; Show me pressed before the new page is bound gets no
+    answer: it becomes `unconfirmed` at its deadline, and nothing is applied to the new page."""
+    page.goto(origins.assistant + "/workbench.html")
+    child = page.frame_locator("iframe[data-pc-child]")
+    wait_bound(page)
+    select_and_ask(child, ROW)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    page.frames[1].evaluate("location.reload()")
+    page.get_by_role("button", name="Show me").click()
+    receipt = page.locator("[data-pc-receipt]")
+    expect(receipt).to_have_attribute(
+        "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
+    )
+    wait_bound(page, connection=2)
+    wait_bound(child)
+    expect(child.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_be_visible()
+    expect(child.locator("[data-pc-highlight]")).to_have_count(0)
+    expect(receipt).to_have_attribute("data-pc-receipt-status", "unconfirmed")
