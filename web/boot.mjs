@@ -25,14 +25,14 @@ const runtime = await (await fetch(here("/py/runtime.json"))).json();
 const [{ loadMicroPython }, sources] = await Promise.all([
   import(here(runtime.micropython.module)),
   Promise.all(
-    runtime.edge.files.map(async (file) => [file, await (await fetch(here(runtime.edge.base + file))).text()]),
+    runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetch(here(runtime.edge.base + file))).arrayBuffer())]),
   ),
 ]);
 const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
-for (const [file, text] of sources) {
+for (const [file, code] of sources) {
   const path = `/lib/${file}`;
   mp.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
-  mp.FS.writeFile(path, text);
+  mp.FS.writeFile(path, code);
 }
 // MicroPython cannot catch a JavaScript exception, so the few calls that may throw on
 // hostile input or a locked-down browser are wrapped here and never throw. `post` is
@@ -45,9 +45,13 @@ globalThis.pagecontextHost = {
     try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
   },
 };
+performance.mark("pagecontext:micropython-ready");
 const edge = mp.pyimport("pagecontext.browser.edge");
 globalThis.pagecontext = edge.start(config, worker, globalThis.pagecontextHost);
+performance.mark("pagecontext:edge-started");
+// The page's own MicroPython modules (config.apps), each with an async main().
 for (const app of config.apps || []) {
-  const text = await (await fetch(here(app))).text();
-  await mp.runPythonAsync(text);
+  const code = new Uint8Array(await (await fetch(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
+  mp.FS.writeFile(`/lib/${app}.mpy`, code);
+  await mp.runPythonAsync(`import ${app}\nawait ${app}.main()`);
 }

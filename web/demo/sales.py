@@ -2,7 +2,8 @@
 # server's /api/sales under the filters the user picks. It knows pagecontext only
 # through the documented DOM surface: data-pc-* attributes on what it renders, the
 # `pagecontext:rendered` event after each render, and `pagecontext:refresh` in.
-# Runs under MicroPython on the main thread, after the pagecontext edge.
+# Runs under MicroPython on the main thread, after the pagecontext edge: the boot
+# script imports this module (compiled to bytecode) and awaits main().
 
 import asyncio
 import json
@@ -95,8 +96,13 @@ def reload(event=None):
     asyncio.create_task(load())
 
 
-on_change = create_proxy(reload)
-form.addEventListener("change", on_change)
-on_refresh = create_proxy(reload)
-table.addEventListener("pagecontext:refresh", on_refresh)
-await load()  # noqa: F704 - this file runs as a top-level async script
+# The page keeps these two listeners for its whole life; they are never removed.
+LISTENERS = []
+
+
+async def main():
+    for target, name in ((form, "change"), (table, "pagecontext:refresh")):
+        proxy = create_proxy(reload)
+        target.addEventListener(name, proxy)
+        LISTENERS.append(proxy)
+    await load()

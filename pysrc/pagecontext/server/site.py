@@ -10,7 +10,11 @@ and the project's own wheel is built from pysrc. The result:
     site/wheels/<sha>/pagecontext-*.whl  the project wheel, under its content hash
     site/py/pyodide-lock.json            the lock Pyodide resolves packages from, with sha256
     site/py/runtime.json                 where the boot scripts find all of the above
-    site/py/edge/...                     the Python sources the MicroPython edge runs
+    site/py/edge/...                     the edge's modules, compiled to MicroPython bytecode
+    site/py/apps/<name>.mpy              the demo pages' own MicroPython modules, compiled
+
+The edge ships as `.mpy` bytecode (mpy-cross, the same MicroPython version as the
+runtime), so the main thread never spends a long task compiling Python source.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ MICROPYTHON_PACKAGE = "@micropython/micropython-webassembly-pyscript"
 # initialisers may use what MicroPython lacks.
 EDGE_MODULES = ("pagecontext/windowrules.py", "pagecontext/browser/edge.py")
 EDGE_PACKAGES = ("pagecontext/__init__.py", "pagecontext/browser/__init__.py")
+# The demo pages' own code, run by the same MicroPython after the edge.
+APPS_DIR = "web/demo"
 
 
 class SiteError(Exception):
@@ -78,6 +84,19 @@ def _wheel_metadata(wheel: Path) -> tuple[str, str, list[str]]:
         line.split(": ", 1) for line in meta.splitlines() if ": " in line and not line[0].isspace()
     )
     return fields["Name"].lower().replace("_", "-"), fields["Version"], tops
+
+
+def compile_mpy(source: Path, target: Path) -> None:
+    """Compile one Python file to MicroPython bytecode with mpy-cross."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "mpy_cross", "-s", source.name, "-o", str(target), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SiteError(f"mpy-cross could not compile {source}: {result.stderr.strip()}")
 
 
 def build_project_wheel(root: Path, out_dir: Path) -> Path:
@@ -156,12 +175,19 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
 
     src = root / "pysrc"
     edge_files = []
-    for rel in EDGE_PACKAGES + EDGE_MODULES:
+    for rel in EDGE_PACKAGES:
         target = out / "py" / "edge" / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        text = (src / rel).read_text() if rel in EDGE_MODULES else ""
-        target.write_text(text)
+        target.write_text("")
         edge_files.append(rel)
+    for rel in EDGE_MODULES:
+        compiled = rel.removesuffix(".py") + ".mpy"
+        compile_mpy(src / rel, out / "py" / "edge" / compiled)
+        edge_files.append(compiled)
+    apps = []
+    for source in sorted((root / APPS_DIR).glob("*.py")):
+        compile_mpy(source, out / "py" / "apps" / (source.stem + ".mpy"))
+        apps.append(source.stem)
 
     runtime: dict[str, object] = {
         "pyodide": {"version": pyodide_version, "indexURL": f"/{pyodide_dir}/"},
@@ -169,6 +195,7 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
         "lockFileURL": "/py/pyodide-lock.json",
         "packages": sorted(packages),
         "edge": {"base": "/py/edge/", "files": edge_files},
+        "apps": {"base": "/py/apps/", "modules": apps},
     }
     (out / "py" / "runtime.json").write_text(json.dumps(runtime, indent=1))
     return runtime
