@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 
+import wire
 from pagecontext.errors import HandshakeRejected, LocalProtocolError
 from pagecontext.handshake import (
     Binding,
@@ -35,21 +36,8 @@ def assistant_child(nonce: str | None = NONCE) -> ChildBinder:
     )
 
 
-def connected(**changes: Any) -> dict[str, Any]:
-    """A `connected` from an assistant child to a page embedder."""
-    raw: dict[str, Any] = {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": "connected",
-        "messageId": "h1",
-        "pageInstanceId": "page-A",
-        "conversationId": "conv-1",
-        "role": "assistant",
-        "instanceId": "asst-1",
-        "nonce": NONCE,
-    }
-    raw.update(changes)
-    return raw
+# A `connected` from the assistant child `asst-1` to the page embedder `page-A`.
+connected = partial(wire.connected, messageId="h1", nonce=NONCE)
 
 
 def test_child_and_embedder_bind_to_the_same_identities() -> None:

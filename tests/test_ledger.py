@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import wire
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import LayerRecord, ReceiptLedger
-from pagecontext.models import ReceiptMessage, ReceiptStatus
+from pagecontext.models import ReceiptMessage, ReceiptStatus, parse_message
 from pagecontext.testing import FakeClock
 
 START = 1_700_000_000_000.0
@@ -18,17 +23,13 @@ def receipt(
     status: ReceiptStatus = "applied",
     reason: str = "ok",
 ) -> ReceiptMessage:
-    return ReceiptMessage.model_validate(
-        {
-            "message_id": "r1",
-            "page_instance_id": "page-A",
-            "conversation_id": "conv-1",
-            "command_id": command_id,
-            "layer": layer,
-            "status": status,
-            "reason": reason,
-        }
+    message = parse_message(
+        wire.receipt(
+            messageId="r1", commandId=command_id, layer=layer, status=status, reason=reason
+        )
     )
+    assert isinstance(message, ReceiptMessage)
+    return message
 
 
 def ledger() -> tuple[ReceiptLedger, FakeClock]:
@@ -211,3 +212,54 @@ def test_get_of_an_unknown_command_raises_key_error() -> None:
     book, _ = ledger()
     with pytest.raises(KeyError):
         book.get("nope")
+
+
+STATUSES: list[ReceiptStatus] = ["applied", "stale-context", "not-found", "rejected"]
+EVENTS = st.one_of(
+    st.tuples(st.just("receipt"), st.sampled_from(["received", "ui"]), st.sampled_from(STATUSES)),
+    st.tuples(st.just("advance"), st.integers(0, 6000)),
+    st.tuples(st.just("expire")),
+)
+
+
+@pytest.mark.scenario(3)
+@settings(max_examples=300)
+@given(events=st.lists(EVENTS, max_size=12))
+def test_a_settled_layer_never_changes_and_a_late_receipt_is_never_success(
+    events: list[tuple[Any, ...]],
+) -> None:
+    """For any order of receipts, clock moves and expiries: a layer leaves pending once and
+    keeps that outcome; a receipt after its deadline leaves the layer unconfirmed, marked
+    late with its status; nothing unconfirmed becomes success."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    deadline = {"received": START + 3000, "ui": START + 10_000}
+    settled: dict[str, LayerRecord] = {}
+    for event in events:
+        before = dict(book.get("cmd-1"))
+        if event[0] == "advance":
+            clock.advance(event[1])
+        elif event[0] == "expire":
+            book.expire()
+        else:
+            _, layer, status = event
+            book.on_receipt(receipt(layer=layer, status=status, reason="r"), 1)
+            if before[layer].state == "pending" and clock() > deadline[layer]:
+                late = book.get("cmd-1")[layer]
+                assert (late.state, late.late, late.late_status) == ("unconfirmed", True, status)
+        for layer, record in book.get("cmd-1").items():
+            previous = settled.get(layer)
+            if previous is not None:
+                assert (record.state, record.reason, record.settled_at) == (
+                    previous.state,
+                    previous.reason,
+                    previous.settled_at,
+                )
+                assert record.late >= previous.late
+            if record.state != "pending":
+                settled[layer] = record
+            if record.state not in ("pending", "unconfirmed"):
+                assert record.settled_at is not None
+                assert record.settled_at <= deadline[layer]
+            if record.late:
+                assert record.state == "unconfirmed"

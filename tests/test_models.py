@@ -26,51 +26,17 @@ from pagecontext.models import (
     dump_message,
     parse_message,
 )
-
-ENVELOPE: dict[str, Any] = {
-    "protocol": "pagecontext",
-    "version": 1,
-    "messageId": "msg-1",
-    "pageInstanceId": "page-A",
-    "conversationId": "conv-1",
-}
-
-
-def context(**changes: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        **ENVELOPE,
-        "type": "context",
-        "selectionRevision": 3,
-        "selection": {
-            "pageId": "sales",
-            "componentId": "table",
-            "resourceRef": "row:42",
-            "observedAt": "2024-05-06T07:08:09.123Z",
-            "filters": {"region": ["EU", "US"], "year": 2024, "open": True, "none": None},
-            "snapshot": {"amount": {"value": 12.5, "unit": "EUR"}, "name": "Acme"},
-        },
-    }
-    raw.update(changes)
-    return raw
-
-
-def command(**changes: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        **ENVELOPE,
-        "type": "command",
-        "basisRevision": 1,
-        "action": "highlight",
-        "target": {"componentId": "table", "resourceRef": "row:42"},
-        "params": {"tone": "focus"},
-    }
-    raw.update(changes)
-    return raw
-
-
-def with_selection(**changes: Any) -> dict[str, Any]:
-    raw = context()
-    raw["selection"] = {**raw["selection"], **changes}
-    return raw
+from wire import (
+    bye,
+    command,
+    connected,
+    context,
+    conversation,
+    receipt,
+    selection_cleared,
+    with_selection,
+    without,
+)
 
 
 def rejection(raw: object, limits: Limits | None = None) -> tuple[str, str | None]:
@@ -95,34 +61,14 @@ def test_context_round_trips_through_parse_and_dump() -> None:
 @pytest.mark.parametrize(
     ("raw", "model"),
     [
+        (selection_cleared(selectionRevision=4), SelectionClearedMessage),
+        (conversation(), ConversationMessage),
+        (bye(), ByeMessage),
         (
-            {**ENVELOPE, "type": "selection-cleared", "selectionRevision": 4},
-            SelectionClearedMessage,
-        ),
-        ({**ENVELOPE, "type": "conversation"}, ConversationMessage),
-        ({**ENVELOPE, "type": "bye"}, ByeMessage),
-        (
-            {
-                **ENVELOPE,
-                "type": "receipt",
-                "commandId": "cmd-1",
-                "layer": "ui",
-                "status": "not-found",
-                "reason": "not-rendered",
-                "detail": "row gone",
-            },
+            receipt(layer="ui", status="not-found", reason="not-rendered", detail="row gone"),
             ReceiptMessage,
         ),
-        (
-            {
-                **ENVELOPE,
-                "type": "connected",
-                "role": "assistant",
-                "instanceId": "asst-1",
-                "nonce": "A" * 22,
-            },
-            ConnectedMessage,
-        ),
+        (connected(role="assistant", instanceId="asst-1", nonce="A" * 22), ConnectedMessage),
         (command(), CommandMessage),
     ],
 )
@@ -215,7 +161,7 @@ def test_a_selector_like_resource_ref_is_only_data() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        pytest.param({k: v for k, v in context().items() if k != "selection"}, id="missing"),
+        pytest.param(without(context(), "selection"), id="missing"),
         pytest.param(context(extra="x"), id="extra-top"),
         pytest.param(with_selection(extra="x"), id="extra-nested"),
         pytest.param(
@@ -228,9 +174,9 @@ def test_a_selector_like_resource_ref_is_only_data() -> None:
         pytest.param(context(selectionRevision="3"), id="revision-string"),
         pytest.param(context(selectionRevision=True), id="revision-bool"),
         pytest.param(context(selectionRevision=MAX_SAFE_INTEGER + 1), id="revision-unsafe"),
-        pytest.param({**ENVELOPE, "type": "selection-cleared", "selectionRevision": 0}, id="c0"),
+        pytest.param(selection_cleared(selectionRevision=0), id="c0"),
         pytest.param(context(type="telemetry"), id="unknown-type"),
-        pytest.param({k: v for k, v in context().items() if k != "type"}, id="no-type"),
+        pytest.param(without(context(), "type"), id="no-type"),
         pytest.param(context(pageInstanceId=""), id="empty-id"),
         pytest.param(context(pageInstanceId=7), id="id-int"),
         pytest.param(with_selection(observedAt="2024-05-06T07:08:09Z"), id="no-millis"),
@@ -243,47 +189,46 @@ def test_a_selector_like_resource_ref_is_only_data() -> None:
         pytest.param(with_selection(filters={"a": [[1]]}), id="list-in-list"),
         pytest.param(with_selection(snapshot={"a": [1]}), id="list-in-snapshot"),
         pytest.param(context(protocol="other"), id="other-protocol"),
-        pytest.param({k: v for k, v in context().items() if k != "protocol"}, id="no-protocol"),
-        pytest.param({k: v for k, v in context().items() if k != "version"}, id="no-version"),
-        pytest.param(
-            {
-                **ENVELOPE,
-                "type": "receipt",
-                "commandId": "c",
-                "layer": "ui",
-                "status": "applied",
-                "reason": "Not OK",
-            },
-            id="reason-code",
-        ),
-        pytest.param(
-            {
-                **ENVELOPE,
-                "type": "receipt",
-                "commandId": "c",
-                "layer": "business",
-                "status": "applied",
-                "reason": "ok",
-            },
-            id="receipt-layer",
-        ),
-        pytest.param(
-            {
-                **ENVELOPE,
-                "type": "receipt",
-                "commandId": "c",
-                "layer": "ui",
-                "status": "applied",
-                "reason": "ok",
-                "detail": "d" * 201,
-            },
-            id="detail-201",
-        ),
+        pytest.param(without(context(), "protocol"), id="no-protocol"),
+        pytest.param(without(context(), "version"), id="no-version"),
+        pytest.param(receipt(commandId="c", layer="ui", reason="Not OK"), id="reason-code"),
+        pytest.param(receipt(commandId="c", layer="business"), id="receipt-layer"),
+        pytest.param(receipt(commandId="c", layer="ui", detail="d" * 201), id="detail-201"),
     ],
 )
 def test_invalid_payloads_are_malformed(raw: dict[str, Any]) -> None:
     """Missing, extra and wrongly typed fields are rejected as malformed, never coerced."""
     assert rejection(raw) == ("malformed", "msg-1")
+
+
+@pytest.mark.parametrize(
+    "observed_at",
+    [
+        "2024-13-01T00:00:00.000Z",
+        "2024-00-10T00:00:00.000Z",
+        "2023-02-29T00:00:00.000Z",
+        "2024-04-31T00:00:00.000Z",
+        "2024-01-01T24:00:00.000Z",
+        "2024-01-01T23:60:00.000Z",
+        "2024-01-01T23:59:60.000Z",
+        "0000-01-01T00:00:00.000Z",
+        "9999-99-99T99:99:99.999Z",
+    ],
+)
+def test_an_observed_at_that_is_no_real_time_is_malformed(observed_at: str) -> None:
+    """observedAt must name a real UTC date and time, not just match the digit pattern."""
+    assert rejection(with_selection(observedAt=observed_at)) == ("malformed", "msg-1")
+
+
+@pytest.mark.parametrize(
+    "observed_at",
+    ["2024-02-29T23:59:59.999Z", "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"],
+)
+def test_real_observed_at_times_at_the_edges_are_accepted(observed_at: str) -> None:
+    """A leap day and the first and last representable instants are real times."""
+    message = parse_message(with_selection(observedAt=observed_at))
+    assert isinstance(message, ContextMessage)
+    assert message.selection.observed_at == observed_at
 
 
 @pytest.mark.parametrize("version", [2, 0, 1.0, True, "1", None])
@@ -382,15 +327,7 @@ def test_limits_are_configurable() -> None:
 
 def test_a_receipt_detail_over_the_configured_limit_is_over_limit() -> None:
     """max_detail_chars bounds a receipt's detail."""
-    raw = {
-        **ENVELOPE,
-        "type": "receipt",
-        "commandId": "c",
-        "layer": "ui",
-        "status": "applied",
-        "reason": "ok",
-        "detail": "d" * 50,
-    }
+    raw = receipt(commandId="c", layer="ui", detail="d" * 50)
     assert rejection(raw, Limits(max_detail_chars=10)) == ("over-limit", "msg-1")
 
 

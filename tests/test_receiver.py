@@ -2,50 +2,29 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import wire
 from pagecontext.models import MAX_SAFE_INTEGER, ContextMessage, SelectionClearedMessage
 from pagecontext.receiver import Accepted, ContextReceiver, Refused
+from strategies import MUTATIONS, contexts, mutants, stamped
+from wire import without
 
 
 def context(revision: object = 1, **changes: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": "context",
-        "messageId": f"m{revision}",
-        "pageInstanceId": "page-A",
-        "conversationId": "conv-1",
-        "selectionRevision": revision,
-        "selection": {
-            "pageId": "sales",
-            "componentId": "table",
-            "resourceRef": f"row:{revision}",
-            "observedAt": "2024-05-06T07:08:09.123Z",
-            "filters": {"region": "EU"},
-            "snapshot": {"amount": {"value": 10, "unit": "EUR"}},
-        },
-    }
-    raw.update(changes)
-    return raw
+    """A context from page-A / conv-1 at `revision`."""
+    return wire.context(selectionRevision=revision, **changes)
 
 
 def cleared(revision: object, **changes: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": "selection-cleared",
-        "messageId": "mc",
-        "pageInstanceId": "page-A",
-        "conversationId": "conv-1",
-        "selectionRevision": revision,
-    }
-    raw.update(changes)
-    return raw
+    """A selection-cleared from page-A / conv-1 at `revision`."""
+    return wire.selection_cleared(selectionRevision=revision, **changes)
 
 
 def bound() -> ContextReceiver:
@@ -121,15 +100,7 @@ def test_messages_from_another_binding_are_refused(raw: dict[str, Any], reason: 
 def test_a_message_of_another_type_is_unexpected() -> None:
     """A command or receipt handed to the receiver is refused as unexpected-type."""
     receiver = bound()
-    raw = {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": "bye",
-        "messageId": "b",
-        "pageInstanceId": "page-A",
-        "conversationId": "conv-1",
-    }
-    assert receiver.receive(raw) == Refused("unexpected-type")
+    assert receiver.receive(wire.bye()) == Refused("unexpected-type")
 
 
 def test_a_conversation_change_keeps_the_revision_sequence() -> None:
@@ -161,14 +132,8 @@ def nested(depth: int) -> object:
     return value
 
 
-def without(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    return {name: value for name, value in raw.items() if name != key}
-
-
 def with_selection(**changes: Any) -> dict[str, Any]:
-    raw = context(9)
-    raw["selection"] = {**raw["selection"], **changes}
-    return raw
+    return wire.with_selection(context(9), **changes)
 
 
 HOSTILE = [
@@ -249,3 +214,106 @@ def test_revisions_never_go_backwards_and_the_maximum_is_committed(
             assert receiver.committed.selection_revision == best
         else:
             assert receiver.committed is None
+
+
+# -- acceptance: hostile payloads (16) and a flood of them (19) ---------------------------
+
+PAYLOAD_REASONS = {
+    "malformed",
+    "forbidden-key",
+    "too-deep",
+    "not-json",
+    "too-large",
+    "unsupported-version",
+    "over-limit",
+}
+# Contexts the bound receiver would accept as they are (after revision 2): any refusal of
+# their mutants is the mutation's doing.
+_AIM = {
+    "page_instance_ids": st.just("page-A"),
+    "conversation_ids": st.just("conv-1"),
+    "revision": st.integers(3, MAX_SAFE_INTEGER),
+}
+ACCEPTABLE = st.one_of(contexts(**_AIM), stamped(types=("context",), **_AIM))
+
+
+@pytest.mark.scenario(16)
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_every_payload_mutation_is_refused_and_the_receiver_keeps_working(
+    mutation: str, data: st.DataObject
+) -> None:
+    """Each mutation kind makes a committable context refused for its payload; the commit
+    and revision stay, only that reason is counted, and the next valid context lands."""
+    mutant = data.draw(mutants(ACCEPTABLE, kinds=(mutation,), refused_only=True))
+    receiver = bound()
+    receiver.receive(context(2))
+    committed = receiver.committed
+    result = receiver.receive(mutant.raw)
+    assert isinstance(result, Refused)
+    assert result.reason in PAYLOAD_REASONS
+    assert (receiver.committed, receiver.last_revision) == (committed, 2)
+    assert receiver.counts == {result.reason: 1}
+    assert isinstance(receiver.receive(context(3)), Accepted)
+    assert receiver.last_revision == 3
+
+
+def flood_message(index: int) -> object:
+    """The index-th of a rotation of messages the bound receiver refuses."""
+    kind = index % 12
+    if kind == 0:
+        return context(2, messageId=f"bad{index}")  # stale revision
+    if kind == 1:
+        return context(index + 10, pageInstanceId="page-X")
+    if kind == 2:
+        return context(index + 10, conversationId="conv-X")
+    if kind == 3:
+        return context(float(index + 10))
+    if kind == 4:
+        return with_selection(filters={"__proto__": {"admin": True}, "n": index})
+    if kind == 5:
+        return with_selection(filters={"a": nested(20)})
+    if kind == 6:
+        return with_selection(filters={"a": "s" * 20_000})
+    if kind == 7:
+        return context(index + 10, version=2)
+    if kind == 8:
+        return with_selection(filters={"a": float("nan")})
+    if kind == 9:
+        return {"junk": index, "type": "context"}
+    if kind == 10:
+        return wire.command(messageId=f"c{index}")
+    return [index, "x" * 100]
+
+
+@pytest.mark.scenario(19)
+def test_a_flood_of_refused_messages_keeps_memory_and_counters_bounded() -> None:
+    """10,000 refused messages: counters only, no memory growth over 256 KiB, state kept,
+    and the next valid context lands."""
+    receiver = bound()
+    receiver.receive(context(2))
+    committed = receiver.committed
+    # Traced from before the warm-up, so that memory it took and the flood frees counts.
+    tracemalloc.start()
+    try:
+        for index in range(600):  # warm up: first-time allocations are not growth
+            receiver.receive(flood_message(index))
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        for index in range(10_000):
+            receiver.receive(flood_message(index))
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 256 * 1024
+    assert sum(receiver.counts.values()) == 10_600
+    assert set(receiver.counts) <= PAYLOAD_REASONS | {
+        "stale-revision",
+        "page-instance",
+        "conversation-mismatch",
+        "unexpected-type",
+    }
+    assert (receiver.committed, receiver.last_revision) == (committed, 2)
+    assert isinstance(receiver.receive(context(3)), Accepted)

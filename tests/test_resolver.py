@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import wire
 from pagecontext.errors import LocalProtocolError
 from pagecontext.models import dump_message
 from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.testing import FakeClock, FakeDom, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
+from strategies import MUTATIONS, commands, mutants, stamped
 
 VIEW = ComponentView("sales", {"region": ("EU",)}, 1)
 OTHER_VIEW = ComponentView("sales", {"region": ("EU",)}, 2)
@@ -48,21 +53,8 @@ class Page:
         return resolution
 
 
-def command(**changes: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": "command",
-        "messageId": "cmd-1",
-        "pageInstanceId": "page-A",
-        "conversationId": "conv-1",
-        "basisRevision": 1,
-        "action": "highlight",
-        "target": {"componentId": "table", "resourceRef": "row:1"},
-        "params": {"tone": "focus"},
-    }
-    raw.update(changes)
-    return raw
+# This module's commands are `cmd-1` unless a test names another id.
+command = partial(wire.command, messageId="cmd-1")
 
 
 def outcome(resolution: Resolution) -> tuple[str, str]:
@@ -424,3 +416,214 @@ def test_the_receipt_names_the_first_failing_step_in_order(
     assert (resolution.apply is not None) == (first_failure is None)
     assert resolution.receipt is not None
     assert resolution.receipt.layer == "received"
+
+
+# -- acceptance: payloads (16), duplicates (17), the closed set (18), floods (19) ---------
+
+PAYLOAD_REASONS = {
+    "malformed",
+    "forbidden-key",
+    "too-deep",
+    "not-json",
+    "too-large",
+    "unsupported-version",
+    "over-limit",
+}
+_AIM = {
+    "page_instance_ids": st.just("page-A"),
+    "conversation_ids": st.just("conv-1"),
+    "revision": st.just(1),
+}
+# Commands the page would resolve past step 3 as they are: any refusal of their mutants
+# is the mutation's doing.
+ACCEPTABLE = st.one_of(commands(**_AIM), stamped(types=("command",), **_AIM))
+
+
+def ui_work(dom: FakeDom) -> tuple[object, ...]:
+    """Everything the fake DOM has done, to compare before and after."""
+    highlights = {component: dict(marks) for component, marks in dom.highlights.items()}
+    return highlights, list(dom.located), dict(dom.refreshes)
+
+
+@pytest.mark.scenario(16, 18)
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_every_payload_mutation_of_a_command_is_refused_and_nothing_is_applied(
+    mutation: str, data: st.DataObject
+) -> None:
+    """Each mutation kind gets rejected with its payload reason (or dropped without a
+    readable id), applies nothing, and a valid command still applies afterwards."""
+    mutant = data.draw(mutants(ACCEPTABLE, kinds=(mutation,), refused_only=True))
+    page = Page()
+    page.select()
+    done = ui_work(page.dom)
+    resolution = page.resolve(mutant.raw)
+    assert resolution.apply is None
+    assert ui_work(page.dom) == done
+    if resolution.receipt is None:
+        assert page.resolver.dropped == 1
+    else:
+        assert resolution.receipt.status == "rejected"
+        assert resolution.receipt.reason in PAYLOAD_REASONS
+    assert sum(page.resolver.counts.values()) == 1
+    assert outcome(page.resolve(command(messageId="fresh-1"))) == ("applied", "ok")
+
+
+@pytest.mark.scenario(17)
+def test_a_duplicate_command_id_gets_its_original_receipt_and_is_applied_once() -> None:
+    """Repeats of a refresh, also after other commands and with another body, replay the
+    first receipt byte for byte; the component reloads exactly once."""
+    page = Page()
+    page.select()
+    refresh = command(
+        messageId="cmd-r", action="refresh", params={}, target={"componentId": "table"}
+    )
+    first = page.resolve(refresh)
+    assert outcome(first) == ("applied", "ok")
+    again = [page.resolve(refresh)]
+    page.resolve(command(messageId="cmd-other"))
+    again.append(page.resolve(refresh))
+    # The same id with another body is still the same command: answered, not applied.
+    again.append(
+        page.resolve(
+            command(messageId="cmd-r", target={"componentId": "table", "resourceRef": "row:2"})
+        )
+    )
+    assert first.receipt is not None
+    for repeat in again:
+        assert repeat == Resolution(receipt=first.receipt, apply=None, replayed=True)
+        assert repeat.receipt is not None
+        assert dump_message(repeat.receipt) == dump_message(first.receipt)
+    assert page.dom.refreshes == {"table": 1}
+    assert page.dom.highlights == {"table": {"row:1": "focus"}}
+    assert page.resolver.counts["replayed"] == 3
+
+
+@pytest.mark.scenario(18)
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"action": "eval", "params": {}}, id="eval"),
+        pytest.param({"action": "write", "params": {}}, id="write"),
+        pytest.param({"action": "navigate", "params": {}}, id="navigate"),
+        pytest.param({"action": "HIGHLIGHT"}, id="case"),
+        pytest.param({"action": "highlight "}, id="padded"),
+        pytest.param({"action": ""}, id="empty"),
+        pytest.param({"action": ["highlight"]}, id="list"),
+        pytest.param({"params": {"tone": "focus", "color": "red"}}, id="highlight-extra"),
+        pytest.param({"params": {"tone": "focus", "html": "<b>x</b>"}}, id="highlight-html"),
+        pytest.param({"params": {"tone": "<script>"}}, id="highlight-tone"),
+        pytest.param({"params": {}}, id="highlight-no-tone"),
+        pytest.param({"action": "locate", "params": {"tone": "focus"}}, id="locate-extra"),
+        pytest.param({"action": "refresh", "params": {"data": "{}"}}, id="refresh-data"),
+        pytest.param({"action": "clear-highlight", "params": {"all": "yes"}}, id="clear-extra"),
+        pytest.param(
+            {"target": {"componentId": "table", "resourceRef": "row:1", "selector": "tr"}},
+            id="target-selector",
+        ),
+        pytest.param({"script": "alert(1)"}, id="script"),
+    ],
+)
+def test_commands_outside_the_closed_set_or_with_extra_params_are_rejected(
+    changes: dict[str, Any],
+) -> None:
+    """rejected/malformed, nothing applied, and the command id is not taken."""
+    page = Page()
+    page.select()
+    resolution = page.resolve(command(**changes))
+    assert outcome(resolution) == ("rejected", "malformed")
+    assert resolution.apply is None
+    assert ui_work(page.dom) == ({}, [], {})
+    assert outcome(page.resolve(command())) == ("applied", "ok")
+
+
+SELECTOR_LIKE = ["tr:nth-child(2)", "<img src=x onerror=alert(1)>", "*", "#id, .cls"]
+
+
+@pytest.mark.scenario(18)
+@pytest.mark.parametrize("ref", SELECTOR_LIKE)
+def test_a_selector_like_resource_ref_never_matches_another_row(ref: str) -> None:
+    """Only a row registered under exactly that ref is highlighted; no selector matching."""
+    page = Page()
+    page.select()
+    for other in SELECTOR_LIKE:
+        target = {"componentId": "table", "resourceRef": other}
+        assert outcome(page.resolve(command(messageId=f"miss-{len(other)}", target=target))) == (
+            "not-found",
+            "not-rendered",
+        )
+    assert page.dom.highlights == {}
+    page.dom.render("table", [ref])
+    target = {"componentId": "table", "resourceRef": ref}
+    assert outcome(page.resolve(command(messageId="hit", target=target))) == ("applied", "ok")
+    assert page.dom.highlights == {"table": {ref: "focus"}}
+    for index, other in enumerate(SELECTOR_LIKE):
+        if other != ref:
+            target = {"componentId": "table", "resourceRef": other}
+            resolution = page.resolve(command(messageId=f"again-{index}", target=target))
+            assert outcome(resolution) == ("not-found", "not-rendered")
+    assert page.dom.highlights == {"table": {ref: "focus"}}
+
+
+REMEMBERED = (4, 5)  # the kinds of flood_command the page remembers: steps 5-8
+
+
+def flood_command(index: int) -> object:
+    """The index-th of a rotation of commands the page refuses, each with a fresh id."""
+    kind = index % 8
+    message_id = f"f{index}"
+    if kind == 0:
+        return command(messageId=message_id, params={"tone": "loud"})  # rejected, not kept
+    if kind == 1:
+        return {"messageId": f"bad id {index}", "junk": "x" * 50}  # dropped
+    if kind == 2:
+        return command(messageId=message_id, conversationId="conv-X")
+    if kind == 3:
+        return command(messageId=message_id, pageInstanceId="page-X")
+    if kind == 4:
+        return command(messageId=message_id, basisRevision=10**6)  # future, remembered
+    if kind == 5:
+        target = {"componentId": "table", "resourceRef": f"row:gone{index}"}
+        return command(messageId=message_id, target=target)  # not rendered, remembered
+    if kind == 6:
+        return command(messageId=message_id, target={"componentId": "table", "__proto__": {}})
+    return [index]
+
+
+@pytest.mark.scenario(19)
+def test_a_flood_of_refused_commands_keeps_memory_and_remembered_ids_bounded() -> None:
+    """10,000 refused commands: no memory growth over 256 KiB, at most `remembered` ids
+    replayable, the original receipt of a kept id replayed, and a fresh command applies."""
+    page = Page(remembered=1024)
+    page.select()
+    # Traced from before the warm-up, so that memory it took and the flood frees counts.
+    tracemalloc.start()
+    try:
+        # Warm up: fill the memory of receipts; from here on nothing may grow.
+        for index in range(5000):
+            if index % 8 in REMEMBERED:
+                page.resolve(flood_command(index))
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        for index in range(5000, 15_000):
+            page.resolve(flood_command(index))
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 256 * 1024
+    assert page.resolver.dropped == 10_000 // 4  # no readable messageId: kinds 1 and 7
+    assert set(page.resolver.counts) == PAYLOAD_REASONS & {"malformed", "forbidden-key"} | {
+        "conversation-mismatch",
+        "page-instance",
+        "future-revision",
+        "not-rendered",
+    }
+    # Two of every eight commands are remembered: the last 1,024 of them replay, the
+    # one before them resolves anew.
+    kept = [index for index in range(15_000) if index % 8 in REMEMBERED]
+    assert page.resolve(flood_command(kept[-1024])).replayed
+    assert not page.resolve(flood_command(kept[-1025])).replayed
+    assert page.dom.highlights == {}
+    assert outcome(page.resolve(command(messageId="fresh"))) == ("applied", "ok")

@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import wire
 from pagecontext.errors import LocalProtocolError
-from pagecontext.session import AssistantSession
+from pagecontext.models import Limits
+from pagecontext.session import AssistantSession, PageSession, ToPeer
 from pagecontext.testing import ChannelPair, FakeClock, Side, counter_ids
 
 TOPOLOGIES: list[Side] = ["page", "assistant"]
@@ -70,15 +74,13 @@ def show(pair: ChannelPair) -> tuple[str, str]:
 
 
 def envelope(pair: ChannelPair, kind: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "protocol": "pagecontext",
-        "version": 1,
-        "type": kind,
+    """A bare envelope of `kind`, stamped with the pair's identities unless overridden."""
+    stamp = {
         "messageId": f"x-{kind}",
         "pageInstanceId": pair.page.page_instance_id,
         "conversationId": pair.assistant.conversation_id,
-        **fields,
     }
+    return wire.envelope(kind, **{**stamp, **fields})
 
 
 # -- the handshake -----------------------------------------------------------------------
@@ -428,23 +430,40 @@ def test_a_repeated_command_gets_its_original_receipt_and_is_not_applied_again()
 
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_new_conversation_rebinds_the_page(embedder: Side) -> None:
-    """After `conversation`, commands stamped with the old conversation are rejected."""
+    """The assistant starts a new conversation: the page stamps it from then on, and a
+    command still stamped with the old one is rejected, never applied."""
     pair = shared_pair(embedder)
-    pair.post("page", envelope(pair, "conversation", conversationId="conv-2"))
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
     pair.pump()
     assert pair.page.binding is not None
     assert pair.page.binding.conversation_id == "conv-2"
-    highlight, locate = show(pair)  # this assistant still stamps conv-1
+    stale = envelope(
+        pair,
+        "command",
+        messageId="old-1",
+        conversationId="conv-1",
+        basisRevision=1,
+        action="highlight",
+        target={"componentId": "orders", "resourceRef": "row:2"},
+        params={"tone": "focus"},
+    )
+    pair.post("page", stale)
     pair.pump()
-    for command_id in (highlight, locate):
-        assert layers(pair, command_id)["received"] == ("rejected", "conversation-mismatch")
+    receipt = pair.sent_by("page", "receipt")[-1]
+    assert (receipt["commandId"], receipt["status"], receipt["reason"]) == (
+        "old-1",
+        "rejected",
+        "conversation-mismatch",
+    )
+    assert receipt["conversationId"] == "conv-2"
     assert pair.dom.highlights == {}
-    # The page now stamps conv-2, which this assistant does not serve.
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight)["ui"][0] == "applied"
     select(pair, "row:3")
     share(pair)
     assert pair.sent_by("page", "context")[-1]["conversationId"] == "conv-2"
-    assert chip(pair)["resourceRef"] == "row:2"
-    assert state(pair)["refused"] == {"conversation-mismatch": 1}
+    assert chip(pair)["resourceRef"] == "row:3"
 
 
 def test_a_conversation_message_for_another_page_instance_is_ignored() -> None:
@@ -551,3 +570,297 @@ def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port() -> N
             "received": ("unconfirmed", "connection-closed"),
             "ui": ("unconfirmed", "connection-closed"),
         }
+
+
+# -- hostile control messages -------------------------------------------------------------
+
+
+@pytest.mark.scenario(16)
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+@pytest.mark.parametrize("receiver", TOPOLOGIES)
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"messageId": wire.DROP}, id="no-message-id"),
+        pytest.param({"protocol": wire.DROP, "version": wire.DROP}, id="bare"),
+        pytest.param({"version": 2}, id="version-2"),
+        pytest.param({"extra": 1}, id="extra-field"),
+        pytest.param({"__proto__": {}}, id="proto-key"),
+        pytest.param({"conversationId": 7}, id="wrong-type"),
+        pytest.param({"pageInstanceId": "page-0"}, id="other-page-instance"),
+        pytest.param({"conversationId": "conv-0"}, id="other-conversation"),
+    ],
+)
+def test_a_bye_that_is_malformed_or_for_another_binding_closes_nothing(
+    embedder: Side, receiver: Side, changes: dict[str, Any]
+) -> None:
+    """Only a valid bye stamped with the bound page instance and conversation closes; any
+    other leaves both sides bound, and a highlight still gets `applied`."""
+    pair = shared_pair(embedder)
+    pair.post(receiver, envelope(pair, "bye", **changes))
+    pair.pump()
+    assert pair.page_closed == pair.assistant_closed == []
+    assert pair.page.binding is not None
+    assert pair.assistant.binding is not None
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight) == {"received": ("applied", "ok"), "ui": ("applied", "ok")}
+
+
+def test_a_session_checks_every_message_against_its_own_limits() -> None:
+    """Control messages and receipts are held to the limits the session was given."""
+    strict = Limits(max_id_chars=16, max_detail_chars=10)
+    page = PageSession(
+        page_instance_id="page-1", clock=FakeClock(), new_id=counter_ids("p"), limits=strict
+    )
+    connect = {"role": "assistant", "assistantInstanceId": "asst-1", "conversationId": "conv-1"}
+    page.attach_port("child", wire.NONCE, connect)
+    page.on_port_message(wire.conversation(pageInstanceId="page-1", conversationId="c" * 17))
+    assert page.binding is not None
+    assert page.binding.conversation_id == "conv-1"
+    page.on_port_message(wire.conversation(pageInstanceId="page-1", conversationId="c" * 16))
+    assert page.binding.conversation_id == "c" * 16
+
+    assistant = AssistantSession(
+        instance_id="asst-1",
+        conversation_id="conv-1",
+        clock=FakeClock(),
+        new_id=counter_ids("a"),
+        limits=strict,
+    )
+    assistant.attach_port("child", wire.NONCE, {"role": "page", "pageInstanceId": "page-1"})
+    assistant.on_port_message(wire.context(pageInstanceId="page-1", selectionRevision=1))
+    assistant.show()
+    highlight = assistant.last_show
+    assert highlight is not None
+    receipt = wire.receipt(pageInstanceId="page-1", commandId=highlight)
+    assistant.on_port_message({**receipt, "detail": "d" * 11})
+    assert assistant.ledger.get(highlight)["received"].state == "pending"
+    assistant.on_port_message({**receipt, "detail": "d" * 10})
+    assert assistant.ledger.get(highlight)["received"].state == "applied"
+
+
+# -- acceptance scenarios ----------------------------------------------------------------
+
+
+def shared_message(pair: ChannelPair) -> dict[str, object]:
+    """Share the page's current selection; return the context instead of sending it."""
+    (message,) = [effect.message for effect in pair.page.share() if isinstance(effect, ToPeer)]
+    return message
+
+
+BURST = [f"row:{index}" for index in range(200)]
+
+
+@pytest.mark.scenario(1)
+@settings(max_examples=20)
+@given(
+    order=st.permutations(range(len(BURST))),
+    shows=st.sets(st.integers(0, len(BURST) - 1), max_size=12),
+    view_change=st.none() | st.integers(1, len(BURST) - 1),
+)
+def test_fast_switching_ends_on_the_last_revision_and_highlights_only_the_target(
+    order: list[int], shows: set[int], view_change: int | None
+) -> None:
+    """200 selections shared in a burst arrive shuffled: after every delivery the assistant
+    holds the newest revision delivered so far; a "Show me" for a superseded revision
+    highlights exactly its own row, or nothing if the view changed since; the end is 200."""
+    pair = ChannelPair()
+    pair.render("orders", BURST, filters=FILTERS, shareable=SHAREABLE)
+    contexts = []
+    for index, row in enumerate(BURST):
+        if index == view_change:  # new data: revisions from here on are in generation 2
+            pair.render("orders", BURST, filters=FILTERS, generation=2, shareable=SHAREABLE)
+        select(pair, row, amount=index)
+        contexts.append(shared_message(pair))
+    newest = -1
+    for step, index in enumerate(order):
+        pair.post("assistant", contexts[index])
+        pair.pump()
+        newest = max(newest, index)
+        pinned = pair.assistant.pinned
+        assert pinned is not None
+        assert pair.assistant.receiver.last_revision == pinned.selection_revision == newest + 1
+        assert pinned.selection.resource_ref == BURST[newest]
+        if step in shows:
+            focus_before = dict(pair.dom.highlights.get("orders", {}))
+            highlight, _ = show(pair)
+            pair.pump()
+            if view_change is None or newest >= view_change:
+                assert layers(pair, highlight)["ui"] == ("applied", "ok")
+                assert pair.dom.highlights["orders"] == {BURST[newest]: "focus"}
+            else:
+                assert layers(pair, highlight)["received"] == ("stale-context", "view-changed")
+                assert pair.dom.highlights.get("orders", {}) == focus_before
+    assert pair.assistant.receiver.last_revision == len(BURST)
+    assert chip(pair)["resourceRef"] == BURST[-1]
+    targets = {
+        command["messageId"]: command["target"]["resourceRef"]  # type: ignore[index]
+        for command in pair.sent_by("assistant", "command")
+    }
+    applied = [message for message in pair.page_edge if message["kind"] == "apply"]
+    assert all(message["resourceRef"] == targets[message["commandId"]] for message in applied)
+
+
+@pytest.mark.scenario(3)
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_context_arriving_after_a_newer_one_changes_nothing(embedder: Side) -> None:
+    """A late context or selection-cleared is refused as stale; the pin and chip stay."""
+    pair = ChannelPair(embedder=embedder)
+    render_orders(pair)
+    select(pair, "row:1")
+    late = shared_message(pair)
+    select(pair, "row:3")
+    share(pair)
+    pinned, shown = pair.assistant.pinned, chip(pair)
+    persisted = pair.last_edge("assistant", "persist")
+    pair.post("assistant", late)
+    pair.post("assistant", envelope(pair, "selection-cleared", selectionRevision=1))
+    pair.pump()
+    assert pair.assistant.pinned == pinned
+    assert chip(pair) == shown
+    assert pair.last_edge("assistant", "persist") is persisted
+    assert state(pair)["refused"] == {"stale-revision": 2}
+
+
+@pytest.mark.scenario(3)
+@pytest.mark.parametrize("status", ["not-found", "rejected", "applied"])
+def test_a_receipt_arriving_after_a_newer_one_changes_nothing(status: str) -> None:
+    """Once a layer has its answer, a later receipt for it (another outcome or the same)
+    is ignored and counted; the record is unchanged."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    pair.pump()
+    before = dict(pair.assistant.ledger.get(highlight))
+    for layer in ("received", "ui"):
+        late = envelope(pair, "receipt", messageId=f"late-{layer}", commandId=highlight)
+        pair.post("assistant", {**late, "layer": layer, "status": status, "reason": "late"})
+    pair.pump()
+    assert dict(pair.assistant.ledger.get(highlight)) == before
+    assert pair.assistant.ledger.ignored == 2
+    assert state(pair)["command"]["ui"]["state"] == "applied"
+
+
+@pytest.mark.scenario(3)
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+@pytest.mark.parametrize("tick_first", [True, False])
+def test_a_receipt_after_its_deadline_is_late_and_never_success(
+    embedder: Side, tick_first: bool
+) -> None:
+    """The page answers applied, but only after both deadlines: both layers stay
+    unconfirmed, marked late with the status they carried, whether or not the timer fired."""
+    pair = shared_pair(embedder)
+    highlight, locate = show(pair)
+    pair.pump(only="page")  # the page did the work; its receipts are on their way
+    assert pair.dom.highlights == {"orders": {"row:2": "focus"}}
+    pair.clock.advance(10_001)
+    if tick_first:
+        pair.run("assistant", pair.assistant.tick())
+    pair.pump()
+    pair.run("assistant", pair.assistant.tick())
+    for command_id in (highlight, locate):
+        for layer in ("received", "ui"):
+            record = pair.assistant.ledger.get(command_id)[layer]
+            assert (record.state, record.reason) == ("unconfirmed", "deadline")
+            assert (record.late, record.late_status) == (True, "applied")
+    assert state(pair)["command"]["received"]["state"] == "unconfirmed"
+
+
+@pytest.mark.scenario(17)
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_duplicate_command_id_gets_its_original_receipt_and_is_applied_once(
+    embedder: Side,
+) -> None:
+    """A locate re-posted (also with another target) is answered with the original
+    `received` receipt each time; the page scrolls once and sends one `ui` receipt."""
+    pair = shared_pair(embedder)
+    _, locate = show(pair)
+    pair.pump()
+    (original,) = [c for c in pair.sent_by("assistant", "command") if c["messageId"] == locate]
+    for _ in range(3):
+        pair.post("page", original)
+    pair.post("page", {**original, "target": {"componentId": "orders", "resourceRef": "row:3"}})
+    pair.pump()
+    receipts = [r for r in pair.sent_by("page", "receipt") if r["commandId"] == locate]
+    assert [r["layer"] for r in receipts] == ["received", "ui"] + ["received"] * 4
+    assert all(receipt == receipts[0] for receipt in receipts[2:])
+    assert pair.dom.located == [("orders", "row:2")]
+    applied = [m for m in pair.page_edge if m["kind"] == "apply" and m["commandId"] == locate]
+    assert len(applied) == 1
+    assert layers(pair, locate) == {"received": ("applied", "ok"), "ui": ("applied", "ok")}
+
+
+SELECTOR_LIKE = ["tr:nth-child(2)", "<img src=x onerror=alert(1)>", "*", "#id, .cls"]
+
+
+@pytest.mark.scenario(18)
+@pytest.mark.parametrize("rendered", SELECTOR_LIKE)
+def test_a_selector_like_resource_ref_is_only_a_key_of_the_page_registry(rendered: str) -> None:
+    """Of four selector- or HTML-shaped refs, only the one a row is registered under
+    exactly is highlighted, on that row alone; the others are not-found."""
+    pair = ChannelPair()
+    pair.render("orders", ["row:1", rendered, "row:3"], filters=FILTERS, shareable=SHAREABLE)
+    revision = select(pair, "row:1")
+    for index, ref in enumerate(SELECTOR_LIKE):
+        target = {"componentId": "orders", "resourceRef": ref}
+        raw = envelope(pair, "command", messageId=f"sel-{index}", basisRevision=revision)
+        pair.post(
+            "page", {**raw, "action": "highlight", "target": target, "params": {"tone": "focus"}}
+        )
+    pair.pump()
+    outcomes = {
+        receipt["commandId"]: (receipt["status"], receipt["reason"])
+        for receipt in pair.sent_by("page", "receipt")
+        if receipt["layer"] == "received"
+    }
+    hit = f"sel-{SELECTOR_LIKE.index(rendered)}"
+    assert outcomes == {
+        f"sel-{index}": ("applied", "ok")
+        if f"sel-{index}" == hit
+        else ("not-found", "not-rendered")
+        for index in range(len(SELECTOR_LIKE))
+    }
+    applied = [(m["commandId"], m["resourceRef"]) for m in pair.page_edge if m["kind"] == "apply"]
+    assert applied == [(hit, rendered)]
+    assert pair.dom.highlights == {"orders": {rendered: "focus"}}
+
+
+@pytest.mark.scenario(18)
+@pytest.mark.parametrize(
+    ("action", "params"),
+    [("eval", {}), ("write", {"value": "1"}), ("highlight", {"tone": "focus", "css": "x"})],
+)
+def test_a_command_outside_the_closed_set_is_rejected_by_the_page(
+    action: str, params: dict[str, str]
+) -> None:
+    """The page answers rejected/malformed and does no UI work."""
+    pair = shared_pair("page")
+    raw = envelope(pair, "command", basisRevision=1, action=action, params=params)
+    pair.post("page", {**raw, "target": {"componentId": "orders", "resourceRef": "row:2"}})
+    pair.pump()
+    (receipt,) = pair.sent_by("page", "receipt")
+    assert (receipt["status"], receipt["reason"]) == ("rejected", "malformed")
+    assert all(message["kind"] != "apply" for message in pair.page_edge)
+    assert pair.dom.highlights == {}
+
+
+@pytest.mark.scenario(3)
+@pytest.mark.parametrize(
+    "stamp", [{"conversationId": "old-conversation"}, {"pageInstanceId": "other-page"}]
+)
+def test_a_receipt_stamped_for_another_conversation_or_page_settles_nothing(
+    stamp: dict[str, str],
+) -> None:
+    """A receipt for a known command, on the bound port, but stamped with an old
+    conversation or another page instance, is refused and counted; the real one counts."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    forged = envelope(
+        pair, "receipt", commandId=highlight, layer="received", status="applied", reason="ok"
+    )
+    pair.post("assistant", {**forged, **stamp})
+    pair.pump(only="assistant")
+    assert layers(pair, highlight)["received"] == ("pending", None)
+    assert pair.assistant.ledger.ignored == 1
+    pair.pump()
+    assert layers(pair, highlight)["received"][0] == "applied"

@@ -68,8 +68,13 @@ class ReceiptLedger:
 
     @property
     def ignored(self) -> int:
-        """Receipts ignored: unknown command, other connection, or a layer already settled."""
+        """Receipts ignored: unknown command, other connection, a layer already settled,
+        or (counted by the session through `ignore`) a receipt stamped for another binding."""
         return self._ignored
+
+    def ignore(self) -> None:
+        """Count a receipt the caller refused before it reached the ledger."""
+        self._ignored += 1
 
     def record(
         self,

@@ -480,6 +480,13 @@ class AssistantSession:
         except MessageRejected:
             return []
         if isinstance(message, ReceiptMessage):
+            if (
+                message.page_instance_id != binding.page_instance_id
+                or message.conversation_id != self.conversation_id
+            ):
+                # Stamped for another page instance or an old conversation: not ours.
+                self.ledger.ignore()
+                return [self.state()]
             self.ledger.on_receipt(message, binding.connection_id)
             return [self.state(), self._persist()]
         # Only a valid bye from the bound page instance and conversation closes.
@@ -505,6 +512,24 @@ class AssistantSession:
             "ignoredReceipts": self.ledger.ignored,
             "refused": self.refused,
         }
+
+    def new_conversation(self, conversation_id: str) -> list[Effect]:
+        """The user started a new conversation: tell the page, which stamps it from now on.
+
+        The page instance's revision sequence goes on; the pinned context stays pinned.
+        """
+        self.conversation_id = conversation_id
+        effects: list[Effect] = []
+        binding = self._conn.binding
+        if binding is not None:
+            message = ConversationMessage(
+                message_id=self._new_id(),
+                page_instance_id=binding.page_instance_id,
+                conversation_id=conversation_id,
+            )
+            self.receiver.bind(binding.page_instance_id, conversation_id)
+            effects.append(ToPeer(dump_message(message)))
+        return [*effects, self.state(), self._persist()]
 
     def remove_chip(self) -> list[Effect]:
         """The user removed the context chip: nothing is pinned any more."""
