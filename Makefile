@@ -16,7 +16,7 @@ WEB := $(shell find web -type f) index.html
 export PAGECONTEXT_CHROMIUM ?= $(CHROMIUM)
 export PYTHONPATH := $(CURDIR)/pysrc
 
-.PHONY: all demo test unit e2e check setup browser clean acceptance-report fuzz
+.PHONY: all demo test unit e2e check setup browser clean acceptance-report fuzz bench
 
 all: $(SITE)/.stamp
 
@@ -70,8 +70,9 @@ test: setup
 
 check: $(VENV)/.stamp
 	$(PY) -m mypy
-	$(PY) -m ruff check pysrc tests e2e
-	$(PY) -m ruff format --check pysrc tests e2e
+	MYPYPATH=pysrc $(PY) -m mypy --strict bench/run.py
+	$(PY) -m ruff check pysrc tests e2e bench
+	$(PY) -m ruff format --check pysrc tests e2e bench
 
 clean:
 	rm -rf build
@@ -84,3 +85,7 @@ acceptance-report: setup
 # The fuzzed core with 50,000 examples per property (make test runs 2,000).
 fuzz: $(VENV)/.stamp
 	PAGECONTEXT_FUZZ=1 $(PY) -m pytest tests/test_fuzz.py -q
+
+# Benchmarks in headless Chromium (bench/README.md); QUICK=1 for a reduced run.
+bench: setup
+	$(PY) bench/run.py $(if $(QUICK),--quick,) --out bench/results/latest.json

@@ -1,0 +1,321 @@
+// The plain-JavaScript baseline of the receiver benchmark: a module worker that speaks to
+// the bench page exactly like the core worker (/web/worker.mjs) as an assistant child,
+// and makes the same checks on every context message as the Python path:
+//
+//   worker.mjs's plainDataProblem  -> models.parse_message (_inspect_json, _check_size,
+//   _check_envelope, the pydantic model with extra="forbid" and strict types,
+//   _check_limits) -> receiver.ContextReceiver.receive -> AssistantSession: one `state`
+//   and one `persist` message to the worker scope per commit.
+//
+// It is a benchmark baseline, not a second implementation: it only handles what the
+// benchmark sends (init, port, context, selection-cleared, diagnose).
+
+const PROTOCOL = "pagecontext";
+const VERSION = 1;
+const LIMITS = {
+  maxIdChars: 256,
+  maxFilterKeys: 32,
+  maxSnapshotFields: 64,
+  maxStringChars: 1024,
+  maxMessageBytes: 16384,
+  maxDepth: 8,
+};
+const MAX_SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
+const MESSAGE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const NONCE = /^[A-Za-z0-9_-]{22}$/;
+const OBSERVED_AT = /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.[0-9]{3}Z$/;
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+const ENVELOPE_KEYS = ["protocol", "version", "type", "messageId", "pageInstanceId", "conversationId"];
+const CONTEXT_KEYS = new Set([...ENVELOPE_KEYS, "selectionRevision", "selection"]);
+const CLEARED_KEYS = new Set([...ENVELOPE_KEYS, "selectionRevision"]);
+const SELECTION_REQUIRED = ["pageId", "componentId", "resourceRef", "observedAt", "filters"];
+const SELECTION_KEYS = new Set([...SELECTION_REQUIRED, "snapshot"]);
+const encoder = new TextEncoder();
+
+// Copied from web/worker.mjs: the check the Python path runs before conversion.
+function plainDataProblem(value, depth = 0) {
+  if (value === null) return "";
+  switch (typeof value) {
+    case "string": case "boolean": case "number": return "";
+    case "object": break;
+    default: return "not-json";
+  }
+  if (depth > 16) return "too-deep";
+  if (Array.isArray(value)) {
+    for (const item of value) { const problem = plainDataProblem(item, depth + 1); if (problem) return problem; }
+    return "";
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return "not-plain";
+  for (const key of Object.keys(value)) {
+    const problem = plainDataProblem(value[key], depth + 1);
+    if (problem) return problem;
+  }
+  return "";
+}
+
+class Rejected extends Error {
+  constructor(reason) {
+    super(reason);
+    this.reason = reason;
+  }
+}
+
+const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isScalar = (value) =>
+  value === null || typeof value === "string" || typeof value === "boolean" || typeof value === "number";
+const isIdentifier = (value) => typeof value === "string" && value.length >= 1;
+
+// models._inspect_json: keys, depth and value types in one walk; the longest string.
+function inspectJson(raw) {
+  let longest = 0;
+  let budget = LIMITS.maxMessageBytes;
+  const stack = [[raw, 1]];
+  while (stack.length) {
+    const [value, depth] = stack.pop();
+    budget -= 1;
+    if (budget < 0) throw new Rejected("too-large");
+    if (typeof value === "string") {
+      if (value.length > longest) longest = value.length;
+    } else if (value === null || typeof value === "boolean") {
+      continue;
+    } else if (typeof value === "number") {
+      if (!Number.isFinite(value)) throw new Rejected("not-json");
+    } else if (Array.isArray(value)) {
+      if (depth > LIMITS.maxDepth) throw new Rejected("too-deep");
+      for (const item of value) stack.push([item, depth + 1]);
+    } else if (typeof value === "object") {
+      if (depth > LIMITS.maxDepth) throw new Rejected("too-deep");
+      for (const key of Object.keys(value)) {
+        if (FORBIDDEN_KEYS.has(key)) throw new Rejected("forbidden-key");
+        if (key.length > longest) longest = key.length;
+        stack.push([value[key], depth + 1]);
+      }
+    } else {
+      throw new Rejected("not-json");
+    }
+  }
+  return longest;
+}
+
+// models._check_size: compact JSON, UTF-8 bytes.
+function checkSize(raw) {
+  const text = JSON.stringify(raw);
+  if (typeof text.isWellFormed === "function" && !text.isWellFormed()) throw new Rejected("not-json");
+  if (encoder.encode(text).length > LIMITS.maxMessageBytes) throw new Rejected("too-large");
+}
+
+function checkEnvelope(raw) {
+  if (raw.protocol !== PROTOCOL || !("version" in raw)) throw new Rejected("malformed");
+  if (raw.version !== VERSION) throw new Rejected("unsupported-version");
+}
+
+function exactKeys(value, allowed, required) {
+  for (const key of Object.keys(value)) if (!allowed.has(key)) throw new Rejected("malformed");
+  for (const key of required) if (!(key in value)) throw new Rejected("malformed");
+}
+
+function checkRevision(value) {
+  if (!Number.isSafeInteger(value) || value < 1 || value > MAX_SAFE_INTEGER) throw new Rejected("malformed");
+}
+
+// The pattern admits "2024-13-45T99:99:99.999Z"; a time the user saw must exist.
+function checkObservedAt(value) {
+  const match = typeof value === "string" ? OBSERVED_AT.exec(value) : null;
+  if (!match) throw new Rejected("malformed");
+  const [year, month, day, hour, minute, second] = match.slice(1).map(Number);
+  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  if (year < 1 || date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1
+      || date.getUTCDate() !== day || date.getUTCHours() !== hour
+      || date.getUTCMinutes() !== minute || date.getUTCSeconds() !== second) {
+    throw new Rejected("malformed");
+  }
+}
+
+function checkSelection(selection) {
+  if (!isPlainObject(selection)) throw new Rejected("malformed");
+  exactKeys(selection, SELECTION_KEYS, SELECTION_REQUIRED);
+  if (!isIdentifier(selection.pageId) || !isIdentifier(selection.componentId)
+      || !isIdentifier(selection.resourceRef)) {
+    throw new Rejected("malformed");
+  }
+  checkObservedAt(selection.observedAt);
+  const { filters, snapshot } = selection;
+  if (!isPlainObject(filters)) throw new Rejected("malformed");
+  for (const value of Object.values(filters)) {
+    if (Array.isArray(value)) {
+      for (const item of value) if (!isScalar(item)) throw new Rejected("malformed");
+    } else if (!isScalar(value)) {
+      throw new Rejected("malformed");
+    }
+  }
+  if (snapshot !== undefined && snapshot !== null) {
+    if (!isPlainObject(snapshot)) throw new Rejected("malformed");
+    for (const value of Object.values(snapshot)) {
+      if (isScalar(value)) continue;
+      if (!isPlainObject(value)) throw new Rejected("malformed");
+      const keys = Object.keys(value);
+      if (keys.length !== 2 || !("value" in value) || !("unit" in value)) throw new Rejected("malformed");
+      if (!isScalar(value.value) || typeof value.unit !== "string") throw new Rejected("malformed");
+    }
+  }
+}
+
+// models.parse_message, for the two types the receiver takes.
+function parseMessage(raw) {
+  if (!isPlainObject(raw)) throw new Rejected("malformed");
+  const longest = inspectJson(raw);
+  checkSize(raw);
+  checkEnvelope(raw);
+  if (raw.type === "context") exactKeys(raw, CONTEXT_KEYS, CONTEXT_KEYS);
+  else if (raw.type === "selection-cleared") exactKeys(raw, CLEARED_KEYS, CLEARED_KEYS);
+  else throw new Rejected(raw.type === undefined ? "malformed" : "unexpected-type");
+  if (typeof raw.messageId !== "string" || !MESSAGE_ID.test(raw.messageId)) throw new Rejected("malformed");
+  if (!isIdentifier(raw.pageInstanceId) || !isIdentifier(raw.conversationId)) throw new Rejected("malformed");
+  checkRevision(raw.selectionRevision);
+  const ids = [raw.pageInstanceId, raw.conversationId];
+  if (raw.type === "context") {
+    checkSelection(raw.selection);
+    ids.push(raw.selection.pageId, raw.selection.componentId, raw.selection.resourceRef);
+  }
+  // models._check_limits
+  if (longest > LIMITS.maxStringChars) throw new Rejected("over-limit");
+  for (const id of ids) if (id.length > LIMITS.maxIdChars) throw new Rejected("over-limit");
+  if (raw.type === "context") {
+    if (Object.keys(raw.selection.filters).length > LIMITS.maxFilterKeys) throw new Rejected("over-limit");
+    const snapshot = raw.selection.snapshot;
+    if (snapshot && Object.keys(snapshot).length > LIMITS.maxSnapshotFields) throw new Rejected("over-limit");
+  }
+  return raw;
+}
+
+// receiver.ContextReceiver and the assistant session's state around it.
+const session = {
+  instanceId: null,
+  conversationId: null,
+  pageInstanceId: null,
+  port: null,
+  lastRevision: 0,
+  pinned: null,
+  refused: {},
+  notPlainData: 0,
+};
+
+function refuse(reason) {
+  session.refused[reason] = (session.refused[reason] || 0) + 1;
+}
+
+function state() {
+  const pinned = session.pinned;
+  const chip = pinned && {
+    revision: pinned.selectionRevision,
+    pageInstanceId: pinned.pageInstanceId,
+    componentId: pinned.selection.componentId,
+    resourceRef: pinned.selection.resourceRef,
+    observedAt: pinned.selection.observedAt,
+    filters: pinned.selection.filters,
+    snapshot: pinned.selection.snapshot ?? null,
+    restored: false,
+  };
+  return {
+    kind: "state",
+    bound: session.port !== null,
+    chip,
+    command: null,
+    refused: { ...session.refused },
+    ignoredReceipts: 0,
+  };
+}
+
+function randomId() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function onPort(event) {
+  const data = event.data;
+  if (plainDataProblem(data)) {
+    session.notPlainData += 1;
+    return;
+  }
+  let message;
+  try {
+    message = parseMessage(data);
+  } catch (error) {
+    if (!(error instanceof Rejected)) throw error;
+    refuse(error.reason);
+    self.postMessage(state());
+    return;
+  }
+  if (message.pageInstanceId !== session.pageInstanceId) refuse("page-instance");
+  else if (message.conversationId !== session.conversationId) refuse("conversation-mismatch");
+  else if (message.selectionRevision <= session.lastRevision) refuse("stale-revision");
+  else {
+    session.lastRevision = message.selectionRevision;
+    session.pinned = message.type === "context" ? message : null;
+    self.postMessage(state());
+    self.postMessage({
+      kind: "persist",
+      value: { conversationId: session.conversationId, pinned: session.pinned },
+    });
+    return;
+  }
+  self.postMessage(state());
+}
+
+function connect(message, port) {
+  const peer = message.peer || {};
+  const keys = Object.keys(peer).sort().join(",");
+  if (keys !== "pageInstanceId,protocol,role,type,version" || peer.protocol !== PROTOCOL
+      || peer.version !== VERSION || peer.type !== "connect" || peer.role !== "page"
+      || !isIdentifier(peer.pageInstanceId) || typeof message.nonce !== "string" || !NONCE.test(message.nonce)) {
+    port.close();
+    self.postMessage({ kind: "refused", reason: "malformed" });
+    return;
+  }
+  session.pageInstanceId = peer.pageInstanceId;
+  session.lastRevision = 0;
+  session.pinned = null;
+  session.port = port;
+  port.onmessage = onPort;
+  port.postMessage({
+    protocol: PROTOCOL,
+    version: VERSION,
+    type: "connected",
+    messageId: randomId(),
+    pageInstanceId: session.pageInstanceId,
+    conversationId: session.conversationId,
+    role: "assistant",
+    instanceId: session.instanceId,
+    nonce: message.nonce,
+  });
+  self.postMessage({ kind: "bound", connection: 1 });
+  self.postMessage(state());
+}
+
+self.onmessage = (event) => {
+  const message = event.data;
+  switch (message.kind) {
+    case "init":
+      session.instanceId = message.instanceId;
+      session.conversationId = message.conversationId;
+      self.postMessage(state());
+      self.postMessage({ kind: "ready" });
+      break;
+    case "port":
+      connect(message, event.ports[0]);
+      break;
+    case "diagnose":
+      self.postMessage({
+        kind: "diagnostics",
+        seq: message.seq,
+        contexts: { ...session.refused },
+        refused: Object.values(session.refused).reduce((a, b) => a + b, 0),
+        notPlainData: session.notPlainData,
+      });
+      break;
+    default:
+      break;
+  }
+};

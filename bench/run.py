@@ -1,0 +1,898 @@
+"""pagecontext benchmarks in headless Chromium, against the demo served by the project's server.
+
+    python bench/run.py [--quick] [--out bench/results/latest.json]
+
+Runs `boot`, `bytes`, `latency`, `receiver_ratio` and `memory` (bench/README.md says what
+each number means), prints a short table and writes every number, with the raw samples,
+as JSON. The servers are started here, on free ports, like the e2e suite starts them; the
+benchmark pages in bench/pages are served under `/bench/` by this script's own apps only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+if str(ROOT / "pysrc") not in sys.path:  # `python bench/run.py` without PYTHONPATH
+    sys.path.insert(0, str(ROOT / "pysrc"))
+
+import uvicorn  # noqa: E402
+from playwright.sync_api import (  # noqa: E402
+    Browser,
+    BrowserContext,
+    Frame,
+    Page,
+    Playwright,
+    sync_playwright,
+)
+from starlette.applications import Starlette  # noqa: E402
+from starlette.routing import Mount  # noqa: E402
+from starlette.staticfiles import StaticFiles  # noqa: E402
+
+from pagecontext.server.app import (  # noqa: E402
+    ServerConfig,
+    create_assistant_app,
+    create_page_app,
+)
+from pagecontext.server.data import create_demo_db  # noqa: E402
+from pagecontext.server.run import free_port  # noqa: E402
+
+PAGES: Final = ROOT / "bench" / "pages"
+SITE: Final = ROOT / "build" / "site"
+# The e2e suite's flags (e2e/conftest.py CHROMIUM_ARGS): Debian's Chromium as root, with
+# nothing reaching out to the network on its own.
+CHROMIUM_ARGS: Final = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+BOOT_TIMEOUT_MS: Final = 120_000
+STEP_TIMEOUT_MS: Final = 30_000
+# After both frames are bound, wait this long so the last long tasks get reported.
+SETTLE_MS: Final = 750
+BOUND = 'html[data-pc-state="bound"]'
+PANEL_IFRAME = "iframe[data-pc-assistant]"
+
+Json = dict[str, Any]
+TIMES: Final = ("ready_ms", "bound_ms", "navigation_start_ms", "ready_own_ms", "bound_own_ms")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each benchmark to run."""
+
+    boot_rounds: int
+    single_n: int
+    bursts: int
+    burst_size: int
+    receiver_rounds: int
+    receiver_messages: int
+
+
+FULL: Final = Plan(
+    boot_rounds=5,
+    single_n=100,
+    bursts=3,
+    burst_size=1000,
+    receiver_rounds=5,
+    receiver_messages=10_000,
+)
+# Only to get a bound demo when latency runs without boot.
+ONE_BOOT: Final = Plan(
+    boot_rounds=1, single_n=0, bursts=0, burst_size=0, receiver_rounds=0, receiver_messages=0
+)
+QUICK: Final = Plan(
+    boot_rounds=1,
+    single_n=20,
+    bursts=1,
+    burst_size=1000,
+    receiver_rounds=2,
+    receiver_messages=10_000,
+)
+
+
+# -- statistics --------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sequence."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summary(values: Sequence[float], *, p99: bool = False) -> Json:
+    """n, median, (p50 and p99,) min and max; rounded for reading."""
+    if not values:
+        return {"n": 0}
+    out: Json = {"n": len(values), "median": _round(statistics.median(values))}
+    if p99:
+        out["p50"] = _round(percentile(values, 50))
+        out["p99"] = _round(percentile(values, 99))
+    out["min"] = _round(min(values))
+    out["max"] = _round(max(values))
+    return out
+
+
+def _round(value: float) -> float:
+    return round(value, 3) if abs(value) < 100 else round(value, 1)
+
+
+# -- servers ------------------------------------------------------------------------------
+
+
+class _ThreadedServer(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # this process keeps its own handlers
+        pass
+
+
+def _with_bench_pages(app: Starlette) -> Starlette:
+    """Serve bench/pages under /bench/ too (only in this script's apps)."""
+    app.router.routes.append(Mount("/bench", StaticFiles(directory=PAGES)))
+    return app
+
+
+@dataclass(frozen=True)
+class Origins:
+    page: str
+    assistant: str
+
+
+@contextmanager
+def serving(db_dir: Path) -> Iterator[Origins]:
+    """The demo's two origins on free ports, each also serving /bench/."""
+    config = ServerConfig(
+        root=ROOT,
+        db_path=db_dir / "demo.db",
+        page_port=free_port(),
+        assistant_port=free_port(),
+    )
+    create_demo_db(config.db_path)
+    apps = [
+        (_with_bench_pages(create_page_app(config)), config.page_port),
+        (_with_bench_pages(create_assistant_app(config)), config.assistant_port),
+    ]
+    servers = [
+        _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        for app, port in apps
+    ]
+    threads = [threading.Thread(target=server.run, daemon=True) for server in servers]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while not all(server.started for server in servers):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the demo servers did not start within 30 s")
+        time.sleep(0.01)
+    try:
+        yield Origins(config.page_origin, config.assistant_origin)
+    finally:
+        for server in servers:
+            server.should_exit = True
+        for thread in threads:
+            thread.join(10)
+
+
+def launch(playwright: Playwright) -> Browser:
+    """Debian's Chromium (PAGECONTEXT_CHROMIUM; empty for Playwright's own), headless."""
+    path = os.environ.get("PAGECONTEXT_CHROMIUM", "/usr/bin/chromium")
+    if path:
+        return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    return playwright.chromium.launch(args=CHROMIUM_ARGS)
+
+
+def new_context(browser: Browser) -> BrowserContext:
+    """A fresh context (its own, empty HTTP cache) with the probe in every frame."""
+    context = browser.new_context()
+    context.add_init_script(path=str(PAGES / "probe.js"))
+    return context
+
+
+def panel_frame(page: Page, origins: Origins) -> Frame:
+    for frame in page.frames:
+        if frame.url.startswith(origins.assistant + "/assistant.html"):
+            return frame
+    raise RuntimeError("the assistant panel frame is missing")
+
+
+# -- boot and bytes -----------------------------------------------------------------------
+
+RESOURCES_JS: Final = """() => {
+  const pick = (e) => ({name: e.name, type: e.initiatorType || "navigation",
+    transfer: e.transferSize, encoded: e.encodedBodySize, decoded: e.decodedBodySize});
+  return performance.getEntriesByType("navigation").map(pick)
+    .concat(performance.getEntriesByType("resource").map(pick));
+}"""
+
+
+def _without_fragment(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+
+
+def _long_task_summary(tasks: list[Json], until: float) -> Json:
+    durations = [float(task["duration"]) for task in tasks if float(task["start"]) < until]
+    return {
+        "count": len(durations),
+        "longest_ms": _round(max(durations, default=0.0)),
+        "total_ms": _round(sum(durations)),
+        "tbt_ms": _round(sum(max(0.0, d - 50) for d in durations)),
+    }
+
+
+def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
+    """Load the demo in a new tab of `context`; measure boot, long tasks and bytes."""
+    requested: list[str] = []
+
+    def record(request: Any) -> None:
+        requested.append(request.url)
+
+    page = context.new_page()
+    page.on("request", record)
+    page.goto(origins.page + "/", wait_until="commit")
+    page.wait_for_selector(BOUND, state="attached", timeout=BOOT_TIMEOUT_MS)
+    page.frame_locator(PANEL_IFRAME).locator(BOUND).wait_for(
+        state="attached", timeout=BOOT_TIMEOUT_MS
+    )
+    page.wait_for_selector("tr[data-pc-resource-ref]", state="attached", timeout=STEP_TIMEOUT_MS)
+    page.wait_for_timeout(SETTLE_MS)
+    panel = panel_frame(page, origins)
+    probes = {
+        "page": page.main_frame.evaluate("() => window.__pcBench"),
+        "assistant": panel.evaluate("() => window.__pcBench"),
+    }
+    origin = float(probes["page"]["timeOrigin"])
+    boot_end = max(float(probe["states"]["bound"]) for probe in probes.values())
+    sample: Json = {"frames": {}, "bytes": {}}
+    for name, probe in probes.items():
+        states = probe["states"]
+        own = float(probe["timeOrigin"])
+        sample["frames"][name] = {
+            "ready_ms": _round(float(states["ready"]) - origin),
+            "bound_ms": _round(float(states["bound"]) - origin),
+            "navigation_start_ms": _round(own - origin),
+            "ready_own_ms": _round(float(states["ready"]) - own),
+            "bound_own_ms": _round(float(states["bound"]) - own),
+            "long_tasks": _long_task_summary(probe["longtasks"], boot_end),
+            "long_task_list": [
+                {"start_ms": _round(float(t["start"]) - origin), "duration_ms": t["duration"]}
+                for t in probe["longtasks"]
+                if float(t["start"]) < boot_end
+            ],
+            "long_task_error": probe["longtaskError"],
+        }
+    # Bytes on the wire: Resource Timing of each frame and each worker. A frame's entry
+    # for its child iframe is left out: the child's own navigation entry counts it.
+    entries: dict[str, list[Json]] = {
+        "page": page.main_frame.evaluate(RESOURCES_JS),
+        "assistant": panel.evaluate(RESOURCES_JS),
+    }
+    for worker in page.workers:
+        owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
+        entries[f"{owner}_worker"] = worker.evaluate(RESOURCES_JS)
+    seen: set[str] = set()
+    for name, items in entries.items():
+        kept = [item for item in items if item["type"] != "iframe"]
+        seen.update(_without_fragment(str(item["name"])) for item in kept)
+        sample["bytes"][name] = {
+            "transfer": sum(int(item["transfer"]) for item in kept),
+            "encoded_body": sum(int(item["encoded"]) for item in kept),
+            "decoded_body": sum(int(item["decoded"]) for item in kept),
+            "responses": len(kept),
+            "from_network": sum(1 for item in kept if int(item["transfer"]) > 0),
+        }
+    sample["bytes"]["total"] = {
+        key: sum(int(part[key]) for part in sample["bytes"].values())
+        for key in ("transfer", "encoded_body", "decoded_body", "responses", "from_network")
+    }
+    # Every request Playwright saw (frames and workers) must be in some timeline.
+    sample["bytes"]["requests_not_in_resource_timing"] = sorted(
+        {
+            url
+            for url in map(_without_fragment, requested)
+            if urlsplit(url).scheme in ("http", "https") and url not in seen
+        }
+    )
+    sample["entries"] = entries
+    return sample, page
+
+
+def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str], None]) -> Json:
+    """Cold (fresh context) then warm (new tab, same context) visits, `boot_rounds` times.
+
+    Returns the results; the last warm page stays open under `_page`, bound, for latency.
+    """
+    samples: dict[str, list[Json]] = {"cold": [], "warm": []}
+    keep: tuple[BrowserContext, Page] | None = None
+    for index in range(plan.boot_rounds):
+        if keep is not None:
+            keep[0].close()
+        context = new_context(browser)
+        for cache in ("cold", "warm"):
+            started = time.perf_counter()
+            sample, page = boot_visit(context, origins)
+            samples[cache].append(sample)
+            frames = sample["frames"]
+            log(
+                f"boot {cache} {index + 1}/{plan.boot_rounds}: page bound "
+                f"{frames['page']['bound_ms']:.0f} ms, assistant bound "
+                f"{frames['assistant']['bound_ms']:.0f} ms "
+                f"({time.perf_counter() - started:.1f} s)"
+            )
+            if cache == "cold":
+                page.close()
+            else:
+                keep = (context, page)
+    assert keep is not None
+    boot: Json = {}
+    byte_results: Json = {}
+    for cache, visits in samples.items():
+        per_frame: Json = {}
+        for frame in ("page", "assistant"):
+            rows = [visit["frames"][frame] for visit in visits]
+            per_frame[frame] = {key: summary([float(row[key]) for row in rows]) for key in TIMES}
+            per_frame[frame]["long_tasks"] = {
+                key: summary([float(row["long_tasks"][key]) for row in rows])
+                for key in ("count", "longest_ms", "total_ms", "tbt_ms")
+            }
+        boot[cache] = per_frame
+        visit_name = "first_visit" if cache == "cold" else "repeat_visit"
+        parts: Json = {}
+        for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):
+            parts[part] = {
+                key: summary([float(visit["bytes"].get(part, {}).get(key, 0)) for visit in visits])
+                for key in ("transfer", "encoded_body", "decoded_body", "responses", "from_network")
+            }
+        parts["requests_not_in_resource_timing"] = sorted(
+            {url for visit in visits for url in visit["bytes"]["requests_not_in_resource_timing"]}
+        )
+        byte_results[visit_name] = parts
+    boot["samples"] = {
+        cache: [{"frames": visit["frames"]} for visit in visits]
+        for cache, visits in samples.items()
+    }
+    byte_results["samples"] = {
+        cache: [{"bytes": visit["bytes"], "entries": visit["entries"]} for visit in visits]
+        for cache, visits in samples.items()
+    }
+    return {"boot": boot, "bytes": byte_results, "_keep": keep}
+
+
+# -- latency ------------------------------------------------------------------------------
+
+
+def _panel_revision(panel: Frame) -> int:
+    return int(panel.evaluate("() => window.__pcBench.panel.current"))
+
+
+def _wait_revision(panel: Frame, revision: int, timeout_ms: int = STEP_TIMEOUT_MS) -> None:
+    panel.wait_for_function(
+        "rev => window.__pcBench.panel.current >= rev", arg=revision, timeout=timeout_ms
+    )
+
+
+def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], None]) -> Json:
+    """Select -> committed chip, and Show me -> applied: single, then under bursts."""
+    panel = panel_frame(page, origins)
+    panel.evaluate("() => window.__pcBench.watchPanel()")
+    refs: list[str] = page.evaluate(
+        "() => [...document.querySelectorAll('tr[data-pc-resource-ref]')]"
+        ".map((row) => row.getAttribute('data-pc-resource-ref'))"
+    )
+    revision = _panel_revision(panel)
+
+    # Single selections, one at a time.
+    select_single: list[float] = []
+    for i in range(plan.single_n):
+        ref = refs[i * 7 % len(refs)]
+        t0 = float(page.evaluate("ref => window.__pcBench.selectAndAsk(ref)", ref))
+        revision += 1
+        _wait_revision(panel, revision)
+        shown = panel.evaluate("rev => window.__pcBench.panel.shown[rev]", revision)
+        if shown is None:
+            raise RuntimeError(f"the panel skipped revision {revision}")
+        select_single.append(float(shown) - t0)
+    median = statistics.median(select_single)
+    log(f"latency: {plan.single_n} single selections, median {median:.1f} ms")
+
+    # Single commands, one at a time.
+    command_single: list[float] = []
+    single_statuses: dict[str, int] = {}
+    for _ in range(plan.single_n):
+        outcome: Json = panel.evaluate("() => window.__pcBench.show()")
+        status = str(outcome["status"])
+        single_statuses[status] = single_statuses.get(status, 0) + 1
+        if status == "applied":
+            command_single.append(float(outcome["t"]) - float(outcome["t0"]))
+    log(f"latency: {plan.single_n} single commands, statuses {single_statuses}")
+
+    # Bursts: `burst_size` selections in one task, each shared; Show me pressed again and
+    # again (each after the previous one settled) while the panel is behind.
+    select_burst: list[float] = []
+    command_burst: list[float] = []
+    bursts: list[Json] = []
+    for index in range(plan.bursts):
+        start_revision = _panel_revision(panel)
+        page_revision = int(page.evaluate("() => document.documentElement.dataset.pcRevision"))
+        target = start_revision + plan.burst_size
+        started = time.perf_counter()
+        page.evaluate(
+            "([n, offset]) => window.__pcBench.startBurst(n, offset)",
+            [plan.burst_size, index * 13],
+        )
+        outcomes: list[Json] = panel.evaluate(
+            "target => window.__pcBench.showWhileBelow(target)", target
+        )
+        page.wait_for_function("() => window.__pcBench.burstResult.done", timeout=STEP_TIMEOUT_MS)
+        _wait_revision(panel, target, timeout_ms=120_000)
+        result: Json = page.evaluate("() => window.__pcBench.burstResult")
+        # Let the trailing commands and states land, then one more Show me.
+        page.wait_for_timeout(300)
+        final: Json = panel.evaluate("() => window.__pcBench.show()")
+        panel_state: Json = panel.evaluate(
+            """([from, to]) => { const p = window.__pcBench.panel;
+                 const order = p.order.filter((r) => r > from);
+                 const shown = {}; for (let r = from + 1; r <= to; r += 1) shown[r] = p.shown[r];
+                 return {current: p.current, ref: p.ref, order, shown}; }""",
+            [start_revision, target],
+        )
+        highlighted = page.evaluate("() => window.__pcBench.highlighted()")
+        order = [int(r) for r in panel_state["order"]]
+        t0s = [float(t) for t in result["t0"]]
+        latencies = [
+            float(panel_state["shown"][str(start_revision + i + 1)]) - t0
+            for i, t0 in enumerate(t0s)
+            if panel_state["shown"].get(str(start_revision + i + 1)) is not None
+        ]
+        select_burst.extend(latencies)
+        during = [o for o in outcomes if int(o["revisionAtClick"]) < target]
+        statuses: dict[str, int] = {}
+        receipts: dict[str, int] = {}
+        for outcome in during:
+            statuses[str(outcome["status"])] = statuses.get(str(outcome["status"]), 0) + 1
+            text = str(outcome["text"])
+            receipts[text] = receipts.get(text, 0) + 1
+            if outcome["status"] == "applied":
+                command_burst.append(float(outcome["t"]) - float(outcome["t0"]))
+        last_ref = str(result["refs"][-1])
+        checks = {
+            "page_revision_before_matches_panel": page_revision == start_revision,
+            "ends_on_last_revision": int(panel_state["current"]) == target,
+            "ends_on_last_row": panel_state["ref"] == last_ref,
+            "revisions_never_go_back": order == sorted(order) and len(order) == len(set(order)),
+            "every_revision_shown": len(latencies) == plan.burst_size,
+            "final_show_applied": final["status"] == "applied",
+            "final_highlight_is_last_row": highlighted == [[last_ref, "focus"]],
+            "no_command_unsettled": "timeout" not in statuses,
+        }
+        burst: Json = {
+            "selections": plan.burst_size,
+            "first_revision": start_revision + 1,
+            "last_revision": target,
+            "page_loop_ms": _round(float(result["end"]) - t0s[0]),
+            "first_click_to_last_commit_ms": _round(
+                float(panel_state["shown"][str(target)]) - t0s[0]
+            ),
+            "revisions_shown": len(order),
+            "commands_during_burst": statuses,
+            "command_receipts": receipts,
+            "final_command": final["status"],
+            "checks": checks,
+            "ok": all(checks.values()),
+        }
+        bursts.append(burst)
+        log(
+            f"latency: burst {index + 1}/{plan.bursts}: last commit after "
+            f"{burst['first_click_to_last_commit_ms']:.0f} ms, commands {statuses}, "
+            f"checks {'ok' if burst['ok'] else checks} ({time.perf_counter() - started:.1f} s)"
+        )
+    return {
+        "select_to_commit_ms": {
+            "single": summary(select_single, p99=True),
+            "burst": summary(select_burst, p99=True),
+        },
+        "command_to_applied_ms": {
+            "single": summary(command_single, p99=True),
+            "single_statuses": single_statuses,
+            "burst": summary(command_burst, p99=True),
+        },
+        "bursts": bursts,
+        "burst_ok": all(burst["ok"] for burst in bursts),
+        "samples": {
+            "select_single": [_round(v) for v in select_single],
+            "command_single": [_round(v) for v in command_single],
+            "command_burst": [_round(v) for v in command_burst],
+        },
+    }
+
+
+# -- receiver ratio and memory ------------------------------------------------------------
+
+
+def _heap(session: Any) -> Json:
+    session.send("HeapProfiler.collectGarbage")
+    usage = session.send("Runtime.getHeapUsage")
+    return {"used_bytes": int(usage["usedSize"]), "total_bytes": int(usage["totalSize"])}
+
+
+def _pyodide_memory(diagnostics: Json) -> Json:
+    return {
+        "heap_bytes": int(diagnostics["heapBytes"]),
+        "py_objects": int(diagnostics["pyObjects"]),
+        "refused": int(diagnostics["refused"]),
+    }
+
+
+def run_receiver(
+    browser: Browser, origins: Origins, plan: Plan, log: Callable[[str], None]
+) -> Json:
+    """The Python core worker against a plain-JS receiver, interleaved, in one page."""
+    context = new_context(browser)
+    page = context.new_page()
+    page.goto(origins.page + "/bench/receiver.html")
+    page.wait_for_selector("html[data-bench-ready]", state="attached", timeout=STEP_TIMEOUT_MS)
+    cdp = context.new_cdp_session(page)
+    starts: Json = {}
+    for kind in ("python", "js"):
+        starts[kind] = page.evaluate("kind => window.bench.start(kind)", kind)
+    log(
+        f"receiver: python worker bound after {starts['python']['connectedMs']:.0f} ms, "
+        f"js after {starts['js']['connectedMs']:.0f} ms"
+    )
+    diagnose_python = "() => window.bench.diagnose('python')"
+    memory: Json = {
+        "js_heap": {"before": _heap(cdp)},
+        "pyodide": {"before": _pyodide_memory(page.evaluate(diagnose_python))},
+    }
+    rounds: dict[str, list[Json]] = {"python": [], "js": []}
+    for index in range(plan.receiver_rounds):
+        # Alternate which goes first, so neither always runs on a freshly idle browser.
+        order = ("python", "js") if index % 2 == 0 else ("js", "python")
+        for kind in order:
+            result: Json = page.evaluate(
+                "([kind, n]) => window.bench.round(kind, n)", [kind, plan.receiver_messages]
+            )
+            rounds[kind].append(result)
+            log(
+                f"receiver round {index + 1}/{plan.receiver_rounds} {kind}: "
+                f"{result['usPerMessage']:.1f} us/message ({result['ms']:.0f} ms)"
+            )
+            if index == 0 and kind == "python":
+                memory["js_heap"]["after"] = _heap(cdp)
+                memory["pyodide"]["after"] = _pyodide_memory(page.evaluate(diagnose_python))
+    memory["js_heap"]["after_all_rounds"] = _heap(cdp)
+    memory["pyodide"]["after_all_rounds"] = _pyodide_memory(page.evaluate(diagnose_python))
+    js_diagnostics: Json = page.evaluate("() => window.bench.diagnose('js')")
+    refused_in_rounds = memory["pyodide"]["after_all_rounds"]["refused"] + int(
+        js_diagnostics["refused"]
+    )
+    # After the timed rounds: the same invalid messages to both; same refusals expected.
+    equivalence = {
+        kind: page.evaluate("kind => window.bench.equivalence(kind)", kind)
+        for kind in ("python", "js")
+    }
+    cases: list[Json] = []
+    for (name, python_reason), (_, js_reason) in zip(
+        equivalence["python"]["outcomes"], equivalence["js"]["outcomes"], strict=True
+    ):
+        expected = name.split(":")[0]
+        cases.append({"case": name, "python": python_reason, "js": js_reason})
+        cases[-1]["same"] = python_reason == js_reason
+        cases[-1]["as_expected"] = python_reason == expected and js_reason == expected
+    refused_by_both = all(
+        case["python"] not in ("committed", "nothing")
+        and case["js"] not in ("committed", "nothing")
+        for case in cases
+    ) and all(
+        equivalence[kind]["sentinelCommitted"]
+        and equivalence[kind]["notPlainData"]
+        == sum(1 for c in cases if c["python"] == "not plain data")
+        for kind in ("python", "js")
+    )
+    differences = [case for case in cases if not case["same"]]
+    unexpected = [case for case in cases if not case["as_expected"]]
+    log(
+        f"receiver: {len(cases)} invalid messages, refused by both: {refused_by_both}, "
+        f"reasons differ: {[(c['case'], c['python'], c['js']) for c in differences]}"
+    )
+    memory["messages_before_after"] = plan.receiver_messages
+    memory["messages_after_all_rounds"] = plan.receiver_messages * plan.receiver_rounds
+    for key in ("js_heap", "pyodide"):
+        part = memory[key]
+        field = "used_bytes" if key == "js_heap" else "heap_bytes"
+        part["growth_bytes"] = part["after"][field] - part["before"][field]
+    memory["pyodide"]["growth_objects"] = (
+        memory["pyodide"]["after"]["py_objects"] - memory["pyodide"]["before"]["py_objects"]
+    )
+    cdp.detach()
+    context.close()
+
+    python_us = [float(r["usPerMessage"]) for r in rounds["python"]]
+    js_us = [float(r["usPerMessage"]) for r in rounds["js"]]
+    complete = refused_in_rounds == 0 and all(
+        int(r["states"]) >= plan.receiver_messages
+        for kind_rounds in rounds.values()
+        for r in kind_rounds
+    )
+    ratio = statistics.median(python_us) / statistics.median(js_us)
+    return {
+        "receiver_ratio": {
+            "messages_per_round": plan.receiver_messages,
+            "rounds_each": plan.receiver_rounds,
+            "python_us_per_message": summary(python_us),
+            "js_us_per_message": summary(js_us),
+            "ratio": _round(ratio),
+            "ratio_min_max": [
+                _round(min(python_us) / max(js_us)),
+                _round(max(python_us) / min(js_us)),
+            ],
+            "post_ms_per_round": {
+                kind: summary([float(r["postMs"]) for r in kind_rounds])
+                for kind, kind_rounds in rounds.items()
+            },
+            "all_committed_nothing_refused": complete,
+            "invalid_refused_by_both": refused_by_both,
+            "refusal_reason_differences": differences,
+            "refusal_reason_unexpected": unexpected,
+            "invalid_cases": cases,
+            "worker_start_ms": {
+                kind: {key: _round(float(value)) for key, value in start.items()}
+                for kind, start in starts.items()
+            },
+            "samples": rounds,
+        },
+        "memory": memory,
+    }
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def _ms(part: Json) -> str:
+    if not part.get("n"):
+        return "-"
+    return f"{part['median']:.0f} [{part['min']:.0f}-{part['max']:.0f}]"
+
+
+def _pct(part: Json) -> str:
+    if not part.get("n"):
+        return "-"
+    return (
+        f"p50 {part['p50']:.1f}  p99 {part['p99']:.1f}  "
+        f"min {part['min']:.1f}  max {part['max']:.1f}  (n={part['n']})"
+    )
+
+
+def _kb(value: float) -> str:
+    return f"{value / 1024:,.1f} KiB"
+
+
+def _boot_lines(results: Json) -> list[str]:
+    lines: list[str] = []
+    boot = results["boot"]
+    n = boot["cold"]["page"]["bound_ms"]["n"]
+    lines.append(f"boot (ms from navigation start, median [min-max], n={n})   cold / warm")
+    for frame in ("page", "assistant"):
+        for key, label in (("ready_ms", "ready"), ("bound_ms", "bound")):
+            lines.append(
+                f"  {frame:<9} {label:<6} {_ms(boot['cold'][frame][key]):>22}"
+                f" / {_ms(boot['warm'][frame][key])}"
+            )
+    for frame in ("page", "assistant"):
+        for cache in ("cold", "warm"):
+            lt = boot[cache][frame]["long_tasks"]
+            lines.append(
+                f"  {frame:<9} long tasks {cache}: count {lt['count']['median']:.0f}, "
+                f"longest {lt['longest_ms']['median']:.0f} ms, "
+                f"TBT {lt['tbt_ms']['median']:.0f} ms (medians; max TBT "
+                f"{lt['tbt_ms']['max']:.0f})"
+            )
+    lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
+    for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):
+        first = results["bytes"]["first_visit"][part]
+        repeat = results["bytes"]["repeat_visit"][part]
+        lines.append(
+            f"  {part:<17} {_kb(first['transfer']['median']):>14} "
+            f"({first['responses']['median']:.0f} responses) / "
+            f"{_kb(repeat['transfer']['median'])} "
+            f"({repeat['from_network']['median']:.0f} of "
+            f"{repeat['responses']['median']:.0f} from network)"
+        )
+    return lines
+
+
+def _latency_lines(results: Json) -> list[str]:
+    lines: list[str] = []
+    lat = results["latency"]
+    lines.append("latency (ms)")
+    lines.append(f"  select -> commit, single   {_pct(lat['select_to_commit_ms']['single'])}")
+    lines.append(f"  select -> commit, burst    {_pct(lat['select_to_commit_ms']['burst'])}")
+    lines.append(f"  command -> applied, single {_pct(lat['command_to_applied_ms']['single'])}")
+    lines.append(f"  command -> applied, burst  {_pct(lat['command_to_applied_ms']['burst'])}")
+    for index, burst in enumerate(lat["bursts"]):
+        lines.append(
+            f"  burst {index + 1}: {burst['selections']} selections, last commit "
+            f"{burst['first_click_to_last_commit_ms']:.0f} ms after the first click; "
+            f"commands {burst['commands_during_burst']}; checks "
+            f"{'ok' if burst['ok'] else burst['checks']}"
+        )
+    return lines
+
+
+def _receiver_lines(results: Json) -> list[str]:
+    lines: list[str] = []
+    rr = results["receiver_ratio"]
+    lines.append(
+        f"receiver ({rr['messages_per_round']:,} contexts x {rr['rounds_each']} rounds each, "
+        f"median us/message [min-max])"
+    )
+    py, js = rr["python_us_per_message"], rr["js_us_per_message"]
+    lines.append(f"  python {py['median']:.1f} [{py['min']:.1f}-{py['max']:.1f}]")
+    lines.append(f"  js     {js['median']:.2f} [{js['min']:.2f}-{js['max']:.2f}]")
+    lines.append(
+        f"  ratio  {rr['ratio']:.1f} (range {rr['ratio_min_max'][0]:.1f}-"
+        f"{rr['ratio_min_max'][1]:.1f}); all committed, none refused: "
+        f"{rr['all_committed_nothing_refused']}"
+    )
+    lines.append(
+        f"  {len(rr['invalid_cases'])} invalid messages refused by both: "
+        f"{rr['invalid_refused_by_both']}; reasons that differ (case: python / js): "
+        + (
+            "; ".join(
+                f"{c['case']}: {c['python']} / {c['js']}" for c in rr["refusal_reason_differences"]
+            )
+            or "none"
+        )
+    )
+    mem = results["memory"]
+    heap, py_mem = mem["js_heap"], mem["pyodide"]
+    lines.append(f"memory (before / after {mem['messages_before_after']:,} messages / after all)")
+    lines.append(
+        f"  bench page JS heap {_kb(heap['before']['used_bytes'])} / "
+        f"{_kb(heap['after']['used_bytes'])} / {_kb(heap['after_all_rounds']['used_bytes'])}"
+    )
+    lines.append(
+        f"  Pyodide heap       {_kb(py_mem['before']['heap_bytes'])} / "
+        f"{_kb(py_mem['after']['heap_bytes'])} / {_kb(py_mem['after_all_rounds']['heap_bytes'])}"
+    )
+    lines.append(
+        f"  Python objects     {py_mem['before']['py_objects']:,} / "
+        f"{py_mem['after']['py_objects']:,} / {py_mem['after_all_rounds']['py_objects']:,}"
+    )
+    return lines
+
+
+def table(results: Json) -> str:
+    """The short summary printed at the end (of the sections that ran)."""
+    lines: list[str] = []
+    for key, section in (
+        ("boot", _boot_lines),
+        ("latency", _latency_lines),
+        ("receiver_ratio", _receiver_lines),
+    ):
+        if key in results:
+            lines += section(results)
+    return "\n".join(lines)
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+SECTIONS: Final = ("boot", "latency", "receiver")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a reduced run (under 2 minutes)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "results" / "latest.json", help="JSON file"
+    )
+    parser.add_argument(
+        "--only",
+        choices=SECTIONS,
+        action="append",
+        help="run only this part (repeatable): boot (boot and bytes), latency, "
+        "receiver (receiver_ratio and memory)",
+    )
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    sections = set(args.only or SECTIONS)
+    if not (SITE / "py" / "runtime.json").is_file():
+        print("build/site is missing: run `make bench` (it assembles the site)", file=sys.stderr)
+        return 2
+    began = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - began:6.1f} s] {message}", flush=True)
+
+    phases: dict[str, float] = {}
+    results: Json = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="pagecontext-bench-") as tmp,
+        serving(Path(tmp)) as origins,
+        sync_playwright() as playwright,
+    ):
+        browser = launch(playwright)
+        version = browser.version
+        log(f"Chromium {version}; page {origins.page}, assistant {origins.assistant}")
+        if "boot" in sections or "latency" in sections:
+            mark = time.perf_counter()
+            # Latency alone still needs a bound demo: one boot round, not reported.
+            boot = run_boot(browser, origins, plan if "boot" in sections else ONE_BOOT, log)
+            if "boot" in sections:
+                phases["boot_and_bytes"] = time.perf_counter() - mark
+                results["boot"] = boot["boot"]
+                results["bytes"] = boot["bytes"]
+            context, page = boot["_keep"]
+            if "latency" in sections:
+                mark = time.perf_counter()
+                results["latency"] = run_latency(page, origins, plan, log)
+                phases["latency"] = time.perf_counter() - mark
+            context.close()
+        if "receiver" in sections:
+            mark = time.perf_counter()
+            receiver = run_receiver(browser, origins, plan, log)
+            phases["receiver_ratio_and_memory"] = time.perf_counter() - mark
+            results["receiver_ratio"] = receiver["receiver_ratio"]
+            results["memory"] = receiver["memory"]
+        browser.close()
+
+    total = time.perf_counter() - began
+    meta: Json = {
+        "mode": "quick" if args.quick else "full",
+        "sections": [section for section in SECTIONS if section in sections],
+        "plan": plan.__dict__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "chromium": version,
+        "chromium_args": CHROMIUM_ARGS,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "seconds": {key: round(value, 1) for key, value in phases.items()}
+        | {"total": round(total, 1)},
+    }
+    ordered: Json = {"meta": meta}
+    for key in ("boot", "bytes", "latency", "receiver_ratio", "memory"):
+        if key in results:
+            ordered[key] = results[key]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(ordered, indent=2) + "\n", encoding="utf-8")
+    print()
+    print(table(ordered))
+    print(f"\nwrote {args.out} in {total:.0f} s")
+    failed = []
+    if "latency" in results and not results["latency"]["burst_ok"]:
+        failed.append("latency.bursts[].checks")
+    receiver_ok = results.get("receiver_ratio")
+    if receiver_ok is not None and not receiver_ok["all_committed_nothing_refused"]:
+        failed.append("receiver_ratio.all_committed_nothing_refused")
+    if receiver_ok is not None and not receiver_ok["invalid_refused_by_both"]:
+        failed.append("receiver_ratio.invalid_cases")
+    if failed:
+        print(f"a benchmark check failed: see {', '.join(failed)} in the JSON", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
