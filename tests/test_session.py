@@ -105,6 +105,7 @@ def test_the_handshake_binds_both_sides_to_the_same_identities(embedder: Side) -
     assert pair.page_closed == pair.assistant_closed == []
 
 
+@pytest.mark.scenario(11)
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_wrong_nonce_never_binds_and_closes_the_port(embedder: Side) -> None:
     """The embedder closes with nonce-mismatch; nothing the child sends then arrives."""
@@ -129,6 +130,7 @@ def test_a_wrong_nonce_never_binds_and_closes_the_port(embedder: Side) -> None:
     assert embedder_session.binding is None
 
 
+@pytest.mark.scenario(11)
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_missing_nonce_never_binds_and_the_child_closes(embedder: Side) -> None:
     """A child with no nonce in its URL closes with no-nonce and sends nothing."""
@@ -141,6 +143,7 @@ def test_a_missing_nonce_never_binds_and_the_child_closes(embedder: Side) -> Non
     assert pair.assistant.binding is None
 
 
+@pytest.mark.scenario(11)
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_replayed_nonce_never_binds_again(embedder: Side) -> None:
     """A reloaded child presenting a spent nonce is refused with nonce-used."""

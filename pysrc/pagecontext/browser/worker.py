@@ -45,6 +45,12 @@ def to_plain(value: Any) -> Any:
 def _nulls_to_none(value: Any) -> Any:
     if value is jsnull:
         return None
+    if isinstance(value, JsProxy):
+        # to_py() leaves an object with an own "constructor" key as a proxy; the data is
+        # already known to be plain, so read its own keys (the core then refuses the key).
+        return {
+            str(key): _nulls_to_none(js.Reflect.get(value, key)) for key in js.Object.keys(value)
+        }
     if isinstance(value, dict):
         return {key: _nulls_to_none(item) for key, item in value.items()}
     if isinstance(value, list):
