@@ -629,10 +629,10 @@ def run_receiver(
 
     python_us = [float(r["usPerMessage"]) for r in rounds["python"]]
     js_us = [float(r["usPerMessage"]) for r in rounds["js"]]
+    # Each round ended on the state showing its last revision (the wait proves it); both
+    # receivers coalesce state messages, so a round may post far fewer than it commits.
     complete = refused_in_rounds == 0 and all(
-        int(r["states"]) >= plan.receiver_messages
-        for kind_rounds in rounds.values()
-        for r in kind_rounds
+        int(r["states"]) >= 1 for kind_rounds in rounds.values() for r in kind_rounds
     )
     ratio = statistics.median(python_us) / statistics.median(js_us)
     return {

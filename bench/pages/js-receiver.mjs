@@ -4,8 +4,9 @@
 //
 //   worker.mjs's plainDataProblem  -> models.parse_message (_inspect_json, _check_size,
 //   _check_envelope, the pydantic model with extra="forbid" and strict types,
-//   _check_limits) -> receiver.ContextReceiver.receive -> AssistantSession: one `state`
-//   and one `persist` message to the worker scope per commit.
+//   _check_limits) -> receiver.ContextReceiver.receive -> AssistantSession: the latest
+//   `state` and `persist` messages posted to the worker scope on the next timer turn,
+//   coalesced as the core worker does (pagecontext.browser.worker COALESCED).
 //
 // It is a benchmark baseline, not a second implementation: it only handles what the
 // benchmark sends (init, port, context, selection-cleared, diagnose).
@@ -245,7 +246,7 @@ function onPort(event) {
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
     refuse(error.reason);
-    self.postMessage(state());
+    post(state());
     return;
   }
   if (message.pageInstanceId !== session.pageInstanceId) refuse("page-instance");
@@ -254,14 +255,28 @@ function onPort(event) {
   else {
     session.lastRevision = message.selectionRevision;
     session.pinned = message.type === "context" ? message : null;
-    self.postMessage(state());
-    self.postMessage({
+    post(state());
+    post({
       kind: "persist",
       value: { conversationId: session.conversationId, pinned: session.pinned },
     });
     return;
   }
-  self.postMessage(state());
+  post(state());
+}
+
+// Only the latest state and persist matter; they go out together on the next timer turn.
+const pending = new Map();
+let flushDue = false;
+function post(message) {
+  pending.set(message.kind, message);
+  if (flushDue) return;
+  flushDue = true;
+  setTimeout(() => {
+    flushDue = false;
+    for (const queued of pending.values()) self.postMessage(queued);
+    pending.clear();
+  }, 0);
 }
 
 function connect(message, port) {

@@ -7,6 +7,8 @@ out the effects it returns:
 
 - `ToPeer(message)`: post `message` on the bound port;
 - `ToEdge(message)`: post `message` to the main-thread edge (UI work, state to show);
+- `Refresh(kind)`: the panel's state or saved state changed; build it with
+  `edge_message(kind)` when delivering (coalescing a burst into one message);
 - `ClosePort(reason)`: close the current port; nothing more is read from it.
 
 Either party may be the embedder or the child (PROTOCOL.md section 1). The embedder
@@ -69,6 +71,17 @@ class ToEdge:
 
 
 @dataclass(frozen=True)
+class Refresh:
+    """What the panel shows (`kind="state"`) or what it saves (`kind="persist"`) changed.
+
+    The caller builds the message with `AssistantSession.edge_message(kind)` when it
+    delivers it, so a burst of changes costs one build and one post, not one per change.
+    """
+
+    kind: Literal["state", "persist"]
+
+
+@dataclass(frozen=True)
 class ClosePort:
     """Close the current port; `reason` is a short code for diagnostics.
 
@@ -80,7 +93,9 @@ class ClosePort:
     refused: bool = False
 
 
-Effect = ToPeer | ToEdge | ClosePort
+Effect = ToPeer | ToEdge | Refresh | ClosePort
+_STATE = Refresh("state")
+_PERSIST = Refresh("persist")
 
 
 class RenderedRegistry:
@@ -417,7 +432,8 @@ class AssistantSession:
         self._conn = _Connection(role="assistant", instance_id=instance_id, new_id=new_id)
         self._new_id = new_id
         self._limits = limits
-        self.pinned: ContextMessage | None = None
+        self._pinned: ContextMessage | None = None
+        self._pinned_wire: dict[str, object] | None = None
         self.pinned_restored = False
         # The highlight of the last "Show me": its receipt is what the panel shows.
         self.last_show: str | None = None
@@ -426,6 +442,21 @@ class AssistantSession:
     def binding(self) -> Binding | None:
         """The current binding, or None while unbound."""
         return self._conn.binding
+
+    @property
+    def pinned(self) -> ContextMessage | None:
+        """The context the next question is pinned to (the chip), or None."""
+        return self._pinned
+
+    @pinned.setter
+    def pinned(self, message: ContextMessage | None) -> None:
+        self._pinned = message
+        self._pinned_wire = None  # dumped again only when shown or persisted
+
+    def _pinned_as_wire(self) -> dict[str, object] | None:
+        if self._pinned is not None and self._pinned_wire is None:
+            self._pinned_wire = dump_message(self._pinned)
+        return self._pinned_wire
 
     def attach_port(
         self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
@@ -446,7 +477,7 @@ class AssistantSession:
         self._conn.drop()
         if binding is not None:
             self.ledger.drop_connection(binding.connection_id)
-        return [ClosePort("child-reloaded"), self.state()]
+        return [ClosePort("child-reloaded"), _STATE]
 
     def bye(self) -> list[Effect]:
         """This document is going away: say `bye`; in-flight commands become unconfirmed."""
@@ -454,7 +485,7 @@ class AssistantSession:
         effects = self._conn.bye()
         if binding is not None:
             self.ledger.drop_connection(binding.connection_id)
-        return [*effects, self.state()]
+        return [*effects, _STATE]
 
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
@@ -471,8 +502,8 @@ class AssistantSession:
                 committed = self.receiver.committed
                 self.pinned = committed
                 self.pinned_restored = False
-                return [self.state(), self._persist()]
-            return [self.state()]
+                return [_STATE, _PERSIST]
+            return [_STATE]
         if kind not in ("receipt", "bye"):
             return []
         try:
@@ -486,9 +517,9 @@ class AssistantSession:
             ):
                 # Stamped for another page instance or an old conversation: not ours.
                 self.ledger.ignore()
-                return [self.state()]
+                return [_STATE]
             self.ledger.on_receipt(message, binding.connection_id)
-            return [self.state(), self._persist()]
+            return [_STATE, _PERSIST]
         # Only a valid bye from the bound page instance and conversation closes.
         if (
             isinstance(message, ByeMessage)
@@ -497,7 +528,7 @@ class AssistantSession:
         ):
             self._conn.drop()
             self.ledger.drop_connection(binding.connection_id)
-            return [ClosePort("bye"), self.state()]
+            return [ClosePort("bye"), _STATE]
         return []
 
     @property
@@ -529,13 +560,13 @@ class AssistantSession:
             )
             self.receiver.bind(binding.page_instance_id, conversation_id)
             effects.append(ToPeer(dump_message(message)))
-        return [*effects, self.state(), self._persist()]
+        return [*effects, _STATE, _PERSIST]
 
     def remove_chip(self) -> list[Effect]:
         """The user removed the context chip: nothing is pinned any more."""
         self.pinned = None
         self.pinned_restored = False
-        return [self.state(), self._persist()]
+        return [_STATE, _PERSIST]
 
     def show(self) -> list[Effect]:
         """Send highlight (focus) and locate for the pinned selection."""
@@ -567,12 +598,12 @@ class AssistantSession:
                 self.last_show = command.command_id
             if binding is not None:
                 effects.append(ToPeer(dump_message(command)))
-        return [*effects, self.state(), self._persist()]
+        return [*effects, _STATE, _PERSIST]
 
     def tick(self) -> list[Effect]:
         """The clock passed a deadline: pending layers become unconfirmed."""
         if self.ledger.expire():
-            return [self.state(), self._persist()]
+            return [_STATE, _PERSIST]
         return []
 
     def restore(self, saved: Mapping[str, object]) -> None:
@@ -591,12 +622,18 @@ class AssistantSession:
                 self.pinned = message
                 self.pinned_restored = True
 
+    def edge_message(self, kind: Literal["state", "persist"]) -> dict[str, object]:
+        """Build the message a `Refresh(kind)` effect stands for."""
+        return self.state().message if kind == "state" else self._persist().message
+
     def state(self) -> ToEdge:
         """What the panel shows: binding, the chip, and the last command's receipts."""
         chip: dict[str, object] | None = None
         pinned = self.pinned
         if pinned is not None:
-            wire = dump_message(pinned)["selection"]
+            message = self._pinned_as_wire()
+            assert message is not None
+            wire = message["selection"]
             assert isinstance(wire, dict)
             chip = {
                 "revision": pinned.selection_revision,
@@ -632,10 +669,10 @@ class AssistantSession:
         binding = self._conn.binding
         assert binding is not None
         self.receiver.bind(binding.page_instance_id, self.conversation_id)
-        return [ToEdge({"kind": "bound", "connection": binding.connection_id}), self.state()]
+        return [ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
 
     def _persist(self) -> ToEdge:
-        pinned = dump_message(self.pinned) if self.pinned is not None else None
+        pinned = self._pinned_as_wire()
         return ToEdge(
             {"kind": "persist", "value": {"conversationId": self.conversation_id, "pinned": pinned}}
         )

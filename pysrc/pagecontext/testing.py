@@ -21,6 +21,7 @@ from pagecontext.session import (
     ClosePort,
     Effect,
     PageSession,
+    Refresh,
     ToEdge,
     ToPeer,
 )
@@ -341,6 +342,9 @@ class ChannelPair:
             if isinstance(effect, ToPeer):
                 self.sent.append((side, _cloned(effect.message)))
                 self._send(side, effect.message)
+            elif isinstance(effect, Refresh):
+                # Delivered at once: tests see every refresh the session asked for.
+                self._edge(side).append(_cloned(self.assistant.edge_message(effect.kind)))
             elif isinstance(effect, ToEdge):
                 self._edge(side).append(_cloned(effect.message))
                 if side == "page" and effect.message.get("kind") == "apply":

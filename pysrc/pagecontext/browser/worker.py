@@ -13,9 +13,10 @@ ArrayBuffer, a class instance) is refused before it reaches the core.
 from __future__ import annotations
 
 import gc
+import json
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import js
 import pyodide_js
@@ -26,6 +27,7 @@ from pagecontext.session import (
     ClosePort,
     Effect,
     PageSession,
+    Refresh,
     ToEdge,
     ToPeer,
 )
@@ -81,9 +83,12 @@ class WorkerBinding:
         self._port_proxy: Any = None
         self._timer: int | None = None
         self._timer_proxy: Any = None
+        self._timer_deadline: float | None = None
         self.rejected_plain = 0
         self.internal_errors = 0
         self._diagnostics_due = False
+        self._pending: set[Literal["state", "persist"]] = set()
+        self._flush_due = False
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -130,7 +135,7 @@ class WorkerBinding:
             )
             session.restore(message.get("restored") or {})
             self.session = session
-            self._run([session.state()])
+            self._run([Refresh("state")])
         self.scope.postMessage(_js({"kind": "ready"}))
 
     @staticmethod
@@ -186,14 +191,18 @@ class WorkerBinding:
         if self.session is None:
             return
         data = event.data
-        if self.plain_data_problem(data):
+        problem = self.plain_data_problem(data)
+        if problem and problem != "non-finite":
             # A Map, Date, ArrayBuffer, BigInt or the like: never coerced, dropped, counted.
             self.rejected_plain += 1
             self._diagnostics_soon()
             return
         before = self.session.refused
         try:
-            effects = self.session.on_port_message(to_plain(data))
+            # Plain, finite data crosses as one JSON string (one call, parsed in C); data
+            # with NaN or an infinity is read value by value so the core sees it as is.
+            raw = to_plain(data) if problem else json.loads(js.JSON.stringify(data))
+            effects = self.session.on_port_message(raw)
         except Exception:
             self.internal_errors += 1
             self._diagnostics_soon()
@@ -201,6 +210,20 @@ class WorkerBinding:
         self._run(effects)
         if self.session.refused != before:
             self._diagnostics_soon()
+
+    def _flush_soon(self) -> None:
+        if self._flush_due:
+            return
+        self._flush_due = True
+        js.setTimeout(create_once_callable(self._flush), 0)
+
+    def _flush(self) -> None:
+        """Build and post the refreshed edge messages (state, persist), once each."""
+        self._flush_due = False
+        pending, self._pending = self._pending, set()
+        if isinstance(self.session, AssistantSession):
+            for kind in sorted(pending, reverse=True):  # state, then persist
+                self.scope.postMessage(_js(self.session.edge_message(kind)))
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -238,7 +261,13 @@ class WorkerBinding:
             if isinstance(effect, ToPeer):
                 if self.port is not None:
                     self.port.postMessage(_js(effect.message))
+            elif isinstance(effect, Refresh):
+                # Only the latest panel state and saved state matter: a burst of contexts
+                # costs one build here and one render on the main thread.
+                self._pending.add(effect.kind)
+                self._flush_soon()
             elif isinstance(effect, ToEdge):
+                self._flush()  # keep the edge's view in order
                 self.scope.postMessage(_js(effect.message))
             elif isinstance(effect, ClosePort):
                 self._close_port()
@@ -251,6 +280,9 @@ class WorkerBinding:
         if not isinstance(session, AssistantSession):
             return
         deadline = session.ledger.next_deadline()
+        if deadline == self._timer_deadline and (deadline is None or self._timer is not None):
+            return  # the timer already set is the right one
+        self._timer_deadline = deadline
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
@@ -267,6 +299,7 @@ class WorkerBinding:
         # The once-callable destroys itself when it runs.
         self._timer = None
         self._timer_proxy = None
+        self._timer_deadline = None
         if isinstance(self.session, AssistantSession):
             self._run(self.session.tick())
 
