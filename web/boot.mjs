@@ -21,6 +21,8 @@ worker.addEventListener("error", (event) => {
 });
 
 const here = (path) => new URL(path, import.meta.url).href;
+// Each boot step runs in its own task, so no step adds to another's main-thread time.
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 const runtime = await (await fetch(here("/py/runtime.json"))).json();
 const [{ loadMicroPython }, sources] = await Promise.all([
   import(here(runtime.micropython.module)),
@@ -29,6 +31,7 @@ const [{ loadMicroPython }, sources] = await Promise.all([
   ),
 ]);
 const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
+await nextTask();
 for (const [file, code] of sources) {
   const path = `/lib/${file}`;
   mp.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
@@ -46,9 +49,12 @@ globalThis.pagecontextHost = {
   },
 };
 performance.mark("pagecontext:micropython-ready");
+await nextTask();
 const edge = mp.pyimport("pagecontext.browser.edge");
+await nextTask();
 globalThis.pagecontext = edge.start(config, worker, globalThis.pagecontextHost);
 performance.mark("pagecontext:edge-started");
+await nextTask();
 // The page's own MicroPython modules (config.apps), each with an async main().
 for (const app of config.apps || []) {
   const code = new Uint8Array(await (await fetch(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
