@@ -475,12 +475,13 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             if outcome["status"] == "applied":
                 command_burst.append(float(outcome["t"]) - float(outcome["t0"]))
         last_ref = str(result["refs"][-1])
+        # The panel coalesces a burst: it need not show every revision, only never go back
+        # and end on the last one (burst latencies are those of the revisions it showed).
         checks = {
             "page_revision_before_matches_panel": page_revision == start_revision,
             "ends_on_last_revision": int(panel_state["current"]) == target,
             "ends_on_last_row": panel_state["ref"] == last_ref,
             "revisions_never_go_back": order == sorted(order) and len(order) == len(set(order)),
-            "every_revision_shown": len(latencies) == plan.burst_size,
             "final_show_applied": final["status"] == "applied",
             "final_highlight_is_last_row": highlighted == [[last_ref, "focus"]],
             "no_command_unsettled": "timeout" not in statuses,
