@@ -354,3 +354,54 @@ def test_server_config_derives_paths_and_origins(tmp_path: Path) -> None:
     assert config.db_path == tmp_path / "build" / "demo.db"
     assert config.page_origin == "http://127.0.0.1:9000"
     assert config.assistant_origin == "http://assistant.test:8001"
+
+
+def test_a_brotli_variant_is_served_to_browsers_that_take_br(
+    config: ServerConfig, page: TestClient
+) -> None:
+    """With `<file>.br` beside a file, a br-accepting request gets it, encoded as br, with
+    the original content type; any other request gets the file itself."""
+    import brotli
+
+    wasm = config.site_dir / "vendor" / "pyodide-0.0.0" / "pyodide.asm.wasm"
+    (wasm.parent / (wasm.name + ".br")).write_bytes(brotli.compress(wasm.read_bytes()))
+    url = "/vendor/pyodide-0.0.0/pyodide.asm.wasm"
+    taken = page.get(url, headers={"Accept-Encoding": "gzip, br"})
+    assert taken.status_code == 200
+    assert taken.headers["content-encoding"] == "br"
+    assert taken.headers["content-type"] == "application/wasm"
+    assert taken.headers["vary"] == "Accept-Encoding"
+    assert taken.headers["cache-control"] == IMMUTABLE
+    assert taken.content == wasm.read_bytes()  # the client decoded the br body
+    plain = page.get(url, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    assert plain.content == wasm.read_bytes()
+
+
+def test_precompress_writes_brotli_variants_and_stores_the_stdlib_zip(tmp_path: Path) -> None:
+    """precompress writes `.br` files that decode to the originals, rewrites the standard
+    library zip with stored members (same files), and reuses its cache."""
+    import zipfile
+
+    import brotli
+
+    from pagecontext.server.compress import precompress
+
+    vendor = tmp_path / "site" / "vendor" / "pyodide-1"
+    vendor.mkdir(parents=True)
+    wasm = vendor / "pyodide.asm.wasm"
+    wasm.write_bytes(b"\0asm" + bytes(range(256)) * 400)
+    stdlib = vendor / "python_stdlib.zip"
+    with zipfile.ZipFile(stdlib, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("json/__init__.py", "x = 1\n" * 20_000)
+    (vendor / "small.mjs").write_text("export {};\n")
+    done = precompress(tmp_path / "site", tmp_path / "cache")
+    assert sorted(path.name for path, _, _ in done) == ["pyodide.asm.wasm", "python_stdlib.zip"]
+    for path in (wasm, stdlib):
+        packed = path.with_name(path.name + ".br").read_bytes()
+        assert brotli.decompress(packed) == path.read_bytes()
+    with zipfile.ZipFile(stdlib) as zf:
+        assert [info.compress_type for info in zf.infolist()] == [zipfile.ZIP_STORED]
+        assert zf.read("json/__init__.py") == b"x = 1\n" * 20_000
+    assert not (vendor / "small.mjs.br").exists()
+    assert len(list((tmp_path / "cache").iterdir())) == 2

@@ -118,6 +118,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _assemble(args: argparse.Namespace) -> int:
     import subprocess
 
+    from pagecontext.server.compress import precompress
     from pagecontext.server.site import SiteError, assemble
 
     root: Path = args.root if args.root is not None else find_repo_root()
@@ -126,6 +127,10 @@ def _assemble(args: argparse.Namespace) -> int:
     except (SiteError, subprocess.CalledProcessError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
+    cache = root / "build" / "cache" / "brotli"
+    print(f"pagecontext: brotli variants of the runtime files (cached in {cache})...")
+    for path, size, packed in precompress(args.out, cache):
+        print(f"  {path.name}: {size:,} -> {packed:,} bytes")
     return 0
 
 

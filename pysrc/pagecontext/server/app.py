@@ -12,12 +12,14 @@ from __future__ import annotations
 import html
 import mimetypes
 import os
+import stat
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
@@ -123,6 +125,14 @@ class ServerConfig:
         return self.build_dir / "site"
 
 
+def _accepts_brotli(scope: Scope) -> bool:
+    """Return True if the request's Accept-Encoding names br."""
+    for name, value in scope.get("headers", []):
+        if name == b"accept-encoding":
+            return b"br" in {part.strip().split(b";")[0] for part in value.split(b",")}
+    return False
+
+
 class _BuildStaticFiles(StaticFiles):
     """StaticFiles with one Cache-Control policy, tolerant of a missing folder.
 
@@ -137,6 +147,19 @@ class _BuildStaticFiles(StaticFiles):
 
     async def check_config(self) -> None:
         return None
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        """Serve the brotli variant `<path>.br` when there is one and the browser takes br."""
+        if not path.endswith(".br") and _accepts_brotli(scope):
+            full_path, stat_result = await anyio.to_thread.run_sync(self.lookup_path, path + ".br")
+            if stat_result is not None and stat.S_ISREG(stat_result.st_mode):
+                response = self.file_response(full_path, stat_result, scope)
+                media_type, _ = mimetypes.guess_type(path)
+                response.headers["Content-Type"] = media_type or "application/octet-stream"
+                response.headers["Content-Encoding"] = "br"
+                response.headers["Vary"] = "Accept-Encoding"
+                return response
+        return await super().get_response(path, scope)
 
     def file_response(
         self,
