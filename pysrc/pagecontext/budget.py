@@ -1,0 +1,178 @@
+"""The size budget of the context block: per item and in total, met by eliding.
+
+This module owns how items are cut down to fit. Each item's rendered line must fit
+`Budget.per_item_chars` (64,000 by default) and the whole block `Budget.total_chars`.
+Over budget, the heaviest part goes first: the heaviest field of an object value, then
+the whole value, then all but the start of a long label. An elided part is replaced by
+a marker, `{"elided": <chars>, "fetchWith": <tool>}`, naming the tool that fetches it,
+so each line stays one JSON object. If eliding is not enough for the total, items are
+dropped from the end (references come first, so they are kept longest) and one
+`{"type": "elided", ...}` item says how many and which tool lists them. The final block
+is rendered and measured again; it is within budget or `fit_block` raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Final
+
+from pagecontext.block import render_block, render_line
+from pagecontext.errors import LocalProtocolError
+from pagecontext.items import ID_PATTERN, ContextItem, Instruction, JsonValue
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ELIDED_TYPE",
+    "Budget",
+    "fit_block",
+    "fit_items",
+    "is_marker",
+]
+
+ELIDED_TYPE: Final = "elided"
+_LABEL_KEEP: Final = 200
+_ID_RE: Final = re.compile(ID_PATTERN)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Character budgets and the tools that fetch what is elided, by item type.
+
+    Tool names must match ID_PATTERN. Raises LocalProtocolError otherwise, or for a
+    budget below 1.
+    """
+
+    per_item_chars: int = 64_000
+    total_chars: int = 128_000
+    fetch_tools: Mapping[str, str] = field(default_factory=dict)
+    default_tool: str = "get_context_item"
+    list_tool: str = "list_context_items"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fetch_tools", MappingProxyType(dict(self.fetch_tools)))
+        if self.per_item_chars < 1 or self.total_chars < 1:
+            raise LocalProtocolError("a budget is at least one character")
+        tools = [*self.fetch_tools.values(), self.default_tool, self.list_tool]
+        if not all(isinstance(tool, str) and _ID_RE.match(tool) for tool in tools):
+            raise LocalProtocolError(f"tool names must match {ID_PATTERN}")
+
+    def tool_for(self, item: ContextItem) -> str:
+        """Return the tool that fetches `item`'s elided parts."""
+        return self.fetch_tools.get(item.type, self.default_tool)
+
+
+DEFAULT_BUDGET: Final = Budget()
+
+
+def is_marker(value: JsonValue) -> bool:
+    """Return True if `value` has the shape of an elision marker."""
+    return isinstance(value, dict) and set(value) == {"elided", "fetchWith"}
+
+
+def fit_items(items: Sequence[ContextItem], budget: Budget = DEFAULT_BUDGET) -> list[ContextItem]:
+    """Return `items` with each one's line cut to `budget.per_item_chars`.
+
+    An item that cannot be cut that far (a huge key or type) is left out.
+    """
+    fitted: list[ContextItem] = []
+    for item in items:
+        current: ContextItem | None = item
+        while current is not None and len(render_line(current)) > budget.per_item_chars:
+            current = _elide_heaviest(current, budget)
+        if current is not None:
+            fitted.append(current)
+    return fitted
+
+
+def fit_block(
+    instructions: Sequence[Instruction],
+    items: Sequence[ContextItem],
+    budget: Budget = DEFAULT_BUDGET,
+) -> str:
+    """Return the rendered block of `instructions` and `items`, within `budget`.
+
+    Raises LocalProtocolError if even the instructions and the block's frame do not fit.
+    """
+    fitted = fit_items(items, budget)
+    dropped = len(items) - len(fitted)
+    lengths = [len(render_line(item)) for item in fitted]
+    while _total(instructions, lengths, dropped, budget) > budget.total_chars:
+        heaviest = max(range(len(fitted)), key=lengths.__getitem__, default=None)
+        smaller = _elide_heaviest(fitted[heaviest], budget) if heaviest is not None else None
+        if heaviest is not None and smaller is not None:
+            fitted[heaviest] = smaller
+            lengths[heaviest] = len(render_line(smaller))
+            continue
+        if not fitted:
+            break
+        # Nothing left to elide in the heaviest item: drop the last (least important).
+        fitted.pop()
+        lengths.pop()
+        dropped += 1
+    block = render_block(instructions, _with_summary(fitted, dropped, budget))
+    # Measured again on the real text: the frame, escapes and joins all count.
+    if len(block) > budget.total_chars:
+        raise LocalProtocolError(
+            f"the block needs {len(block)} characters, over the budget of {budget.total_chars}"
+        )
+    return block
+
+
+def _total(
+    instructions: Sequence[Instruction], lengths: list[int], dropped: int, budget: Budget
+) -> int:
+    """Return the block's length from its item line lengths, without rendering it all."""
+    lines = [*lengths]
+    if dropped:
+        lines.append(len(render_line(_summary(dropped, budget))))
+    if not lines:
+        return len(render_block(instructions, []))
+    # The frame: everything but the item lines and the newline after each of them.
+    frame = len(render_block(instructions, [_PLACEHOLDER])) - len(render_line(_PLACEHOLDER)) - 1
+    return frame + sum(length + 1 for length in lines)
+
+
+_PLACEHOLDER: Final = ContextItem(type="x", value=0)
+
+
+def _summary(dropped: int, budget: Budget) -> ContextItem:
+    return ContextItem(
+        type=ELIDED_TYPE, value={"elidedItems": dropped, "fetchWith": budget.list_tool}
+    )
+
+
+def _with_summary(fitted: list[ContextItem], dropped: int, budget: Budget) -> list[ContextItem]:
+    return [*fitted, _summary(dropped, budget)] if dropped else list(fitted)
+
+
+def _size(value: JsonValue) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def _marker(value: JsonValue, tool: str) -> dict[str, JsonValue]:
+    return {"elided": _size(value), "fetchWith": tool}
+
+
+def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:
+    """Return `item` with its heaviest part elided, or None if nothing is left to elide."""
+    tool = budget.tool_for(item)
+    value = item.value
+    if isinstance(value, dict) and not is_marker(value):
+        live = {key: _size(child) for key, child in value.items() if not is_marker(child)}
+        if live:
+            heaviest = max(live, key=live.__getitem__)
+            marker = _marker(value[heaviest], tool)
+            # Eliding a field smaller than its marker only grows the line.
+            if live[heaviest] > _size(marker):
+                return replace(item, value={**value, heaviest: marker})
+    if value is not None and not is_marker(value):
+        marker = _marker(value, tool)
+        if _size(value) > _size(marker):
+            return replace(item, value=marker)
+    if item.label is not None and len(item.label) > _LABEL_KEEP:
+        return replace(item, label=item.label[:_LABEL_KEEP] + "...[elided]")
+    return None

@@ -1,0 +1,134 @@
+"""Tests for pagecontext.budget: eliding to fit, markers that name tools, parseable JSON."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pagecontext.block import parse_block, render_block, render_line
+from pagecontext.budget import Budget, fit_block, fit_items
+from pagecontext.errors import LocalProtocolError
+from pagecontext.items import ContextItem, Instruction
+
+INSTRUCTIONS = [Instruction("Use get_resource to re-read a row.")]
+TOOLS = {"table": "get_table", "reference": "get_resource"}
+
+
+def table(key: str, rows: int, note: str = "small") -> ContextItem:
+    return ContextItem(
+        type="table",
+        key=key,
+        label=f"Table {key}",
+        value={"note": note, "rows": [{"id": n, "text": "x" * 50} for n in range(rows)]},
+    )
+
+
+def test_items_within_budget_are_unchanged() -> None:
+    """Nothing is elided when everything fits."""
+    items = [table("t", 3), ContextItem(type="text", value="hello")]
+    assert fit_items(items, Budget(fetch_tools=TOOLS)) == items
+    assert fit_block(INSTRUCTIONS, items) == render_block(INSTRUCTIONS, items)
+
+
+def test_an_item_over_its_budget_loses_its_heaviest_field_first() -> None:
+    """The heaviest field becomes a marker naming the item type's tool; others stay."""
+    [fitted] = fit_items([table("t", 2000)], Budget(per_item_chars=1000, fetch_tools=TOOLS))
+    assert fitted.value == {
+        "note": "small",
+        "rows": {"elided": fitted.value["rows"]["elided"], "fetchWith": "get_table"},  # type: ignore[call-overload,index]
+    }
+    assert len(render_line(fitted)) <= 1000
+
+
+def test_the_default_per_item_budget_is_64000_characters() -> None:
+    """An item of about 100,000 characters is cut to at most 64,000."""
+    [fitted] = fit_items([ContextItem(type="text", key="k", value="y" * 100_000)])
+    assert len(render_line(fitted)) <= 64_000
+    assert fitted.value == {"elided": 100_002, "fetchWith": "get_context_item"}
+
+
+def test_a_scalar_value_is_elided_whole_and_a_long_label_is_shortened() -> None:
+    """With no fields to pick from the value goes; then the label keeps its start."""
+    item = ContextItem(type="note", key="n", label="L" * 5000, value="v" * 5000)
+    [fitted] = fit_items([item], Budget(per_item_chars=600))
+    assert fitted.value == {"elided": 5002, "fetchWith": "get_context_item"}
+    assert fitted.label == "L" * 200 + "...[elided]"
+
+
+def test_an_item_that_cannot_be_cut_enough_is_left_out() -> None:
+    """A key longer than the per-item budget cannot be elided: the item is dropped."""
+    assert fit_items([ContextItem(type="t", key="k" * 500)], Budget(per_item_chars=100)) == []
+
+
+@pytest.mark.scenario(22)
+def test_over_the_total_the_json_stays_parseable_and_names_the_tool() -> None:
+    """Each line still parses, markers name the fetch tool, and the block fits."""
+    items = [
+        ContextItem(type="reference", key="row-42", label="Row 42", value={"page": "sales"}),
+        table("big", 800, note="n" * 3000),
+        table("bigger", 1500),
+    ]
+    budget = Budget(total_chars=6000, fetch_tools=TOOLS)
+    block = fit_block(INSTRUCTIONS, items, budget)
+    assert len(block) <= 6000
+    parsed = parse_block(block)
+    assert parsed[0] == items[0].to_json()  # the light reference is untouched
+    assert [line["key"] for line in parsed] == ["row-42", "big", "bigger"]
+    marker = parsed[2]["value"]["rows"]  # type: ignore[call-overload,index]
+    assert marker["fetchWith"] == "get_table"  # type: ignore[call-overload,index]
+    assert marker["elided"] > 6000  # type: ignore[call-overload,index,operator]
+
+
+@pytest.mark.scenario(22)
+def test_when_eliding_is_not_enough_the_last_items_are_dropped_and_counted() -> None:
+    """Items dropped from the end are summed up in one line naming the listing tool."""
+    items = [ContextItem(type="reference", key=f"row-{n}", label="r") for n in range(100)]
+    block = fit_block([], items, Budget(total_chars=1000))
+    assert len(block) <= 1000
+    parsed = parse_block(block)
+    assert parsed[0]["key"] == "row-0"  # the first items are kept
+    assert parsed[-1]["type"] == "elided"
+    assert parsed[-1]["value"] == {
+        "elidedItems": 100 - (len(parsed) - 1),
+        "fetchWith": "list_context_items",
+    }
+
+
+def test_a_budget_below_the_fixed_text_is_refused() -> None:
+    """If even the instructions do not fit, fit_block raises rather than overrun."""
+    with pytest.raises(LocalProtocolError):
+        fit_block(INSTRUCTIONS, [], Budget(total_chars=10))
+
+
+@pytest.mark.parametrize("tool", ["", "get tool", "x\ny", "a" * 129])
+def test_tool_names_must_be_ids(tool: str) -> None:
+    """A tool name outside the id pattern is refused."""
+    with pytest.raises(LocalProtocolError):
+        Budget(fetch_tools={"t": tool})
+
+
+values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet="ab<\n\u2028", max_size=300),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=3), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@pytest.mark.scenario(22)
+@settings(max_examples=150)
+@given(
+    st.lists(st.builds(ContextItem, type=st.just("t"), key=st.text(max_size=20), value=values)),
+    st.integers(min_value=900, max_value=4000),
+    st.integers(min_value=200, max_value=2000),
+)
+def test_any_fitted_block_is_within_budget_and_parses(
+    items: list[ContextItem], total: int, per_item: int
+) -> None:
+    """Whatever the items, the block fits both budgets and every line parses."""
+    block = fit_block(INSTRUCTIONS, items, Budget(per_item_chars=per_item, total_chars=total))
+    assert len(block) <= total
+    parsed = parse_block(block)
+    assert all(len(render_line(ContextItem(**line))) <= per_item for line in parsed)  # type: ignore[arg-type]
