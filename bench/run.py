@@ -50,22 +50,12 @@ from pagecontext.server.app import (  # noqa: E402
     create_assistant_app,
     create_page_app,
 )
+from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable  # noqa: E402
 from pagecontext.server.data import create_demo_db  # noqa: E402
 from pagecontext.server.run import free_port  # noqa: E402
 
 PAGES: Final = ROOT / "bench" / "pages"
 SITE: Final = ROOT / "build" / "site"
-# The e2e suite's flags (e2e/conftest.py CHROMIUM_ARGS): Debian's Chromium as root, with
-# nothing reaching out to the network on its own.
-CHROMIUM_ARGS: Final = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 BOOT_TIMEOUT_MS: Final = 120_000
 STEP_TIMEOUT_MS: Final = 30_000
 # After both frames are bound, wait this long so the last long tasks get reported.
@@ -195,10 +185,10 @@ def serving(db_dir: Path) -> Iterator[Origins]:
 
 def launch(playwright: Playwright) -> Browser:
     """Debian's Chromium (PAGECONTEXT_CHROMIUM; empty for Playwright's own), headless."""
-    path = os.environ.get("PAGECONTEXT_CHROMIUM", "/usr/bin/chromium")
-    if path:
-        return playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-    return playwright.chromium.launch(args=CHROMIUM_ARGS)
+    path = chromium_executable()
+    if path is not None:
+        return playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
+    return playwright.chromium.launch(args=list(CHROMIUM_ARGS))
 
 
 def new_context(browser: Browser) -> BrowserContext:
@@ -865,7 +855,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plan": plan.__dict__,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "chromium": version,
-        "chromium_args": CHROMIUM_ARGS,
+        "chromium_args": list(CHROMIUM_ARGS),
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),

@@ -4,7 +4,6 @@ browser sent a request off this machine."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,21 +20,12 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable
 from pagecontext.server.data import create_demo_db
 from pagecontext.server.run import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
-# Debian's Chromium as root, with nothing reaching out to the network on its own.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 # Python boots in two workers on a 2-core machine: binding can take several seconds.
 BOOT_TIMEOUT_MS = 60_000
 STEP_TIMEOUT_MS = 15_000
@@ -53,9 +43,9 @@ class Origins:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     """Launch the configured Chromium (PAGECONTEXT_CHROMIUM; empty for Playwright's own)."""
-    args = {**browser_type_launch_args, "args": CHROMIUM_ARGS}
-    path = os.environ.get("PAGECONTEXT_CHROMIUM", "/usr/bin/chromium")
-    if path:
+    args = {**browser_type_launch_args, "args": list(CHROMIUM_ARGS)}
+    path = chromium_executable()
+    if path is not None:
         args["executable_path"] = path
     return args
 

@@ -18,6 +18,7 @@ from pagecontext.errors import MessageRejected
 from pagecontext.models import (
     MAX_SAFE_INTEGER,
     MESSAGE_ID_PATTERN,
+    REFUSAL_REASONS,
     CommandMessage,
     ContextMessage,
     ConversationMessage,
@@ -39,15 +40,6 @@ from strategies import (
     stamped,
 )
 
-REASONS = {
-    "malformed",
-    "forbidden-key",
-    "too-deep",
-    "not-json",
-    "too-large",
-    "unsupported-version",
-    "over-limit",
-}
 _MESSAGE_ID = re.compile(MESSAGE_ID_PATTERN)
 
 
@@ -78,7 +70,7 @@ def test_parse_message_refuses_only_with_message_rejected_and_accepted_messages_
     message = outcome(raw)
     if isinstance(message, MessageRejected):
         assert not well_formed
-        assert message.reason in REASONS
+        assert message.reason in REFUSAL_REASONS
         assert message.message_id == readable_id(raw)
         return
     dumped = dump_message(message)

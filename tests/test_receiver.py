@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wire
-from pagecontext.models import MAX_SAFE_INTEGER, ContextMessage, SelectionClearedMessage
+from pagecontext.models import (
+    MAX_SAFE_INTEGER,
+    REFUSAL_REASONS,
+    ContextMessage,
+    SelectionClearedMessage,
+)
 from pagecontext.receiver import Accepted, ContextReceiver, Refused
 from strategies import MUTATIONS, contexts, mutants, stamped
 from wire import without
@@ -218,15 +223,6 @@ def test_revisions_never_go_backwards_and_the_maximum_is_committed(
 
 # -- acceptance: hostile payloads (16) and a flood of them (19) ---------------------------
 
-PAYLOAD_REASONS = {
-    "malformed",
-    "forbidden-key",
-    "too-deep",
-    "not-json",
-    "too-large",
-    "unsupported-version",
-    "over-limit",
-}
 # Contexts the bound receiver would accept as they are (after revision 2): any refusal of
 # their mutants is the mutation's doing.
 _AIM = {
@@ -252,7 +248,7 @@ def test_every_payload_mutation_is_refused_and_the_receiver_keeps_working(
     committed = receiver.committed
     result = receiver.receive(mutant.raw)
     assert isinstance(result, Refused)
-    assert result.reason in PAYLOAD_REASONS
+    assert result.reason in REFUSAL_REASONS
     assert (receiver.committed, receiver.last_revision) == (committed, 2)
     assert receiver.counts == {result.reason: 1}
     assert isinstance(receiver.receive(context(3)), Accepted)
@@ -309,7 +305,7 @@ def test_a_flood_of_refused_messages_keeps_memory_and_counters_bounded() -> None
         tracemalloc.stop()
     assert after - before < 256 * 1024
     assert sum(receiver.counts.values()) == 10_600
-    assert set(receiver.counts) <= PAYLOAD_REASONS | {
+    assert set(receiver.counts) <= REFUSAL_REASONS | {
         "stale-revision",
         "page-instance",
         "conversation-mismatch",

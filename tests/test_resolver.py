@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import wire
 from pagecontext.errors import LocalProtocolError
-from pagecontext.models import dump_message
+from pagecontext.models import REFUSAL_REASONS, dump_message
 from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.testing import FakeClock, FakeDom, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
@@ -420,15 +420,6 @@ def test_the_receipt_names_the_first_failing_step_in_order(
 
 # -- acceptance: payloads (16), duplicates (17), the closed set (18), floods (19) ---------
 
-PAYLOAD_REASONS = {
-    "malformed",
-    "forbidden-key",
-    "too-deep",
-    "not-json",
-    "too-large",
-    "unsupported-version",
-    "over-limit",
-}
 _AIM = {
     "page_instance_ids": st.just("page-A"),
     "conversation_ids": st.just("conv-1"),
@@ -465,7 +456,7 @@ def test_every_payload_mutation_of_a_command_is_refused_and_nothing_is_applied(
         assert page.resolver.dropped == 1
     else:
         assert resolution.receipt.status == "rejected"
-        assert resolution.receipt.reason in PAYLOAD_REASONS
+        assert resolution.receipt.reason in REFUSAL_REASONS
     assert sum(page.resolver.counts.values()) == 1
     assert outcome(page.resolve(command(messageId="fresh-1"))) == ("applied", "ok")
 
@@ -614,7 +605,7 @@ def test_a_flood_of_refused_commands_keeps_memory_and_remembered_ids_bounded() -
         tracemalloc.stop()
     assert after - before < 256 * 1024
     assert page.resolver.dropped == 10_000 // 4  # no readable messageId: kinds 1 and 7
-    assert set(page.resolver.counts) == PAYLOAD_REASONS & {"malformed", "forbidden-key"} | {
+    assert set(page.resolver.counts) == REFUSAL_REASONS & {"malformed", "forbidden-key"} | {
         "conversation-mismatch",
         "page-instance",
         "future-revision",

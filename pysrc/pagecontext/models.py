@@ -39,6 +39,7 @@ __all__ = [
     "MESSAGE_ID_PATTERN",
     "NONCE_PATTERN",
     "PROTOCOL",
+    "REFUSAL_REASONS",
     "VERSION",
     "Action",
     "ByeMessage",
@@ -61,6 +62,18 @@ __all__ = [
 ]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+# Every reason `parse_message` may refuse a message with (docs/protocol.md section 8.3).
+REFUSAL_REASONS: Final = frozenset(
+    {
+        "malformed",
+        "forbidden-key",
+        "too-deep",
+        "not-json",
+        "too-large",
+        "unsupported-version",
+        "over-limit",
+    }
+)
 
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 # 128 random bits in base64url without padding are exactly 22 characters.
