@@ -91,7 +91,7 @@
       ref: null,
       shown: {}, // revision -> first time the chip showed it
       order: [], // the chip revisions in the order shown (consecutive duplicates dropped)
-      receipts: [], // [time, status, text]
+      receipts: [], // [time, status, text, commandId]
       checks: [],
       show: document.querySelector("[data-pc-show]"),
     });
@@ -116,18 +116,25 @@
       runChecks();
     }).observe(chips, { childList: true });
     new MutationObserver(() => {
-      panel.receipts.push([now(), receipt.getAttribute("data-pc-receipt-status"), receipt.textContent]);
+      panel.receipts.push([
+        now(),
+        receipt.getAttribute("data-pc-receipt-status"),
+        receipt.textContent,
+        receipt.getAttribute("data-pc-receipt-command"),
+      ]);
       runChecks();
     }).observe(receipt, { attributes: true, attributeFilter: ["data-pc-receipt-status"] });
     return true;
   };
 
-  // Press "Show me"; resolve when the receipt status settles (the first status other than
-  // "pending" after the new command's "pending"), or after `timeoutMs`.
+  // Press "Show me"; resolve when the receipt of the new command settles (the first status
+  // other than "pending" for a command id not seen before the click), or after `timeoutMs`.
+  // The panel coalesces its updates, so it may show the settled status without "pending".
   bench.show = (timeoutMs = 15000) =>
     new Promise((resolve) => {
       const panel = bench.panel;
       const mark = panel.receipts.length;
+      const before = mark ? panel.receipts[mark - 1][3] : null;
       const revision = panel.current;
       let settled = false;
       const finish = (t, status, text) => {
@@ -136,11 +143,9 @@
       };
       panel.checks.push(() => {
         if (settled) return true;
-        let pending = false;
         for (let i = mark; i < panel.receipts.length; i += 1) {
-          const [t, status, text] = panel.receipts[i];
-          if (status === "pending") pending = true;
-          else if (pending) {
+          const [t, status, text, command] = panel.receipts[i];
+          if (command !== before && status !== "pending") {
             finish(t, status, text);
             return true;
           }

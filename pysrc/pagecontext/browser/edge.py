@@ -519,9 +519,12 @@ class Edge:
         command = state.get("command")
         if command is None:
             receipt.removeAttribute("data-pc-receipt-status")
+            receipt.removeAttribute("data-pc-receipt-command")
             receipt.textContent = ""
             return
         status, detail = _receipt_summary(command)
+        # The command id first: a status always belongs to the command named with it.
+        receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
 
