@@ -22,8 +22,10 @@ def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Orig
     assert demo.url == origins.page + "/"
 
 
+@pytest.mark.scenario(20)
 def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
-    """Select a row, press Ask AI: the chip shows that row, its values with units, revision 1."""
+    """Select a row, press Ask AI: the chip shows that row, its values with units, revision 1,
+    and "What the AI sees" shows it as data in the untrusted block."""
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
     units = row.locator('[data-pc-field="unitsSold"]').get_attribute("data-pc-value")
     revenue = row.locator('[data-pc-field="revenueEur"]').get_attribute("data-pc-value")
@@ -34,6 +36,12 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_text(f"{revenue} EUR")
     expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("North")
     expect(chip).to_contain_text('from="2026-01"')
+    preview = panel(demo).locator("[data-pc-preview]")
+    preview.locator("summary").click()
+    text = preview.locator("pre")
+    expect(text).to_contain_text("<pagecontext-data>")
+    expect(text).to_contain_text(f'"resourceRef":"{ROW}"')
+    expect(text).to_contain_text(f'"unitsSold":{{"value":{units},"unit":"units"}}')
 
 
 def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -193,7 +194,9 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
     share(pair)
     assert pair.assistant.pinned is not None
     assert pair.assistant.pinned.selection_revision == revision == 2
-    assert chip(pair) == {
+    shown = chip(pair)
+    assert shown.pop("preview").startswith("<pagecontext-instructions>")
+    assert shown == {
         "revision": 2,
         "pageInstanceId": "page-1",
         "componentId": "orders",
@@ -867,3 +870,21 @@ def test_a_receipt_stamped_for_another_conversation_or_page_settles_nothing(
     assert pair.assistant.ledger.ignored == 1
     pair.pump()
     assert layers(pair, highlight)["received"][0] == "applied"
+
+
+@pytest.mark.scenario(20)
+def test_the_panel_previews_exactly_the_block_the_model_would_get() -> None:
+    """The chip carries the block for the pinned selection: the standing instruction in
+    the trusted part, the reference then the snapshot as data, parseable back to items."""
+    from pagecontext.block import extract_instructions, parse_block
+    from pagecontext.model_context import STANDING_INSTRUCTIONS
+
+    pair = shared_pair("page")
+    preview = chip(pair)["preview"]
+    assert extract_instructions(preview) == [i.text for i in STANDING_INSTRUCTIONS]
+    items = parse_block(preview)
+    assert [item["type"] for item in items] == ["reference", "snapshot"]
+    assert "row:2" in json.dumps(items[0])
+    snapshot = items[1]["value"]
+    assert isinstance(snapshot, dict)
+    assert snapshot["values"] == {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"}

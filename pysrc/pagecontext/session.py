@@ -25,6 +25,7 @@ from typing import Literal
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
 from pagecontext.ledger import LayerRecord, ReceiptLedger
+from pagecontext.model_context import selection_block
 from pagecontext.models import (
     DEFAULT_LIMITS,
     ByeMessage,
@@ -644,6 +645,7 @@ class AssistantSession:
                 "filters": wire["filters"],
                 "snapshot": wire.get("snapshot"),
                 "restored": self.pinned_restored,
+                "preview": selection_block(pinned.selection, pinned.selection.resource_ref),
             }
         last: dict[str, object] | None = None
         if self.last_show is not None:

@@ -515,6 +515,10 @@ class Edge:
             chips.append(_chip_element(chip))
         else:
             chips.append(_text("p", "Select a row and press “Ask AI”.", "pc-empty"))
+        preview = doc.querySelector("[data-pc-preview] pre")
+        if preview is not None:
+            # textContent, never markup: the block is shown exactly as the model gets it.
+            preview.textContent = chip["preview"] if chip is not None else ""
         receipt = doc.querySelector("[data-pc-receipt]")
         command = state.get("command")
         if command is None:
