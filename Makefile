@@ -39,8 +39,10 @@ $(WHEELS_DL)/.stamp: browser-wheels.txt $(VENV)/.stamp
 	  -r browser-wheels.txt -d $(WHEELS_DL)
 	touch $@
 
-# Everything the browser loads, assembled into one folder the server serves.
-$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) pyproject.toml
+# Everything the browser loads, assembled into one folder the server serves, with the
+# workers' boot snapshot (made by Node.js from the same files).
+SNAPSHOT_JS := web/make-snapshot.mjs web/snapshot.mjs
+$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) pyproject.toml $(SNAPSHOT_JS)
 	$(PY) -m pagecontext assemble --out $(SITE) --wheels $(WHEELS_DL)
 	touch $@
 

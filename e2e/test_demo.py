@@ -104,12 +104,13 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
 
 
 def test_every_request_stays_on_this_machine(demo: Page, requests_stay_local: list[str]) -> None:
-    """Runtimes, wheels and data all come from the two local origins (the guard fixture
-    also fails any test whose browser reaches elsewhere)."""
+    """Runtimes, packages and data all come from the two local origins (the guard fixture
+    also fails any test whose browser reaches elsewhere). The workers' packages arrive
+    installed, in the boot snapshot bundle."""
     paths = {urlsplit(url).path for url in requests_stay_local}
     assert any(p.endswith("/pyodide.asm.wasm") for p in paths)
     assert any(p.endswith("/micropython.wasm") for p in paths)
-    assert any("/wheels/" in p and "pydantic_core" in p for p in paths)
+    assert any(p.startswith("/vendor/snapshot/") for p in paths)
     hosts = {urlsplit(url).netloc for url in requests_stay_local if url.startswith("http")}
     assert {urlsplit(demo.url).netloc} < hosts
     assert all(host.split(":")[0] in ("127.0.0.1", "localhost") for host in hosts)

@@ -1,6 +1,15 @@
 // Module worker for the pagecontext core: boots Pyodide from this server's own files and
 // hands every message to Python. The browser forces this file to be JavaScript; all
 // protocol logic lives in pagecontext.browser.worker.
+//
+// The boot restores a memory snapshot made at build time (web/snapshot.mjs), with the
+// packages installed and the core imported; if there is none, or it fails, the worker
+// logs why and boots Pyodide normally. performance.mark()s in this worker's timeline
+// name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
+// "network"), snapshot-unpacked, runtime-loaded ("snapshot" or "fresh"),
+// snapshot-failed (why), packages-loaded, module-imported, worker-started, and
+// snapshot-kept once a bundle from the network is in the Cache API.
+performance.mark("pagecontext:worker-start");
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
 self.onmessage = (event) => early.push(event);
@@ -42,20 +51,220 @@ function plainDataProblem(value, depth = 0) {
 // Resolve against this module, not the worker's location: a sandboxed frame starts the
 // worker from a data: URL that imports this file.
 const here = (path) => new URL(path, import.meta.url).href;
+const mark = (step, detail) => performance.mark(`pagecontext:${step}`, detail === undefined ? {} : { detail });
+// A snapshot boot that takes longer than this is abandoned for a normal boot.
+const SNAPSHOT_TIMEOUT_MS = 30_000;
+// Run after a restore, once the files are written: importlib rereads the file system,
+// and a call into pydantic-core (its code, data and function table) checks the library.
+const AFTER_RESTORE = `
+import importlib
+import sys
+importlib.invalidate_caches()
+if "pydantic_core" in sys.modules:
+    sys.modules["pydantic_core"].SchemaValidator({"type": "int"}).validate_python("1")
+`;
+// The snapshot bundle as the worker last read it (decoded), by URL, in the Cache API: a
+// later visit copies it from there (tens of ms) instead of decoding it again from the
+// HTTP cache (hundreds). Opaque origins and, in some browsers, third-party frames have
+// no Cache API; they read the HTTP cache.
+const SNAPSHOT_CACHE = "pagecontext-snapshot";
+
+async function snapshotCache() {
+  try {
+    return await caches.open(SNAPSHOT_CACHE);
+  } catch {
+    return null;
+  }
+}
+
+// The parts' bodies, one after the other, as one stream (all parts are fetched at once).
+function concatenated(responses) {
+  let next = 0;
+  let reader = null;
+  return new ReadableStream({
+    async pull(controller) {
+      for (;;) {
+        if (!reader) {
+          if (next === responses.length) return controller.close();
+          reader = (await responses[next++]).body.getReader();
+        }
+        const { done, value } = await reader.read();
+        if (!done) return controller.enqueue(value);
+        reader = null;
+      }
+    },
+    cancel(reason) {
+      for (const response of responses.slice(next)) response.then((r) => r.body.cancel(reason), () => {});
+      return reader?.cancel(reason);
+    },
+  });
+}
+
+// The bundle's bytes: from the Cache API, else from the server (its parts, under the
+// first one's URL). Returns {body, keep}: keep() (after the boot, off its critical path)
+// stores what the server sent.
+async function bundleStream(urls, signal, cache) {
+  const key = urls[0];
+  const cached = cache && (await cache.match(key).catch(() => undefined));
+  if (cached && cached.body) {
+    mark("snapshot-opened", "cache");
+    return { body: cached.body, keep: null };
+  }
+  const responses = urls.map(async (url) => {
+    const response = await fetch(url, { signal });
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    return response;
+  });
+  for (const response of responses) response.catch(() => {});
+  await responses[0];
+  mark("snapshot-opened", "network");
+  const whole = concatenated(responses);
+  if (!cache) return { body: whole, keep: null };
+  const chunks = [];
+  const body = whole.pipeThrough(
+    new TransformStream({
+      transform(chunk, controller) {
+        chunks.push(chunk);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  const keep = async () => {
+    const blob = new Blob(chunks);
+    chunks.length = 0;
+    await cache.put(key, new Response(blob, { headers: { "Content-Type": "application/octet-stream" } }));
+    for (const request of await cache.keys()) if (request.url !== key) await cache.delete(request);
+  };
+  return { body, keep };
+}
+
+// Restore the snapshot in `body` (the bundle's bytes, as they arrive); resolves to
+// Pyodide with the bundle's packages installed and imported. The bundle streams in
+// while Pyodide fetches its runtime; the restore waits in a preRun for the rest.
+async function restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal) {
+  const { openBundle, preloadDynlibs, writeFiles } = await helpers;
+  const bundle = openBundle(body);
+  bundle.complete.then(() => mark("snapshot-unpacked"), () => {});
+  let failed;
+  const failure = new Promise((_resolve, reject) => {
+    failed = reject;
+  });
+  const pyodide = await loadPyodide({
+    ...options,
+    // Only its length is read before the restore, which waits for the preRun below.
+    _loadSnapshot: bundle.memory,
+    async createPyodideModule(settings) {
+      settings.preRun.push((Module) => {
+        Module.addRunDependency("pagecontext-snapshot");
+        bundle.complete
+          .then(({ meta, libs, memory }) => {
+            if (Module.API.sitePackages !== meta.sitePackages) {
+              throw new Error(`the snapshot has site-packages at ${meta.sitePackages}, not ${Module.API.sitePackages}`);
+            }
+            preloadDynlibs(Module, libs);
+            // Pyodide asks for the snapshot's size as INITIAL_MEMORY, which is ignored (pyodide#6254).
+            Module.growMemory(memory.length);
+            Module.removeRunDependency("pagecontext-snapshot");
+          })
+          .catch(failed);
+      });
+      // An error in the preRun above would otherwise leave the runtime waiting forever.
+      return Promise.race([(await createModule)(settings), failure]);
+    },
+  });
+  signal.throwIfAborted();
+  mark("runtime-loaded", "snapshot");
+  // Pyodide keeps its options, and these two hold on to the bundle, restored already.
+  delete pyodide._api.config._loadSnapshot;
+  delete pyodide._api.config.createPyodideModule;
+  const { meta, files } = await bundle.complete;
+  const stdlib = pyodide.FS.stat(meta.stdlib.path).size;
+  if (stdlib !== meta.stdlib.bytes) {
+    throw new Error(`the snapshot was made with a ${meta.stdlib.bytes}-byte ${meta.stdlib.path}, not ${stdlib}`);
+  }
+  writeFiles(pyodide.FS, meta.sitePackages, files);
+  pyodide.runPython(AFTER_RESTORE);
+  return pyodide;
+}
+
+// Boot from the snapshot bundle; resolves to {pyodide, keep (null, or a function that
+// stores the bundle in the Cache API)}, or rejects (and forgets a cached copy).
+async function bootFromSnapshot(snapshot, options, loadPyodide, createModule, helpers, signal) {
+  const urls = snapshot.parts.map(here);
+  const cache = await snapshotCache();
+  try {
+    const { body, keep } = await bundleStream(urls, signal, cache);
+    const pyodide = await restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal);
+    return { pyodide, keep };
+  } catch (error) {
+    await cache?.delete(urls[0]).catch(() => {});
+    throw error;
+  }
+}
+
+// `start(signal)`'s result, or a rejection once `ms` have passed (then `signal` aborts).
+async function withTimeout(ms, start) {
+  const controller = new AbortController();
+  let timer;
+  const late = new Promise((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`no answer in ${ms} ms`);
+      controller.abort(error);
+      reject(error);
+    }, ms);
+  });
+  try {
+    return await Promise.race([start(controller.signal), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// Loaded alongside runtime.json.
+const snapshotHelpers = import(here("/web/snapshot.mjs"));
+snapshotHelpers.catch(() => {});
 
 try {
   const runtime = await (await fetch(here("/py/runtime.json"))).json();
   const indexURL = here(runtime.pyodide.indexURL);
-  const { loadPyodide } = await import(indexURL + "pyodide.mjs");
-  const pyodide = await loadPyodide({
+  const options = {
     indexURL,
     lockFileURL: here(runtime.lockFileURL),
     packageBaseUrl: here("/wheels/"),
-    fullStdLib: false,
-  });
-  await pyodide.loadPackage(runtime.packages, { messageCallback: () => {} });
+  };
+  const pyodideModule = import(indexURL + "pyodide.mjs");
+  pyodideModule.catch(() => {});
+  let pyodide = null;
+  let keep = null;
+  let installed = [];
+  if (runtime.snapshot) {
+    // Fetched now, alongside the snapshot bundle.
+    const createModule = import(indexURL + "pyodide.asm.mjs").then((m) => m.default);
+    createModule.catch(() => {});
+    try {
+      const { loadPyodide } = await pyodideModule;
+      ({ pyodide, keep } = await withTimeout(SNAPSHOT_TIMEOUT_MS, (signal) =>
+        bootFromSnapshot(runtime.snapshot, options, loadPyodide, createModule, snapshotHelpers, signal),
+      ));
+      installed = runtime.snapshot.packages || runtime.packages;
+    } catch (error) {
+      console.warn("pagecontext: the boot snapshot did not restore; booting without it.", error);
+      mark("snapshot-failed", String(error));
+    }
+  }
+  if (!pyodide) {
+    const { loadPyodide } = await pyodideModule;
+    pyodide = await loadPyodide(options);
+    mark("runtime-loaded", "fresh");
+  }
+  const missing = runtime.packages.filter((name) => !installed.includes(name));
+  if (missing.length) await pyodide.loadPackage(missing, { messageCallback: () => {} });
+  mark("packages-loaded");
   const worker = pyodide.pyimport("pagecontext.browser.worker");
+  mark("module-imported");
   worker.start(self, early, plainDataProblem);
+  mark("worker-started");
+  keep?.().then(() => mark("snapshot-kept"), () => {});
 } catch (error) {
   self.postMessage({ kind: "failed", error: String((error && error.stack) || error) });
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import secrets
 from collections.abc import Callable
 from typing import Any, Literal
@@ -322,6 +323,10 @@ def start(scope: Any, early: Any, plain_data_problem: Any) -> WorkerBinding:
     `plain_data_problem(value)` is the boot script's check that a port message is plain
     data; it returns "" or the reason it is not.
     """
+    # The worker boots from a memory snapshot (web/worker.mjs), which gives every worker
+    # the same `random` state: reseed it from the system. (The core's ids and nonces come
+    # from `secrets`, which never uses that state.)
+    random.seed()
     binding = WorkerBinding(scope, plain_data_problem)
     _BINDINGS.append(binding)
     handler: Callable[[Any], None] = binding._from_edge

@@ -6,6 +6,8 @@ and the project's own wheel is built from pysrc. The result:
 
     site/vendor/pyodide-<version>/       Pyodide runtime files (immutable)
     site/vendor/micropython-<version>/   MicroPython runtime files (immutable)
+    site/vendor/snapshot/pagecontext-<sha>-<n>.bin  the worker's boot snapshot, in parts
+                                         (immutable), each with its brotli variant .br
     site/wheels/<wheel>                  third-party wheels (immutable, versioned names)
     site/wheels/<sha>/pagecontext-*.whl  the project wheel, under its content hash
     site/py/pyodide-lock.json            the lock Pyodide resolves packages from, with sha256
@@ -15,18 +17,35 @@ and the project's own wheel is built from pysrc. The result:
 
 The edge ships as `.mpy` bytecode (mpy-cross, the same MicroPython version as the
 runtime), so the main thread never spends a long task compiling Python source.
+
+The worker boots from a memory snapshot: Node.js runs `web/make-snapshot.mjs`, which
+boots this Pyodide with every wheel installed and the core imported, and saves its
+memory. The bundle (a zip of the snapshot, the unpacked wheels as one tar, and how the
+snapshot was made; see `web/snapshot.mjs`) is named by its content hash. Its members are
+stored, and its brotli variant is written here (quality 6: seconds, where the runtime's
+quality 11 takes minutes, and the snapshot changes with every build), so that the
+browser decodes it on its network thread while the worker copies it into place. It is
+served in parts of at most 4 MiB on the wire, which any HTTP cache keeps (Chromium's
+in-memory cache, in a private window, keeps no entry over 1/8 of its 50 MB). The
+wheels and the lock stay for the worker's fallback, a normal boot.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
+
+import brotli
+
+from pagecontext.server.compress import STORED_ZIPS, restore_stored
 
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
@@ -39,6 +58,14 @@ EDGE_MODULES = ("pagecontext/windowrules.py", "pagecontext/browser/edge.py")
 EDGE_PACKAGES = ("pagecontext/__init__.py", "pagecontext/browser/__init__.py")
 # The demo pages' own code, run by the same MicroPython after the edge.
 APPS_DIR = "web/demo"
+# What the worker's boot snapshot has imported already (the worker imports no more).
+SNAPSHOT_IMPORTS = ("pagecontext.browser.worker",)
+SNAPSHOT_SCRIPT = "web/make-snapshot.mjs"
+SNAPSHOT_MEMBERS = ("meta.json", "site-packages.tar", "memory.pages")
+# A fixed zip and tar timestamp, so that equal inputs give equal bytes.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+SNAPSHOT_BROTLI_QUALITY = 6
+SNAPSHOT_PART_MAX = 4 << 20
 
 
 class SiteError(Exception):
@@ -123,6 +150,93 @@ def build_project_wheel(root: Path, out_dir: Path) -> Path:
     return wheels[0]
 
 
+def site_packages_tar(wheels: list[Path], target: Path) -> None:
+    """Write the files of `wheels`, as installed in site-packages, to one ustar archive
+    (sorted, with fixed owners, modes and times)."""
+    files: dict[str, bytes] = {}
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as zf:
+            for member in zf.infolist():
+                if member.is_dir():
+                    continue
+                if ".data/" in member.filename:
+                    raise SiteError(f"{wheel.name}: .data is not supported ({member.filename})")
+                files[member.filename] = zf.read(member)
+    with tarfile.open(target, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in sorted(files):
+            entry = tarfile.TarInfo(name)
+            entry.size = len(files[name])
+            entry.mode = 0o644
+            tar.addfile(entry, io.BytesIO(files[name]))
+
+
+def bundle_zip(members: list[tuple[str, bytes]]) -> bytes:
+    """Return a zip of `members`, in this order, stored, with fixed timestamps: the form
+    `web/snapshot.mjs` reads while it downloads (sizes in each local header)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in members:
+            zf.writestr(zipfile.ZipInfo(name, date_time=_EPOCH), data)
+    return buffer.getvalue()
+
+
+def build_snapshot(
+    root: Path, out: Path, pyodide_dir: Path, lock: Path, wheels: list[Path]
+) -> dict[str, object]:
+    """Make the worker's boot snapshot bundle under `out`/vendor/snapshot and return its
+    runtime.json entry (url, sizes)."""
+    node = shutil.which("node")
+    if node is None:
+        raise SiteError("node is missing: Node.js makes the boot snapshot (see package.json)")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        site_packages_tar(wheels, tmp / "site-packages.tar")
+        made = subprocess.run(
+            [
+                node,
+                str(root / SNAPSHOT_SCRIPT),
+                str(pyodide_dir),
+                str(lock),
+                str(tmp / "site-packages.tar"),
+                str(tmp),
+                *SNAPSHOT_IMPORTS,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if made.returncode != 0:
+            raise SiteError(f"the boot snapshot failed: {made.stderr.strip()[-4000:]}")
+        data = bundle_zip([(name, (tmp / name).read_bytes()) for name in SNAPSHOT_MEMBERS])
+    return write_parts(data, out / "vendor" / "snapshot", "/vendor/snapshot/")
+
+
+def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
+    """Write `data` as `pagecontext-<sha>-<n>.bin` parts, each with a brotli variant of at
+    most SNAPSHOT_PART_MAX bytes, and return the runtime.json entry: the parts' URLs, in
+    order, and the sizes."""
+    name = f"pagecontext-{hashlib.sha256(data).hexdigest()[:16]}"
+    # A first guess from the usual ratio (about 3.5 to 1), then one more part at a time.
+    count = max(1, -(-len(data) // (SNAPSHOT_PART_MAX * 3)))
+    while True:
+        size = -(-len(data) // count)
+        parts = [data[start : start + size] for start in range(0, len(data), size)]
+        packed = [
+            brotli.compress(part, quality=SNAPSHOT_BROTLI_QUALITY, lgwin=24) for part in parts
+        ]
+        if max(len(p) for p in packed) <= SNAPSHOT_PART_MAX:
+            break
+        count += 1
+    folder.mkdir(parents=True, exist_ok=True)
+    urls = []
+    for index, (part, brotli_part) in enumerate(zip(parts, packed, strict=True)):
+        path = folder / f"{name}-{index}.bin"
+        path.write_bytes(part)
+        path.with_name(path.name + ".br").write_bytes(brotli_part)
+        urls.append(url + path.name)
+    return {"parts": urls, "bytes": len(data), "brotliBytes": sum(len(p) for p in packed)}
+
+
 def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     """Assemble the site under `out` and return the runtime description it wrote."""
     node_modules = root / "node_modules"
@@ -172,6 +286,18 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     lock = {"info": npm_lock["info"], "packages": packages}
     (out / "py").mkdir(parents=True)
     (out / "py" / "pyodide-lock.json").write_text(json.dumps(lock, indent=1))
+    # The snapshot must see the standard library zip as the browser will get it, and
+    # compress.precompress (after this) rewrites it stored: done here first, the same way.
+    for name in STORED_ZIPS:
+        restore_stored(out / pyodide_dir / name)
+    snapshot = build_snapshot(
+        root,
+        out,
+        out / pyodide_dir,
+        out / "py" / "pyodide-lock.json",
+        [wheel for wheel, _url in wheel_urls],
+    )
+    snapshot["packages"] = sorted(packages)
 
     src = root / "pysrc"
     edge_files = []
@@ -194,6 +320,7 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
         "micropython": {"version": mpy_version, "module": f"/{mpy_dir}/micropython.mjs"},
         "lockFileURL": "/py/pyodide-lock.json",
         "packages": sorted(packages),
+        "snapshot": snapshot,
         "edge": {"base": "/py/edge/", "files": edge_files},
         "apps": {"base": "/py/apps/", "modules": apps},
     }

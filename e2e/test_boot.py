@@ -1,0 +1,96 @@
+"""The core's workers boot from the build's memory snapshot (web/worker.mjs), and boot
+normally, after saying why, when the snapshot is missing or damaged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker
+
+from .conftest import Origins, wait_bound
+from .helpers import ROW, panel, select_and_ask, show_and_expect
+
+# Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
+MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
+  .filter((m) => m.name.startsWith("pagecontext:"))
+  .map((m) => [m.name.slice("pagecontext:".length), m.detail]))"""
+STEPS = ["worker-start", "runtime-loaded", "packages-loaded", "module-imported", "worker-started"]
+
+
+def _boot_marks(workers: list[Worker]) -> list[dict[str, Any]]:
+    marks = [worker.evaluate(MARKS) for worker in workers]
+    assert len(marks) == 2, "one core worker per frame"
+    for steps in marks:
+        assert all(step in steps for step in STEPS), steps
+    return marks
+
+
+def _visit(page: Page, origins: Origins) -> list[dict[str, Any]]:
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    return _boot_marks(workers)
+
+
+def test_both_workers_restore_the_snapshot(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Page and panel: Python comes from the snapshot, with nothing left to install. The
+    page keeps the bundle in the Cache API, and its next visit reads it from there."""
+    first = _visit(page, origins)
+    for steps in first:
+        assert steps["runtime-loaded"] == "snapshot"
+        assert "snapshot-failed" not in steps
+    select_and_ask(page, ROW)
+    show_and_expect(panel(page), "applied")
+    page_worker = next(w for w in page.workers if w.url.startswith(origins.page))
+    page_worker.evaluate(
+        """() => new Promise((resolve) => {
+             const kept = () => performance.getEntriesByName("pagecontext:snapshot-kept").length
+               ? resolve() : setTimeout(kept, 50);
+             kept();
+           })"""
+    )
+    again = context.new_page()
+    second = _visit(again, origins)
+    assert {steps["snapshot-opened"] for steps in second} <= {"cache", "network"}
+    assert "cache" in {steps["snapshot-opened"] for steps in second}
+    assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_without_a_good_snapshot_the_workers_boot_normally(
+    page: Page, context: BrowserContext, origins: Origins, damage: str
+) -> None:
+    """A 404, or the bundle cut short: each worker logs why, boots Pyodide with the wheels
+    instead, and the frames bind and work as usual."""
+
+    def spoil(route: Route) -> None:
+        if damage == "missing":
+            route.fulfill(status=404, body="")
+            return
+        body = route.fetch().body()
+        route.fulfill(body=body[: len(body) // 2], content_type="application/octet-stream")
+
+    context.route("**/vendor/snapshot/*", spoil)
+    workers: list[Worker] = []
+    warnings: list[str] = []
+
+    def record(message: ConsoleMessage) -> None:
+        if message.type == "warning" and "boot snapshot" in message.text:
+            warnings.append(message.text)
+
+    page.on("worker", lambda worker: workers.append(worker))
+    page.on("console", record)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    for steps in _boot_marks(workers):
+        assert steps["runtime-loaded"] == "fresh"
+        assert steps["snapshot-failed"]
+    assert len(warnings) == 2
+    select_and_ask(page, ROW)
+    show_and_expect(panel(page), "applied")

@@ -1,0 +1,172 @@
+"""The worker's boot snapshot bundle: what `pagecontext.server.site` writes is what
+`web/snapshot.mjs` reads back (in Node.js, the way the worker reads it while it
+downloads). Making and restoring a real snapshot is covered by e2e/test_boot.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import brotli
+import pytest
+
+from pagecontext.server import site
+from pagecontext.server.site import SiteError, bundle_zip, site_packages_tar, write_parts
+
+ROOT = Path(__file__).resolve().parents[1]
+READER = Path(__file__).parent / "snapshot" / "read_bundle.mjs"
+PAGE = 4096
+# A path long enough to need the ustar prefix field (over 100 characters).
+LONG = "pkg/" + "/".join(["deeply_nested_directory"] * 4) + "/module_with_a_long_name.py"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _wheel(path: Path, files: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _sparse(memory: bytes) -> tuple[list[list[int]], bytes]:
+    """The memory without its all-zero pages, as web/make-snapshot.mjs stores it."""
+    runs: list[list[int]] = []
+    for start in range(0, len(memory), PAGE):
+        page = memory[start : start + PAGE]
+        if not page.strip(b"\0"):
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == start:
+            runs[-1][1] += len(page)
+        else:
+            runs.append([start, len(page)])
+    return runs, b"".join(memory[s : s + n] for s, n in runs)
+
+
+def _read(bundle: Path, chunk: int = 997) -> dict[str, object]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is needed: run `make unit`")
+    out = subprocess.run(
+        [node, str(READER), str(ROOT), str(bundle), str(chunk)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
+    result: dict[str, object] = json.loads(line.removeprefix("RESULT "))
+    return result
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> tuple[list[Path], dict[str, bytes]]:
+    first = {
+        "alpha/__init__.py": b"VALUE = 1\n",
+        "alpha/sub/data.json": b'{"a": [1, 2]}',
+        "alpha-1.0.dist-info/METADATA": b"Name: alpha\nVersion: 1.0\n",
+        LONG: b"# long\n" * 200,
+    }
+    second = {"beta.py": b"", "beta-2.0.dist-info/METADATA": b"Name: beta\nVersion: 2.0\n"}
+    paths = [_wheel(tmp_path / "a.whl", first), _wheel(tmp_path / "b.whl", second)]
+    return paths, first | second
+
+
+def _bundle(tmp_path: Path, wheels: list[Path], memory: bytes) -> Path:
+    site_packages_tar(wheels, tmp_path / "site-packages.tar")
+    runs, stored = _sparse(memory)
+    meta = {
+        "version": 1,
+        "sitePackages": "/lib/python3.14/site-packages",
+        "memoryBytes": len(memory),
+        "pages": runs,
+        "dynlibs": [],
+    }
+    data = bundle_zip(
+        [
+            ("meta.json", json.dumps(meta).encode()),
+            ("site-packages.tar", (tmp_path / "site-packages.tar").read_bytes()),
+            ("memory.pages", stored),
+        ]
+    )
+    bundle = tmp_path / "bundle.zip"
+    bundle.write_bytes(data)
+    return bundle
+
+
+def _memory() -> bytes:
+    """Zero pages, partly filled pages, a run of full pages and a short last page."""
+    memory = bytearray(PAGE * 40 + 100)
+    memory[5:9] = b"head"
+    memory[PAGE * 3 + 17] = 1
+    memory[PAGE * 10 : PAGE * 14] = bytes(range(256)) * (PAGE * 4 // 256)
+    memory[-3:] = b"end"
+    return bytes(memory)
+
+
+def test_the_worker_reads_back_the_files_and_the_memory(
+    tmp_path: Path, wheels: tuple[list[Path], dict[str, bytes]]
+) -> None:
+    """Every wheel file, the memory (zero pages restored) and meta.json come back."""
+    paths, files = wheels
+    memory = _memory()
+    bundle = _bundle(tmp_path, paths, memory)
+    result = _read(bundle)
+    assert result.get("error") is None
+    assert result["files"] == {name: _sha(data) for name, data in files.items()}
+    assert result["memory"] == _sha(memory)
+    assert result["memoryLength"] == len(memory)
+    assert result["meta"]["memoryBytes"] == len(memory)  # type: ignore[index]
+
+
+def test_a_damaged_bundle_is_refused_not_waited_for(
+    tmp_path: Path, wheels: tuple[list[Path], dict[str, bytes]]
+) -> None:
+    """A short bundle, a member of the wrong size, a compressed member, or one missing:
+    each is an error (so the worker boots without the snapshot), never a wait."""
+    bundle = _bundle(tmp_path, wheels[0], _memory())
+    data = bundle.read_bytes()
+    bundle.write_bytes(data[: len(data) // 2])
+    assert "ended early" in str(_read(bundle).get("error"))
+    meta = json.dumps({"version": 1, "memoryBytes": 10, "pages": [[0, 4096]], "dynlibs": []})
+    bundle.write_bytes(bundle_zip([("meta.json", meta.encode()), ("memory.pages", b"x" * 4097)]))
+    assert "4097 bytes, expected 4096" in str(_read(bundle).get("error"))
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("meta.json", meta)
+    assert "compressed" in str(_read(bundle).get("error"))
+    bundle.write_bytes(bundle_zip([("meta.json", meta.encode())]))
+    assert "the zip has no" in str(_read(bundle).get("error"))
+
+
+def test_wheel_data_directories_are_refused(tmp_path: Path) -> None:
+    """Files a wheel installs outside site-packages (.data) have nowhere to go."""
+    wheel = _wheel(tmp_path / "c.whl", {"c-1.0.data/scripts/tool": b"#!"})
+    with pytest.raises(SiteError, match=r"\.data"):
+        site_packages_tar([wheel], tmp_path / "out.tar")
+
+
+def test_the_bundle_is_served_in_parts_small_enough_for_any_http_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts, in order, make the bundle; each has a brotli variant within the limit, and
+    all are named by the bundle's hash."""
+    data = bytes(range(256)) * 4096 + hashlib.sha256(b"seed").digest() * 20_000
+    monkeypatch.setattr(site, "SNAPSHOT_PART_MAX", 64 << 10)
+    entry = write_parts(data, tmp_path, "/vendor/snapshot/")
+    urls = entry["parts"]
+    assert isinstance(urls, list)
+    assert len(urls) > 1
+    names = [url.removeprefix("/vendor/snapshot/") for url in urls]
+    assert names == [f"pagecontext-{_sha(data)[:16]}-{i}.bin" for i in range(len(names))]
+    assert b"".join((tmp_path / name).read_bytes() for name in names) == data
+    for name in names:
+        packed = (tmp_path / (name + ".br")).read_bytes()
+        assert len(packed) <= 64 << 10
+        assert brotli.decompress(packed) == (tmp_path / name).read_bytes()
+    assert entry["bytes"] == len(data)

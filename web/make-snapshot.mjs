@@ -1,0 +1,105 @@
+// Build step (Node.js; `pagecontext assemble` runs it, so `make` does): boots Pyodide
+// from the site's own runtime files, installs the site-packages, imports the core's
+// modules and writes the memory snapshot the worker restores (see ./snapshot.mjs).
+//
+//   node web/make-snapshot.mjs <pyodide dir> <lock file> <site-packages.tar> <out dir> <module>...
+//
+// Writes <out dir>/memory.pages and <out dir>/meta.json. Not loaded by any browser.
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { BUNDLE_VERSION, preloadDynlibs, readTar, writeFiles } from "./snapshot.mjs";
+
+const [indexDir, lockFile, tarPath, outDir, ...modules] = process.argv.slice(2);
+if (!outDir) {
+  console.error("usage: make-snapshot.mjs <pyodide dir> <lock file> <site-packages.tar> <out dir> <module>...");
+  process.exit(2);
+}
+// time.timezone and friends are fixed at import; make them UTC, not this machine's zone.
+process.env.TZ = "UTC";
+
+const files = readTar(new Uint8Array(fs.readFileSync(tarPath)));
+const dynlibFiles = [...files.keys()].filter((name) => name.endsWith(".so")).sort();
+const compiled = await Promise.all(dynlibFiles.map((name) => WebAssembly.compile(files.get(name))));
+const index = path.resolve(indexDir);
+const { loadPyodide } = await import(pathToFileURL(path.join(index, "pyodide.mjs")).href);
+const { default: createModule } = await import(pathToFileURL(path.join(index, "pyodide.asm.mjs")).href);
+
+let sitePackages;
+let placed = [];
+const pyodide = await loadPyodide({
+  indexURL: index + path.sep,
+  lockFileURL: path.resolve(lockFile),
+  _makeSnapshot: true,
+  createPyodideModule(settings) {
+    settings.preRun.push((Module) => {
+      sitePackages = Module.API.sitePackages;
+      const libs = dynlibFiles.map((name, i) => ({ path: `${sitePackages}/${name}`, module: compiled[i] }));
+      placed = preloadDynlibs(Module, libs);
+    });
+    return createModule(settings);
+  },
+});
+
+// After the boot, as the worker does after restoring (at boot, Pyodide would record
+// these packages as loaded in a JavaScript object that a snapshot cannot hold).
+writeFiles(pyodide.FS, sitePackages, files);
+pyodide.runPython(`
+import gc
+import importlib
+importlib.invalidate_caches()
+for name in ${JSON.stringify(modules)}:
+    importlib.import_module(name)
+# Closes what importlib.metadata keeps open (its zip of the stdlib): a file descriptor
+# does not survive a snapshot.
+importlib.invalidate_caches()
+gc.collect()
+`);
+
+const open = pyodide.FS.streams
+  .map((stream, fd) => (stream && fd > 2 ? `${fd}: ${stream.path}` : null))
+  .filter(Boolean);
+if (open.length) throw new Error(`files still open at snapshot time: ${open.join(", ")}`);
+
+const { LDSO } = pyodide._module;
+const dynlibs = placed.map((lib) => ({
+  ...lib,
+  global: Boolean(LDSO.loadedLibsByName[lib.path]?.global),
+  handles: Object.entries(LDSO.loadedLibsByHandle)
+    .filter(([handle, dso]) => Number(handle) !== 0 && dso.name === lib.path)
+    .map(([handle]) => Number(handle)),
+}));
+const imported = pyodide.runPython("import sys; len(sys.modules)");
+// zipimport keeps the standard library zip's directory (offsets included) in memory.
+const stdlibPath = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('.zip'))");
+const stdlib = { path: stdlibPath, bytes: pyodide.FS.stat(stdlibPath).size };
+const snapshot = pyodide.makeMemorySnapshot();
+// Stored without its all-zero pages: a third of it, and the cheapest to leave out.
+const PAGE = 4096;
+const pages = [];
+for (let start = 0; start < snapshot.length; start += PAGE) {
+  const end = Math.min(start + PAGE, snapshot.length);
+  let zero = true;
+  for (let i = start; i < end && zero; i += 1) zero = snapshot[i] === 0;
+  if (zero) continue;
+  const last = pages[pages.length - 1];
+  if (last && last[0] + last[1] === start) last[1] += end - start;
+  else pages.push([start, end - start]);
+}
+const stored = Buffer.concat(pages.map(([start, size]) => snapshot.subarray(start, start + size)));
+const meta = {
+  version: BUNDLE_VERSION,
+  pyodide: pyodide.version,
+  sitePackages,
+  memoryBytes: snapshot.length,
+  pages,
+  stdlib,
+  modules,
+  importedModules: imported,
+  dynlibs,
+};
+fs.mkdirSync(outDir, { recursive: true });
+fs.writeFileSync(path.join(outDir, "memory.pages"), stored);
+fs.writeFileSync(path.join(outDir, "meta.json"), JSON.stringify(meta));
+console.log(`snapshot: ${snapshot.length} bytes (${stored.length} stored), ${imported} modules, dynlibs ${dynlibs.map((d) => d.path).join(" ")}`);
