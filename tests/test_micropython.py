@@ -3,13 +3,11 @@ window rules must decide exactly as they do under CPython."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from node import run_node
 from pagecontext import windowrules as w
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,20 +15,10 @@ MICROPYTHON = ROOT / "node_modules" / "@micropython" / "micropython-webassembly-
 
 
 def _run_micropython() -> dict[str, object]:
-    node = shutil.which("node")
-    if node is None or not MICROPYTHON.is_dir():
+    if not MICROPYTHON.is_dir():
         pytest.fail("node and the npm runtime packages are needed: run `make unit`")
     here = Path(__file__).parent / "micropython"
-    out = subprocess.run(
-        [node, str(here / "run.mjs"), str(ROOT), str(here / "check_subset.py")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
-    result: dict[str, object] = json.loads(line.removeprefix("RESULT "))
-    return result
+    return run_node(str(here / "run.mjs"), str(ROOT), str(here / "check_subset.py"))
 
 
 def test_edge_modules_run_under_micropython_with_the_same_answers() -> None:

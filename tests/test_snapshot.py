@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import subprocess
 import zipfile
 from pathlib import Path
 
 import brotli
 import pytest
 
+from node import run_node
 from pagecontext.server import site
 from pagecontext.server.site import SiteError, bundle_zip, site_packages_tar, write_parts
 
@@ -50,19 +49,7 @@ def _sparse(memory: bytes) -> tuple[list[list[int]], bytes]:
 
 
 def _read(bundle: Path, chunk: int = 997) -> dict[str, object]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is needed: run `make unit`")
-    out = subprocess.run(
-        [node, str(READER), str(ROOT), str(bundle), str(chunk)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
-    result: dict[str, object] = json.loads(line.removeprefix("RESULT "))
-    return result
+    return run_node(str(READER), str(ROOT), str(bundle), str(chunk))
 
 
 @pytest.fixture
