@@ -7,10 +7,11 @@ default, `fuzz` with PAGECONTEXT_FUZZ=1.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import wire
@@ -26,6 +27,7 @@ from pagecontext.models import (
     ReceiptMessage,
     SelectionClearedMessage,
     dump_message,
+    parse_context_json,
     parse_message,
 )
 from pagecontext.receiver import Accepted, ContextReceiver, Refused
@@ -33,6 +35,7 @@ from pagecontext.resolver import CommandResolver
 from pagecontext.testing import ChannelPair, FakeClock, FakeDom, Side, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 from strategies import (
+    contexts,
     hostile,
     message_ids,
     messages,
@@ -79,6 +82,34 @@ def test_parse_message_refuses_only_with_message_rejected_and_accepted_messages_
     assert dump_message(again) == dumped
     if well_formed:
         assert dumped == raw
+
+
+def json_text(raw: object) -> str | None:
+    """Compact JSON text of `raw`, as JSON.stringify writes it; None if it has none."""
+    try:
+        return json.dumps(raw, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+@pytest.mark.scenario(16)
+@given(raw=st.one_of(contexts(), mutated(contexts()), hostile(contexts())))
+@example(raw=wire.context(version=True))
+@example(raw=wire.context(version=1.0))
+@example(raw=wire.without(wire.context(), "type"))
+@example(raw=wire.with_selection(filters={"constructor": 1}))
+def test_the_fast_context_path_agrees_with_parse_message(raw: object) -> None:
+    """parse_context_json never accepts what parse_message refuses, returns the same model
+    when it accepts, and accepts every valid context with no escapes in its text."""
+    text = json_text(raw)
+    if text is None:
+        return
+    fast = parse_context_json(text)
+    slow = outcome(json.loads(text))
+    if fast is not None:
+        assert fast == slow
+    elif "\\" not in text:
+        assert not isinstance(slow, ContextMessage)
 
 
 # -- the assistant's ContextReceiver ----------------------------------------------------

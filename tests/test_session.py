@@ -888,3 +888,50 @@ def test_the_panel_previews_exactly_the_block_the_model_would_get() -> None:
     snapshot = items[1]["value"]
     assert isinstance(snapshot, dict)
     assert snapshot["values"] == {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"}
+
+
+def test_port_messages_as_json_text_have_the_same_outcome_as_decoded_ones() -> None:
+    """on_port_json (the worker's path, fast for contexts) commits, refuses and counts
+    exactly as on_port_message does for the same messages."""
+    pairs = [ChannelPair(), ChannelPair()]
+    stamp = {"pageInstanceId": "page-1", "conversationId": "conv-1"}
+    sequence = [
+        wire.context(**stamp, selectionRevision=2),
+        wire.context(**stamp, selectionRevision=2),  # not newer
+        wire.context(**stamp, selectionRevision=5, messageId="m-5"),
+        wire.context(pageInstanceId="page-2", conversationId="conv-1", selectionRevision=9),
+        wire.context(**stamp, selectionRevision=6, extra=1),
+        wire.with_selection(wire.context(**stamp, selectionRevision=7), filters={"__proto__": 1}),
+        wire.context(**stamp, selectionRevision=8, version=True),
+        wire.selection_cleared(**stamp, selectionRevision=10),
+        wire.receipt(**stamp),
+        wire.context(**stamp, selectionRevision=11),
+    ]
+    outcomes = []
+    for pair, as_text in zip(pairs, (False, True), strict=True):
+        session = pair.assistant
+        effects = [
+            session.on_port_json(json.dumps(raw, separators=(",", ":")))
+            if as_text
+            else session.on_port_message(raw)
+            for raw in sequence
+        ]
+        outcomes.append(
+            (
+                effects,
+                session.receiver.last_revision,
+                session.receiver.committed,
+                session.diagnostics(),
+            )
+        )
+    assert outcomes[0] == outcomes[1]
+    effects, last_revision, committed, diagnostics = outcomes[1]
+    assert last_revision == 11
+    assert committed is not None
+    assert diagnostics["contexts"] == {
+        "stale-revision": 1,
+        "page-instance": 1,
+        "malformed": 1,
+        "forbidden-key": 1,
+        "unsupported-version": 1,
+    }

@@ -48,6 +48,42 @@ function plainDataProblem(value, depth = 0) {
   return found;
 }
 
+// Listens on the bound port for Python: each message is checked here (plainDataProblem)
+// and queued, plain data as its JSON text, anything else as {problem, value}; the queue
+// goes to `deliver` in one call once the messages already waiting have arrived (a wake-up
+// posted on a private channel runs after them). One call into Python per burst instead of
+// one per message. Returns {close()}, which stops listening and drops what is queued.
+function listenPort(port, deliver) {
+  let queue = [];
+  let scheduled = false;
+  const wake = new MessageChannel();
+  wake.port1.onmessage = () => {
+    scheduled = false;
+    if (!queue.length) return;
+    const batch = queue;
+    queue = [];
+    deliver(batch);
+  };
+  port.onmessage = (event) => {
+    const data = event.data;
+    const problem = plainDataProblem(data);
+    queue.push(problem === "" ? JSON.stringify(data) : { problem, value: data });
+    if (!scheduled) {
+      scheduled = true;
+      wake.port2.postMessage(null);
+    }
+  };
+  return {
+    close() {
+      port.onmessage = null;
+      wake.port1.onmessage = null;
+      wake.port1.close();
+      wake.port2.close();
+      queue = [];
+    },
+  };
+}
+
 // Resolve against this module, not the worker's location: a sandboxed frame starts the
 // worker from a data: URL that imports this file.
 const here = (path) => new URL(path, import.meta.url).href;
@@ -262,7 +298,7 @@ try {
   mark("packages-loaded");
   const worker = pyodide.pyimport("pagecontext.browser.worker");
   mark("module-imported");
-  worker.start(self, early, plainDataProblem);
+  worker.start(self, early, listenPort);
   mark("worker-started");
   keep?.().then(() => mark("snapshot-kept"), () => {});
 } catch (error) {

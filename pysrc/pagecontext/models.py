@@ -20,6 +20,7 @@ from typing import Annotated, Final, Literal, Self, TypeAlias
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -58,6 +59,7 @@ __all__ = [
     "SelectionClearedMessage",
     "Target",
     "dump_message",
+    "parse_context_json",
     "parse_message",
 ]
 
@@ -116,6 +118,12 @@ Identifier = Annotated[str, StringConstraints(min_length=1)]
 Role = Literal["page", "assistant"]
 Action = Literal["highlight", "locate", "refresh", "clear-highlight"]
 ReceiptStatus = Literal["applied", "stale-context", "not-found", "rejected"]
+
+
+def _exactly_an_int(value: object) -> object:
+    if type(value) is not int:
+        raise ValueError("must be an integer")  # pydantic wants ValueError
+    return value
 
 
 def _is_none(value: object) -> bool:
@@ -177,7 +185,8 @@ class _Envelope(_WireModel):
     # protocol and version default so Python code need not repeat them; on the wire
     # their presence and exact values are checked by parse_message before validation.
     protocol: Literal["pagecontext"] = PROTOCOL
-    version: Literal[1] = VERSION
+    # BeforeValidator: from JSON text, pydantic admits `true` and `1.0` as Literal[1].
+    version: Annotated[Literal[1], BeforeValidator(_exactly_an_int)] = VERSION
     message_id: MessageId
     page_instance_id: Identifier
     conversation_id: Identifier
@@ -305,6 +314,73 @@ def parse_message(raw: object, limits: Limits = DEFAULT_LIMITS) -> Message:
     except ValidationError:
         raise MessageRejected("malformed", message_id) from None
     return message
+
+
+# The deepest a valid context message nests (message, selection, filters, a list in
+# them); with a smaller depth limit the fast path below is not taken.
+_CONTEXT_DEPTH: Final = 4
+# Longer than any field name and any messageId: with a string limit at least this long,
+# only the free-form strings can break it, and the fast path checks those.
+_FIELD_NAME_CHARS: Final = 64
+
+
+def parse_context_json(text: str, limits: Limits = DEFAULT_LIMITS) -> ContextMessage | None:
+    """Return the context message `text` (compact JSON) holds, if it passes every check.
+
+    The fast path for the message that floods the port: the JSON text is validated
+    in one pass by pydantic-core, then the checks the schema does not cover (keys and
+    string lengths inside filters and snapshot, the size of the text, the limits) run
+    on the model. None means the text was not shown to be a valid context message;
+    `parse_message(json.loads(text))` then gives the reason it is refused, or the
+    message of another type. Never None for a message `parse_message` would refuse
+    for a reason this path does not know, and never a model where it would refuse.
+    """
+    if (
+        limits.max_depth < _CONTEXT_DEPTH
+        or limits.max_string_chars < _FIELD_NAME_CHARS
+        # Escaped lone surrogates ("\ud800") are not text; parse_message refuses them.
+        or "\\ud" in text
+        or "\\uD" in text
+    ):
+        return None
+    size = len(text)
+    if size * 4 > limits.max_message_bytes and len(text.encode("utf-8")) > limits.max_message_bytes:
+        return None
+    try:
+        message = ContextMessage.model_validate_json(text, by_alias=True, by_name=False)
+        if not {"protocol", "version", "type"} <= message.model_fields_set:
+            return None
+        _check_limits(message, _longest_string(message), limits)
+    except (ValidationError, _CheckFailedError):
+        return None
+    return message
+
+
+def _longest_string(message: ContextMessage) -> int:
+    """The longest id, free-form key or string in a context message (field names and
+    patterned strings are shorter than `_FIELD_NAME_CHARS`); raises on a forbidden key."""
+    selection = message.selection
+    longest = max(len(identifier) for identifier in _identifiers(message))
+    for key, value in selection.filters.items():
+        if key in _FORBIDDEN_KEYS:
+            raise _CheckFailedError("forbidden-key")
+        longest = max(longest, len(key))
+        if type(value) is str:
+            longest = max(longest, len(value))
+        elif type(value) is list:
+            for item in value:
+                if type(item) is str:
+                    longest = max(longest, len(item))
+    for key, field in (selection.snapshot or {}).items():
+        if key in _FORBIDDEN_KEYS:
+            raise _CheckFailedError("forbidden-key")
+        longest = max(longest, len(key))
+        if type(field) is Quantity:
+            longest = max(longest, len(field.unit))
+            field = field.value
+        if type(field) is str:
+            longest = max(longest, len(field))
+    return longest
 
 
 def dump_message(message: Message) -> dict[str, object]:

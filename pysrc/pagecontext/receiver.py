@@ -17,6 +17,7 @@ from pagecontext.models import (
     DEFAULT_LIMITS,
     ContextMessage,
     Limits,
+    Message,
     SelectionClearedMessage,
     parse_message,
 )
@@ -94,6 +95,15 @@ class ContextReceiver:
             message = parse_message(raw, self._limits)
         except MessageRejected as rejected:
             return self._refuse(rejected.reason)
+        return self.admit(message)
+
+    def admit(self, message: Message) -> ReceiveResult:
+        """Commit a message that already passed `parse_message` (or its fast path for
+        contexts, `parse_context_json`) if it is for the bound page and newer.
+
+        Refusal reasons: "unexpected-type", "unbound", "page-instance",
+        "conversation-mismatch", "stale-revision".
+        """
         if not isinstance(message, ContextMessage | SelectionClearedMessage):
             return self._refuse("unexpected-type")
         if self._page_instance_id is None:

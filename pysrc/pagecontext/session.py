@@ -18,6 +18,7 @@ plain dicts with a `kind`; docs/architecture.md lists them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -37,9 +38,10 @@ from pagecontext.models import (
     Scalar,
     Target,
     dump_message,
+    parse_context_json,
     parse_message,
 )
-from pagecontext.receiver import Accepted, ContextReceiver
+from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult
 from pagecontext.resolver import CommandResolver
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
@@ -331,6 +333,13 @@ class PageSession:
             effects.append(ToEdge(_apply_instruction(command)))
         return effects
 
+    def on_port_json(self, text: str) -> list[Effect]:
+        """Handle one message from the bound port given as its JSON text.
+
+        Raises ValueError if `text` is not JSON.
+        """
+        return self.on_port_message(json.loads(text))
+
     @property
     def refused(self) -> int:
         """Port messages refused so far: commands answered `rejected` or dropped unread."""
@@ -498,13 +507,7 @@ class AssistantSession:
             return []
         kind = _type_of(raw)
         if kind in ("context", "selection-cleared"):
-            result = self.receiver.receive(raw)
-            if isinstance(result, Accepted):
-                committed = self.receiver.committed
-                self.pinned = committed
-                self.pinned_restored = False
-                return [_STATE, _PERSIST]
-            return [_STATE]
+            return self._received(self.receiver.receive(raw))
         if kind not in ("receipt", "bye"):
             return []
         try:
@@ -531,6 +534,26 @@ class AssistantSession:
             self.ledger.drop_connection(binding.connection_id)
             return [ClosePort("bye"), _STATE]
         return []
+
+    def on_port_json(self, text: str) -> list[Effect]:
+        """Handle one message from the bound port given as its compact JSON text.
+
+        The same outcome as `on_port_message(json.loads(text))`; a valid context message
+        (the one a page sends in bursts) is checked and committed on a faster path.
+        Raises ValueError if `text` is not JSON.
+        """
+        if self._conn.binding is not None and not self._conn.awaiting_connected:
+            message = parse_context_json(text, self._limits)
+            if message is not None:
+                return self._received(self.receiver.admit(message))
+        return self.on_port_message(json.loads(text))
+
+    def _received(self, result: ReceiveResult) -> list[Effect]:
+        if isinstance(result, Accepted):
+            self.pinned = self.receiver.committed
+            self.pinned_restored = False
+            return [_STATE, _PERSIST]
+        return [_STATE]
 
     @property
     def refused(self) -> int:

@@ -5,15 +5,14 @@ it converts what arrives (edge messages, port messages, timer ticks) into sessio
 calls and carries out the effects the session returns. Every proxy it creates is
 kept by `WorkerBinding` and destroyed when the port or the worker closes.
 
-Conversion happens here, at the edge: port messages are walked into plain Python
-data, and anything that is not plain JSON-compatible data (a Map, a Date, an
-ArrayBuffer, a class instance) is refused before it reaches the core.
+Conversion happens here, at the edge: the boot script's port listener checks each
+message is plain JSON-compatible data (a Map, a Date, an ArrayBuffer, a class instance
+is refused before it reaches the core) and hands them over in batches, as JSON text.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import random
 import secrets
 from collections.abc import Callable
@@ -76,12 +75,13 @@ def _now() -> float:
 class WorkerBinding:
     """Joins the session to the worker scope and the bound port."""
 
-    def __init__(self, scope: Any, plain_data_problem: Any) -> None:
+    def __init__(self, scope: Any, listen_port: Any) -> None:
         self.scope = scope
-        self.plain_data_problem = plain_data_problem
+        self.listen_port = listen_port
         self.session: PageSession | AssistantSession | None = None
         self.port: Any = None
         self._port_proxy: Any = None
+        self._port_listener: Any = None
         self._timer: int | None = None
         self._timer_proxy: Any = None
         self._timer_deadline: float | None = None
@@ -177,39 +177,47 @@ class WorkerBinding:
         self._close_port()
         self.port = port
         self._port_proxy = create_proxy(self._from_port)
-        port.onmessage = self._port_proxy
+        self._port_listener = self.listen_port(port, self._port_proxy)
 
     def _close_port(self) -> None:
+        if self._port_listener is not None:
+            self._port_listener.close()
+            self._port_listener = None
         if self.port is not None:
-            self.port.onmessage = None
             self.port.close()
             self.port = None
         if self._port_proxy is not None:
             self._port_proxy.destroy()
             self._port_proxy = None
 
-    def _from_port(self, event: Any) -> None:
-        if self.session is None:
+    def _from_port(self, batch: Any) -> None:
+        """Handle the port messages that arrived since the last call, in order.
+
+        Each is the JSON text of plain, finite data (parsed in C, contexts on the
+        session's fast path), or {problem, value}: data with NaN or an infinity is read
+        value by value so the core sees it as is; anything else (a Map, a Date, an
+        ArrayBuffer, a BigInt) is never coerced, only dropped and counted.
+        """
+        session = self.session
+        if session is None:
             return
-        data = event.data
-        problem = self.plain_data_problem(data)
-        if problem and problem != "non-finite":
-            # A Map, Date, ArrayBuffer, BigInt or the like: never coerced, dropped, counted.
-            self.rejected_plain += 1
-            self._diagnostics_soon()
-            return
-        before = self.session.refused
-        try:
-            # Plain, finite data crosses as one JSON string (one call, parsed in C); data
-            # with NaN or an infinity is read value by value so the core sees it as is.
-            raw = to_plain(data) if problem else json.loads(js.JSON.stringify(data))
-            effects = self.session.on_port_message(raw)
-        except Exception:
-            self.internal_errors += 1
-            self._diagnostics_soon()
-            return
-        self._run(effects)
-        if self.session.refused != before:
+        before = (session.refused, self.rejected_plain, self.internal_errors)
+        for item in batch:
+            if self.port is None:
+                break  # a bye in this batch closed the port: the rest is not ours
+            try:
+                if isinstance(item, str):
+                    effects = session.on_port_json(item)
+                elif item.problem == "non-finite":
+                    effects = session.on_port_message(to_plain(item.value))
+                else:
+                    self.rejected_plain += 1
+                    continue
+            except Exception:
+                self.internal_errors += 1
+                continue
+            self._run(effects)
+        if (session.refused, self.rejected_plain, self.internal_errors) != before:
             self._diagnostics_soon()
 
     def _flush_soon(self) -> None:
@@ -317,17 +325,18 @@ class WorkerBinding:
 _BINDINGS: list[WorkerBinding] = []
 
 
-def start(scope: Any, early: Any, plain_data_problem: Any) -> WorkerBinding:
+def start(scope: Any, early: Any, listen_port: Any) -> WorkerBinding:
     """Take over the worker scope and replay the messages that arrived during boot.
 
-    `plain_data_problem(value)` is the boot script's check that a port message is plain
-    data; it returns "" or the reason it is not.
+    `listen_port(port, deliver)` is the boot script's listener: it checks that each
+    port message is plain data, calls `deliver` with what arrived (JSON texts, or
+    {problem, value}) and returns an object whose `close()` stops it.
     """
     # The worker boots from a memory snapshot (web/worker.mjs), which gives every worker
     # the same `random` state: reseed it from the system. (The core's ids and nonces come
     # from `secrets`, which never uses that state.)
     random.seed()
-    binding = WorkerBinding(scope, plain_data_problem)
+    binding = WorkerBinding(scope, listen_port)
     _BINDINGS.append(binding)
     handler: Callable[[Any], None] = binding._from_edge
     for event in early:
