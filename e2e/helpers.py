@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import FrameLocator, Locator, Page, expect
 
-from .conftest import STEP_TIMEOUT_MS
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 
 ROW = "sales-2026-03-north"
 OTHER_ROW = "sales-2026-05-east"
@@ -35,3 +35,13 @@ def show_and_expect(assistant: Page | FrameLocator, status: str) -> None:
 
 def html(target: Page | FrameLocator) -> Locator:
     return target.locator("html")
+
+
+def open_workbench(page: Page, origins: Origins) -> FrameLocator:
+    """Open the assistant workbench, wait until it and its business page are bound, and
+    return the business page's frame."""
+    page.goto(origins.assistant + "/workbench.html")
+    business = page.frame_locator("iframe[data-pc-child]")
+    wait_bound(page)
+    wait_bound(business)
+    return business

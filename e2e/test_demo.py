@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, panel, select_and_ask
+from .helpers import ROW, open_workbench, panel, select_and_ask
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -79,10 +79,7 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
 ) -> None:
     """The workbench keeps its pinned context while the page reloads: Show me then gets
     `stale-context` (page-instance) and nothing is highlighted on the new page."""
-    page.goto(origins.assistant + "/workbench.html")
-    child = page.frame_locator("iframe[data-pc-child]")
-    wait_bound(page)
-    wait_bound(child)
+    child = open_workbench(page, origins)
     select_and_ask(child, ROW)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     page.get_by_role("button", name="Show me").click()

@@ -194,8 +194,9 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
     share(pair)
     assert pair.assistant.pinned is not None
     assert pair.assistant.pinned.selection_revision == revision == 2
+    assert state(pair)["preview"].startswith("<pagecontext-instructions>")
     shown = chip(pair)
-    assert shown.pop("preview").startswith("<pagecontext-instructions>")
+    assert shown.pop("key") == '["orders","orders","row:2"]'
     assert shown == {
         "revision": 2,
         "pageInstanceId": "page-1",
@@ -877,10 +878,10 @@ def test_the_panel_previews_exactly_the_block_the_model_would_get() -> None:
     """The chip carries the block for the pinned selection: the standing instruction in
     the trusted part, the reference then the snapshot as data, parseable back to items."""
     from pagecontext.block import extract_instructions, parse_block
-    from pagecontext.model_context import STANDING_INSTRUCTIONS
+    from pagecontext.composer import STANDING_INSTRUCTIONS
 
     pair = shared_pair("page")
-    preview = chip(pair)["preview"]
+    preview = state(pair)["preview"]
     assert extract_instructions(preview) == [i.text for i in STANDING_INSTRUCTIONS]
     items = parse_block(preview)
     assert [item["type"] for item in items] == ["reference", "snapshot"]

@@ -42,8 +42,8 @@ for (const [file, code] of sources) {
 // also the one place the edge posts to another window (tests spy on it there).
 globalThis.pagecontextHost = {
   json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
-  load(key) { try { return window.sessionStorage.getItem(key); } catch { return null; } },
-  save(key, value) { try { window.sessionStorage.setItem(key, value); return true; } catch { return false; } },
+  load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
+  save(key, value) { try { window.localStorage.setItem(key, value); return true; } catch { return false; } },
   post(target, message, targetOrigin, transfer) {
     try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
   },

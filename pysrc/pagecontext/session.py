@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from pagecontext.composer import Composer
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
 from pagecontext.ledger import LayerRecord, ReceiptLedger
-from pagecontext.model_context import selection_block
 from pagecontext.models import (
     DEFAULT_LIMITS,
     ByeMessage,
@@ -447,6 +447,8 @@ class AssistantSession:
         self.pinned_restored = False
         # The highlight of the last "Show me": its receipt is what the panel shows.
         self.last_show: str | None = None
+        self.composer = Composer()
+        self._clock = clock
 
     @property
     def binding(self) -> Binding | None:
@@ -462,6 +464,12 @@ class AssistantSession:
     def pinned(self, message: ContextMessage | None) -> None:
         self._pinned = message
         self._pinned_wire = None  # dumped again only when shown or persisted
+        self.composer.set_selection(message.selection if message is not None else None)
+
+    @property
+    def chip_shown(self) -> bool:
+        """True if a context is pinned and the user has not removed its chip."""
+        return self._pinned is not None and bool(self.composer.chips())
 
     def _pinned_as_wire(self) -> dict[str, object] | None:
         if self._pinned is not None and self._pinned_wire is None:
@@ -586,16 +594,29 @@ class AssistantSession:
             effects.append(ToPeer(dump_message(message)))
         return [*effects, _STATE, _PERSIST]
 
-    def remove_chip(self) -> list[Effect]:
-        """The user removed the context chip: nothing is pinned any more."""
-        self.pinned = None
-        self.pinned_restored = False
+    def remove_chip(self, key: str | None = None) -> list[Effect]:
+        """The user removed a chip (default: the pinned selection's): it stays removed,
+        also when the page sends the same object again, until `restore_chips`."""
+        for chip in self.composer.chips():
+            if key is None or chip.key == key:
+                self.composer.dismiss(chip.key)
+        return [_STATE, _PERSIST]
+
+    def restore_chips(self) -> list[Effect]:
+        """Bring back every chip the user removed."""
+        self.composer.undismiss_all()
+        return [_STATE, _PERSIST]
+
+    def ask(self, question: str, at: str) -> list[Effect]:
+        """The user sends `question` (observed at ISO time `at`): it is recorded in the
+        conversation with the exact text sent. Raises ValueError for an empty question."""
+        self.composer.send(question, entry_id=self._new_id(), at=at)
         return [_STATE, _PERSIST]
 
     def show(self) -> list[Effect]:
         """Send highlight (focus) and locate for the pinned selection."""
         pinned = self.pinned
-        if pinned is None:
+        if pinned is None or not self.chip_shown:
             return []
         effects: list[Effect] = []
         binding = self._conn.binding
@@ -618,6 +639,7 @@ class AssistantSession:
             # its deadline turns it into `unconfirmed`, never into success.
             connection = binding.connection_id if binding is not None else 0
             self.ledger.record(command.command_id, connection)
+            self.composer.record_command(command.command_id, action, target.resource_ref)
             if action == "highlight":
                 self.last_show = command.command_id
             if binding is not None:
@@ -636,6 +658,9 @@ class AssistantSession:
         Nothing is sent: a restored context is shown, and a command for it is only sent
         when the user asks again (the page then judges it against its own instance).
         """
+        composer = saved.get("composer")
+        if isinstance(composer, dict):
+            self.composer.restore(composer)
         chip = saved.get("pinned")
         if isinstance(chip, dict):
             try:
@@ -654,7 +679,8 @@ class AssistantSession:
         """What the panel shows: binding, the chip, and the last command's receipts."""
         chip: dict[str, object] | None = None
         pinned = self.pinned
-        if pinned is not None:
+        self._sync_log()
+        if pinned is not None and self.chip_shown:
             message = self._pinned_as_wire()
             assert message is not None
             wire = message["selection"]
@@ -668,7 +694,7 @@ class AssistantSession:
                 "filters": wire["filters"],
                 "snapshot": wire.get("snapshot"),
                 "restored": self.pinned_restored,
-                "preview": selection_block(pinned.selection, pinned.selection.resource_ref),
+                "key": self.composer.chips()[0].key,
             }
         last: dict[str, object] | None = None
         if self.last_show is not None:
@@ -687,8 +713,29 @@ class AssistantSession:
                 "command": last,
                 "refused": dict(self.receiver.counts),
                 "ignoredReceipts": self.ledger.ignored,
+                "revision": self.receiver.last_revision,
+                "preview": self.composer.message_text(""),
+                "task": self.composer.task,
+                "dismissed": self.composer.dismissed,
+                "log": list(self.composer.log),
             }
         )
+
+    def _sync_log(self) -> None:
+        """Copy the ledger's receipt views into the conversation log's commands."""
+        for entry in self.composer.log:
+            command_id = entry.get("id")
+            if (
+                entry.get("kind") != "command"
+                or entry.get("restored")
+                or not isinstance(command_id, str)
+            ):
+                continue
+            layers = self.ledger.get(command_id)
+            self.composer.update_receipts(
+                command_id,
+                {name: _record_view(record) for name, record in layers.items()},  # type: ignore[misc]
+            )
 
     def _bound(self) -> list[Effect]:
         binding = self._conn.binding
@@ -698,6 +745,10 @@ class AssistantSession:
 
     def _persist(self) -> ToEdge:
         pinned = self._pinned_as_wire()
-        return ToEdge(
-            {"kind": "persist", "value": {"conversationId": self.conversation_id, "pinned": pinned}}
-        )
+        self._sync_log()
+        value = {
+            "conversationId": self.conversation_id,
+            "pinned": pinned,
+            "composer": self.composer.to_json(),
+        }
+        return ToEdge({"kind": "persist", "value": value})

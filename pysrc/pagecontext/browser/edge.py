@@ -139,13 +139,15 @@ class Edge:
         self.instance_id = _random_id()
         init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
         if self.role == "assistant":
-            saved = self._load()
-            conversation_id = saved.get("conversationId")
-            if not isinstance(conversation_id, str):
+            # The saved text goes to the worker as it is: MicroPython's dicts do not keep
+            # key order, and the core compares saved lines with what it renders.
+            text = self.host.load(STORAGE_KEY) or "{}"
+            conversation_id = _saved_conversation(text)
+            if conversation_id is None:
                 conversation_id = _random_id()
             self.conversation_id = conversation_id
             init["conversationId"] = conversation_id
-            init["restored"] = saved
+            init["restored"] = text
         self._to_worker(init)
         if self.role == "page":
             self._start_page_dom()
@@ -316,7 +318,7 @@ class Edge:
             self._set_state("bound" if message.get("bound") else "ready")
             self._render_panel(message)
         elif kind == "persist":
-            self._save(message.get("value"))
+            self._save(message.get("text"))
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -483,26 +485,40 @@ class Edge:
         doc = js.document
         self.owner.listen(doc.querySelector("[data-pc-show]"), "click", self._on_show)
         self.owner.listen(doc.querySelector("[data-pc-chips]"), "click", self._on_chip_click)
+        composer = doc.querySelector("[data-pc-composer]")
+        if composer is not None:
+            self.owner.listen(composer, "submit", self._on_ask)
+        restore = doc.querySelector("[data-pc-restore-chips]")
+        if restore is not None:
+            self.owner.listen(restore, "click", self._on_restore_chips)
 
-    def _load(self) -> dict[str, Any]:
-        try:
-            saved = json.loads(self.host.load(STORAGE_KEY) or "{}")
-        except ValueError:
-            saved = {}
-        return saved if isinstance(saved, dict) else {}
-
-    def _save(self, value: Any) -> None:
+    def _save(self, text: Any) -> None:
         # Storage may be denied (blocked third-party storage): the conversation then
         # lives in memory only, and the panel says so through data-pc-storage.
-        if not self.host.save(STORAGE_KEY, json.dumps(value)):
+        if not isinstance(text, str) or not self.host.save(STORAGE_KEY, text):
             self.root.setAttribute("data-pc-storage", "unavailable")
 
     def _on_show(self, event: Any) -> None:
         self._to_worker({"kind": "show"})
 
     def _on_chip_click(self, event: Any) -> None:
-        if event.target.closest("[data-pc-chip-remove]") is not None:
-            self._to_worker({"kind": "remove-chip"})
+        button = event.target.closest("[data-pc-chip-remove]")
+        if button is not None:
+            chip = button.closest("[data-pc-chip-key]")
+            key = chip.getAttribute("data-pc-chip-key") if chip is not None else None
+            self._to_worker({"kind": "remove-chip", "key": key})
+
+    def _on_restore_chips(self, event: Any) -> None:
+        self._to_worker({"kind": "restore-chips"})
+
+    def _on_ask(self, event: Any) -> None:
+        event.preventDefault()
+        field = js.document.querySelector("[data-pc-question]")
+        question = str(field.value).strip()
+        if not question:
+            return
+        self._to_worker({"kind": "ask", "question": question})
+        field.value = ""
 
     def _render_panel(self, state: dict[str, Any]) -> None:
         doc = js.document
@@ -515,10 +531,22 @@ class Edge:
             chips.append(_chip_element(chip))
         else:
             chips.append(_text("p", "Select a row and press “Ask AI”.", "pc-empty"))
+        # The last revision committed, chip or not (a removed chip stays removed).
+        self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
         preview = doc.querySelector("[data-pc-preview] pre")
         if preview is not None:
-            # textContent, never markup: the block is shown exactly as the model gets it.
-            preview.textContent = chip["preview"] if chip is not None else ""
+            # textContent, never markup: the text is shown exactly as the model gets it.
+            preview.textContent = state.get("preview") or ""
+        dismissed = doc.querySelector("[data-pc-dismissed]")
+        if dismissed is not None:
+            count = state.get("dismissed") or 0
+            dismissed.hidden = not count
+            dismissed.setAttribute("data-pc-dismissed", str(count))
+        log = doc.querySelector("[data-pc-log]")
+        if log is not None:
+            log.replaceChildren()
+            for entry in state.get("log") or []:
+                log.append(_log_element(entry))
         receipt = doc.querySelector("[data-pc-receipt]")
         command = state.get("command")
         if command is None:
@@ -537,6 +565,16 @@ class Edge:
         self.owner.release()
         self.worker.terminate()
         self._set_state("closed")
+
+
+def _saved_conversation(text: str) -> str | None:
+    """The conversation id in the saved state's JSON text, if there is one."""
+    try:
+        saved = json.loads(text)
+    except ValueError:
+        return None
+    found = saved.get("conversationId") if isinstance(saved, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def _text(tag: str, text: str, cls: str | None = None) -> Any:
@@ -558,6 +596,7 @@ def _chip_element(chip: dict[str, Any]) -> Any:
     el = js.document.createElement("div")
     el.setAttribute("data-pc-chip", chip["resourceRef"])
     el.setAttribute("data-pc-chip-revision", str(chip["revision"]))
+    el.setAttribute("data-pc-chip-key", chip["key"])
     if chip.get("restored"):
         el.setAttribute("data-pc-chip-restored", "true")
     el.className = "pc-chip"
@@ -582,6 +621,31 @@ def _chip_element(chip: dict[str, Any]) -> Any:
     remove.setAttribute("aria-label", "Remove context")
     remove.setAttribute("data-pc-chip-remove", "")
     el.append(remove)
+    return el
+
+
+def _log_element(entry: dict[str, Any]) -> Any:
+    """One conversation entry: a question (with the exact text sent), or a command with
+    its receipt as it stands (restored ones as they were saved)."""
+    el = js.document.createElement("li")
+    kind = entry.get("kind")
+    el.setAttribute("data-pc-log-kind", str(kind))
+    el.setAttribute("data-pc-log-id", str(entry.get("id")))
+    if kind == "question":
+        el.className = "pc-log-question"
+        el.append(_text("p", str(entry.get("question") or "")))
+        sent = js.document.createElement("details")
+        sent.append(_text("summary", "Text sent"))
+        sent.append(_text("pre", str(entry.get("sent") or "")))
+        el.append(sent)
+        return el
+    status, text = _receipt_summary(entry)
+    el.className = "pc-log-command"
+    el.setAttribute("data-pc-log-status", status)
+    if entry.get("restored"):
+        el.setAttribute("data-pc-log-restored", "true")
+        text += " (before reload)"
+    el.append(_text("p", str(entry.get("resourceRef") or "") + " · " + text))
     return el
 
 

@@ -13,6 +13,7 @@ is refused before it reaches the core) and hands them over in batches, as JSON t
 from __future__ import annotations
 
 import gc
+import json
 import random
 import secrets
 from collections.abc import Callable
@@ -62,6 +63,15 @@ def _nulls_to_none(value: Any) -> Any:
 
 def _js(message: dict[str, object]) -> Any:
     return to_js(message, dict_converter=js.Object.fromEntries)
+
+
+def _saved_state(text: object) -> dict[str, Any]:
+    """The assistant's saved state from its JSON text; {} if there is none or it is damaged."""
+    try:
+        saved = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        return {}
+    return saved if isinstance(saved, dict) else {}
 
 
 def _new_id() -> str:
@@ -134,7 +144,7 @@ class WorkerBinding:
                 clock=_now,
                 new_id=_new_id,
             )
-            session.restore(message.get("restored") or {})
+            session.restore(_saved_state(message.get("restored")))
             self.session = session
             self._run([Refresh("state")])
         self.scope.postMessage(_js({"kind": "ready"}))
@@ -168,7 +178,16 @@ class WorkerBinding:
         if kind == "show":
             return session.show()
         if kind == "remove-chip":
-            return session.remove_chip()
+            key = message.get("key")
+            return session.remove_chip(key if isinstance(key, str) else None)
+        if kind == "restore-chips":
+            return session.restore_chips()
+        if kind == "ask":
+            question = message.get("question")
+            try:
+                return session.ask(str(question), at=str(js.Date.new().toISOString()))
+            except ValueError:
+                return []  # empty or oversized: the composer keeps the text
         return []
 
     # -- the bound port -----------------------------------------------------------------
@@ -232,7 +251,11 @@ class WorkerBinding:
         pending, self._pending = self._pending, set()
         if isinstance(self.session, AssistantSession):
             for kind in sorted(pending, reverse=True):  # state, then persist
-                self.scope.postMessage(_js(self.session.edge_message(kind)))
+                message = self.session.edge_message(kind)
+                if kind == "persist":
+                    # As JSON text, written here: the edge stores it without parsing.
+                    message = {"kind": "persist", "text": json.dumps(message["value"])}
+                self.scope.postMessage(_js(message))
 
     # -- diagnostics --------------------------------------------------------------------
 

@@ -1,0 +1,115 @@
+"""The composer in real frames: chips the user removes stay removed, the question sends
+exactly the text "What the AI sees" shows, follow-ups do not resend, and a reloaded
+assistant restores its conversation without sending anything to the page."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import FrameLocator, Locator, Page, expect
+
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import (
+    OTHER_ROW,
+    ROW,
+    html,
+    open_workbench,
+    panel,
+    select_and_ask,
+    show_and_expect,
+)
+
+
+def preview_text(assistant: Page | FrameLocator) -> Locator:
+    return assistant.locator("[data-pc-preview] pre")
+
+
+def ask(assistant: Page | FrameLocator, question: str) -> Locator:
+    """Type and send `question`; return its entry in the conversation, once shown."""
+    before = assistant.locator('[data-pc-log-kind="question"]').count()
+    assistant.locator("[data-pc-question]").fill(question)
+    assistant.get_by_role("button", name="Send").click()
+    entry = assistant.locator('[data-pc-log-kind="question"]').nth(before)
+    expect(entry).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
+    return entry
+
+
+def sent_text(entry: Locator) -> str:
+    return entry.locator("pre").text_content() or ""
+
+
+@pytest.mark.scenario(23)
+def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Page) -> None:
+    """Remove the chip: the row leaves "What the AI sees"; asking about the same row again
+    (a new revision) brings no chip back; another row does; "Bring it back" restores."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(preview_text(assistant)).to_contain_text(ROW)
+    chip.get_by_role("button", name="Remove context").click()
+    expect(assistant.locator("[data-pc-chip]")).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(preview_text(assistant)).to_have_text("")
+    expect(assistant.locator("[data-pc-dismissed]")).to_be_visible()
+
+    select_and_ask(demo, ROW)
+    expect(html(assistant)).to_have_attribute("data-pc-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(assistant.locator("[data-pc-chip]")).to_have_count(0)
+    expect(preview_text(assistant)).to_have_text("")
+    expect(assistant.get_by_role("button", name="Show me")).to_be_disabled()
+
+    select_and_ask(demo, OTHER_ROW)
+    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
+        timeout=STEP_TIMEOUT_MS
+    )
+    select_and_ask(demo, ROW)
+    expect(html(assistant)).to_have_attribute("data-pc-revision", "4", timeout=STEP_TIMEOUT_MS)
+    assistant.get_by_role("button", name="Bring it back").click()
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(assistant.locator("[data-pc-dismissed]")).to_be_hidden()
+
+
+def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
+    demo: Page,
+) -> None:
+    """The text sent is the preview, a blank line, the question; a follow-up about the
+    same row sends the question alone, and the preview is then empty."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(preview_text(assistant)).to_contain_text("<pagecontext-data>", timeout=STEP_TIMEOUT_MS)
+    preview = preview_text(assistant).text_content() or ""
+    first = ask(assistant, "Why is this row so high?")
+    assert sent_text(first) == preview + "\n\nWhy is this row so high?"
+    expect(preview_text(assistant)).to_have_text("")
+    second = ask(assistant, "And compared with April?")
+    assert sent_text(second) == "And compared with April?"
+
+
+@pytest.mark.scenario(24)
+def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench: ask, show (applied), reload the assistant. The question and the command
+    come back, the command with the receipt it had; no command reaches the new page, and
+    the restored task's context is not sent again."""
+    business = open_workbench(page, origins)
+    select_and_ask(business, ROW)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    ask(page, "Why is this row so high?")
+    show_and_expect(page, "applied")
+    commands = page.locator('[data-pc-log-kind="command"]')
+    expect(commands).to_have_count(2)
+    expect(commands.first).to_have_attribute("data-pc-log-status", "applied")
+
+    page.reload()
+    wait_bound(page)
+    wait_bound(business)
+    restored = page.locator('[data-pc-log-kind="command"][data-pc-log-restored="true"]')
+    expect(restored).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    expect(restored.first).to_have_attribute("data-pc-log-status", "applied")
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(1)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_have_attribute(
+        "data-pc-chip-restored", "true"
+    )
+    expect(preview_text(page)).to_have_text("")
+    expect(business.locator("[data-pc-highlight]")).to_have_count(0)
+    expect(html(business)).to_have_attribute("data-pc-state", "bound")

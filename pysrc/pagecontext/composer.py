@@ -1,0 +1,276 @@
+"""The assistant's composer and its conversation log: what the next question carries.
+
+This module owns, for the assistant frame:
+- the chips: the pinned selection registered as items (a visible reference item and a
+  hidden snapshot item paired with it by `dismissGroup`, so removing the chip removes
+  both), and the user's dismissals, which survive re-registration and reloads;
+- the exact text the next question sends (the "What the AI sees" view shows this
+  text, and `send` records the same text): the trusted standing instructions once per
+  task, then the untrusted block of the items not sent to that task yet (redacted by
+  their schemas, deduped, within the budget), then the user's question;
+- the conversation log, bounded: questions with the text sent, and the commands with
+  the receipts they had. It is saved as JSON and restored after a reload; a restored
+  command is shown with its last receipt and is never sent again.
+
+A task is the conversation's thread about one object (page, component, resourceRef):
+follow-up questions about the same object belong to it, so a snapshot line already
+sent there (found in the log, which a reload restores) is not sent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
+from pagecontext.dedup import SentItems
+from pagecontext.items import (
+    ContextItem,
+    Dismissals,
+    Instruction,
+    ItemRegistry,
+    JsonValue,
+    json_copy,
+)
+from pagecontext.models import Selection
+from pagecontext.redact import ItemSchema, redact_items
+from pagecontext.selection_items import (
+    REFERENCE_TYPE,
+    SNAPSHOT_TYPE,
+    reference_schema,
+    selection_items,
+    snapshot_schema,
+)
+
+__all__ = [
+    "MAX_LOG_ENTRIES",
+    "NO_TASK",
+    "STANDING_INSTRUCTIONS",
+    "Chip",
+    "Composer",
+]
+
+SELECTION_PROVIDER: Final = "selection"
+NO_TASK: Final = "no-context"
+# The log keeps the latest entries only, so saved state stays small.
+MAX_LOG_ENTRIES: Final = 100
+MAX_QUESTION_CHARS: Final = 4000
+
+STANDING_INSTRUCTIONS: Final = (
+    Instruction(
+        "You are the assistant beside the user's business page; the question is about"
+        " the selection described in the data block, as the user saw it at observedAt."
+    ),
+    Instruction(
+        "To point at objects on the page, call the page's tools (highlight, locate,"
+        " refresh); that is the only way you act on the page."
+    ),
+)
+# Where a receipt is still pending when the log is saved, nobody will answer it after a
+# reload: it is shown as unconfirmed, never as success.
+_PENDING: Final = "pending"
+
+
+@dataclass(frozen=True)
+class Chip:
+    """A visible item, as the panel shows it: `key` identifies it for removal."""
+
+    key: str
+    type: str
+    label: str
+
+
+class Composer:
+    """Chips, dismissals, per-task dedup, the next message's text and the log."""
+
+    def __init__(self, *, budget: Budget = DEFAULT_BUDGET) -> None:
+        self._registry = ItemRegistry()
+        self._sent = SentItems()
+        self._budget = budget
+        self._schemas: dict[str, ItemSchema] = {REFERENCE_TYPE: reference_schema()}
+        self._task = NO_TASK
+        self.log: list[dict[str, JsonValue]] = []
+
+    # -- the pinned selection as items ----------------------------------------------
+
+    def set_selection(self, selection: Selection | None, label: str = "") -> None:
+        """Register the pinned selection's items (None: nothing pinned)."""
+        if selection is None:
+            self._registry.deregister(SELECTION_PROVIDER)
+            self._task = NO_TASK
+            return
+        reference, *rest = selection_items(selection, label or selection.resource_ref)
+        # One chip per object: the snapshot rides along hidden, in the reference's group.
+        items = [reference] + [
+            ContextItem(
+                type=item.type,
+                key=item.key,
+                label=item.label,
+                value=item.value,
+                hidden=True,
+                dismiss_group=item.dismiss_group,
+            )
+            for item in rest
+        ]
+        self._registry.register(SELECTION_PROVIDER, items)
+        self._schemas[SNAPSHOT_TYPE] = snapshot_schema(public=(selection.snapshot or {}).keys())
+        self._task = reference.key or NO_TASK
+
+    @property
+    def task(self) -> str:
+        """The task the next question belongs to: the pinned object's key, or NO_TASK."""
+        return self._task
+
+    def chips(self) -> list[Chip]:
+        """The visible items in play, in order."""
+        return [
+            Chip(key=item.key, type=item.type, label=item.label or item.key)
+            for item in self._registry.view().items
+            if not item.hidden and item.key is not None
+        ]
+
+    def dismiss(self, key: str) -> None:
+        """Remove the chip with `key`, and the hidden items of its group, for good."""
+        group = next(
+            (
+                item.dismiss_group
+                for item in self._registry.view().items
+                if item.key == key and item.dismiss_group is not None
+            ),
+            None,
+        )
+        if group is not None:
+            self._registry.dismiss_group(group)
+        self._registry.dismiss(key)
+
+    def undismiss_all(self) -> None:
+        """Bring back every dismissed chip."""
+        self._registry.restore_dismissals(Dismissals())
+
+    @property
+    def dismissed(self) -> int:
+        """How many keys and groups the user dismissed."""
+        found = self._registry.dismissals
+        return len(found.keys | found.groups)
+
+    # -- the text sent ----------------------------------------------------------------
+
+    def _history(self, task: str) -> list[str]:
+        return [
+            str(entry["sent"])
+            for entry in self.log
+            if entry.get("kind") == "question" and entry.get("task") == task
+        ]
+
+    def _unsent(self) -> tuple[list[Instruction], list[ContextItem]]:
+        history = self._history(self._task)
+        items = redact_items(list(self._registry.view().items), self._schemas)
+        unsent = self._sent.unsent(self._task, items, history)
+        # The standing instructions go once per task: with its first block.
+        instructions = (
+            [] if any(_has_block(text) for text in history) else list(STANDING_INSTRUCTIONS)
+        )
+        if not unsent:
+            instructions = []
+        return instructions, unsent
+
+    def message_text(self, question: str) -> str:
+        """Return the exact text `send(question)` would send now."""
+        instructions, unsent = self._unsent()
+        block = fit_block(instructions, unsent, self._budget) if instructions or unsent else ""
+        return "\n\n".join(part for part in (block, question) if part)
+
+    def send(self, question: str, *, entry_id: str, at: str) -> str:
+        """Record the question as sent to the current task; return the text sent.
+
+        The sent items are marked for the task, so a follow-up does not resend them.
+        Raises ValueError for an empty question or one over MAX_QUESTION_CHARS.
+        """
+        question = question.strip()
+        if not question or len(question) > MAX_QUESTION_CHARS:
+            raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
+        _instructions, unsent = self._unsent()
+        text = self.message_text(question)
+        self._sent.mark_sent(self._task, unsent)
+        self._append(
+            {
+                "kind": "question",
+                "id": entry_id,
+                "task": self._task,
+                "at": at,
+                "question": question,
+                "sent": text,
+            }
+        )
+        return text
+
+    # -- commands in the log ----------------------------------------------------------
+
+    def record_command(self, command_id: str, action: str, resource_ref: str | None) -> None:
+        """Log a command the assistant sent, its receipts pending."""
+        self._append(
+            {
+                "kind": "command",
+                "id": command_id,
+                "action": action,
+                "resourceRef": resource_ref,
+                "received": {"state": _PENDING},
+                "ui": {"state": _PENDING},
+            }
+        )
+
+    def update_receipts(self, command_id: str, layers: Mapping[str, JsonValue]) -> None:
+        """Copy a command's current receipt views (`received`, `ui`) into the log."""
+        for entry in self.log:
+            if entry.get("kind") == "command" and entry.get("id") == command_id:
+                for layer in ("received", "ui"):
+                    if layer in layers:
+                        entry[layer] = layers[layer]
+
+    # -- saved state ------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, JsonValue]:
+        """The dismissals and the log, for the assistant's saved state."""
+        return {
+            "dismissed": json_copy(self._registry.dismissals.to_json()),
+            "log": json_copy(self.log),
+        }
+
+    def restore(self, saved: Mapping[str, object]) -> None:
+        """Restore what `to_json` saved. Pending receipts become unconfirmed: the page
+        that would have answered them is gone, and nothing is sent again."""
+        dismissed = saved.get("dismissed")
+        if isinstance(dismissed, dict):
+            self._registry.restore_dismissals(Dismissals.from_json(dismissed))
+        log = saved.get("log")
+        if not isinstance(log, list):
+            return
+        self.log = [_restored(entry) for entry in log[-MAX_LOG_ENTRIES:] if _valid(entry)]
+
+    def _append(self, entry: dict[str, JsonValue]) -> None:
+        self.log.append(entry)
+        del self.log[:-MAX_LOG_ENTRIES]
+
+
+def _has_block(text: str) -> bool:
+    return any(line.startswith("<pagecontext-") for line in text.splitlines())
+
+
+def _valid(entry: object) -> bool:
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        return False
+    if entry.get("kind") == "question":
+        return isinstance(entry.get("sent"), str) and isinstance(entry.get("task"), str)
+    return entry.get("kind") == "command" and isinstance(entry.get("action"), str)
+
+
+def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    entry = dict(entry)
+    if entry["kind"] == "command":
+        for layer in ("received", "ui"):
+            view = entry.get(layer)
+            if not isinstance(view, dict) or view.get("state") in (None, _PENDING):
+                entry[layer] = {"state": "unconfirmed", "reason": "assistant-reloaded"}
+        entry["restored"] = True
+    return entry

@@ -1,0 +1,169 @@
+"""Tests for pagecontext.composer: chips, dismissal, per-task dedup, the text sent, the log."""
+
+from __future__ import annotations
+
+import pytest
+
+import wire
+from pagecontext.block import extract_instructions, parse_block
+from pagecontext.composer import MAX_LOG_ENTRIES, NO_TASK, STANDING_INSTRUCTIONS, Composer
+from pagecontext.models import ContextMessage, Selection, parse_message
+
+
+def selection(ref: str = "row:42", amount: float = 12.5, revision: int = 3) -> Selection:
+    raw = wire.with_selection(
+        wire.context(selectionRevision=revision),
+        resourceRef=ref,
+        snapshot={"amount": {"value": amount, "unit": "EUR"}, "name": "Acme"},
+    )
+    message = parse_message(raw)
+    assert isinstance(message, ContextMessage)
+    return message.selection
+
+
+def composer_with(ref: str = "row:42") -> Composer:
+    composer = Composer()
+    composer.set_selection(selection(ref))
+    return composer
+
+
+def test_a_selection_is_one_chip_and_its_snapshot_rides_along_hidden() -> None:
+    """One visible chip per object; the preview carries its reference and snapshot."""
+    composer = composer_with()
+    chips = composer.chips()
+    assert [(chip.type, chip.label) for chip in chips] == [("reference", "row:42")]
+    items = parse_block(composer.message_text(""))
+    assert [item["type"] for item in items] == ["reference", "snapshot"]
+    assert composer.task == chips[0].key
+
+
+@pytest.mark.scenario(23)
+def test_a_removed_chip_takes_its_hidden_items_and_stays_removed_on_reregistration() -> None:
+    """Removing the chip drops the snapshot too; the page sending the same object again
+    (a new revision) does not bring it back; another object does show."""
+    composer = composer_with()
+    composer.dismiss(composer.chips()[0].key)
+    assert composer.chips() == []
+    assert composer.message_text("why?") == "why?"
+    composer.set_selection(selection(revision=9, amount=99.0))
+    assert composer.chips() == []
+    assert composer.message_text("") == ""
+    composer.set_selection(selection("row:7"))
+    assert [chip.label for chip in composer.chips()] == ["row:7"]
+    composer.set_selection(selection())
+    composer.undismiss_all()
+    assert [chip.label for chip in composer.chips()] == ["row:42"]
+
+
+def test_the_text_sent_is_the_preview_then_the_question() -> None:
+    """send() records and returns exactly what message_text showed for that question."""
+    composer = composer_with()
+    expected = composer.message_text("Why is this row so high?")
+    sent = composer.send("Why is this row so high?", entry_id="q1", at="2026-11-29T10:00:00.000Z")
+    assert sent == expected
+    assert sent.endswith("\n\nWhy is this row so high?")
+    assert extract_instructions(sent.rsplit("\n\n", 1)[0]) == [
+        i.text for i in STANDING_INSTRUCTIONS
+    ]
+    assert composer.log[-1] == {
+        "kind": "question",
+        "id": "q1",
+        "task": composer.task,
+        "at": "2026-11-29T10:00:00.000Z",
+        "question": "Why is this row so high?",
+        "sent": sent,
+    }
+
+
+def test_a_follow_up_in_the_same_task_sends_only_the_question() -> None:
+    """Items and the standing instructions go once per task; another object is a new task."""
+    composer = composer_with()
+    composer.send("first", entry_id="q1", at="t")
+    assert composer.message_text("and now?") == "and now?"
+    composer.set_selection(selection("row:7"))
+    again = composer.message_text("and this one?")
+    assert [item["type"] for item in parse_block(again.rsplit("\n\n", 1)[0])] == [
+        "reference",
+        "snapshot",
+    ]
+
+
+def test_keys_are_marked_at_send_so_a_new_revision_of_the_same_object_is_not_resent() -> None:
+    """Within a task, an item key sent once is not sent again, whatever its new value."""
+    composer = composer_with()
+    composer.send("first", entry_id="q1", at="t")
+    composer.set_selection(selection(amount=13.0, revision=4))
+    assert composer.message_text("again") == "again"
+
+
+@pytest.mark.scenario(23)
+def test_dedup_and_dismissals_survive_a_reload_through_the_saved_state() -> None:
+    """A new composer restored from saved JSON does not resend what the task was sent,
+    and keeps the user's removed chips removed."""
+    composer = composer_with()
+    composer.send("first", entry_id="q1", at="t")
+    composer.set_selection(selection("row:7"))
+    composer.dismiss(composer.chips()[0].key)
+    reloaded = Composer()
+    reloaded.restore(composer.to_json())
+    reloaded.set_selection(selection())
+    assert reloaded.message_text("again?") == "again?"
+    reloaded.set_selection(selection("row:7"))
+    assert reloaded.chips() == []
+
+
+def test_sent_marks_do_not_leak_across_tasks() -> None:
+    """What one task was sent is sent again to another task."""
+    composer = composer_with()
+    composer.send("first", entry_id="q1", at="t")
+    composer.set_selection(None)
+    assert composer.task == NO_TASK
+    composer.set_selection(selection("row:7"))
+    composer.send("second", entry_id="q2", at="t")
+    composer.set_selection(selection())
+    assert composer.message_text("back") == "back"
+
+
+@pytest.mark.scenario(24)
+def test_restored_commands_keep_their_receipts_and_pending_ones_become_unconfirmed() -> None:
+    """A settled receipt is restored as it was; a pending one is never shown as success."""
+    composer = composer_with()
+    composer.record_command("c1", "highlight", "row:42")
+    composer.update_receipts(
+        "c1", {"received": {"state": "applied"}, "ui": {"state": "applied", "reason": "applied"}}
+    )
+    composer.record_command("c2", "locate", "row:42")
+    reloaded = Composer()
+    reloaded.restore(composer.to_json())
+    first, second = reloaded.log
+    assert first["ui"] == {"state": "applied", "reason": "applied"}
+    assert first["restored"] is True
+    assert (
+        second["received"]
+        == second["ui"]
+        == {
+            "state": "unconfirmed",
+            "reason": "assistant-reloaded",
+        }
+    )
+
+
+def test_the_log_is_bounded_and_garbage_in_saved_state_is_dropped() -> None:
+    """Only the latest MAX_LOG_ENTRIES entries are kept; malformed entries are skipped."""
+    composer = composer_with()
+    for index in range(MAX_LOG_ENTRIES + 5):
+        composer.send(f"q{index}", entry_id=f"q{index}", at="t")
+    assert len(composer.log) == MAX_LOG_ENTRIES
+    assert composer.log[0]["id"] == "q5"
+    reloaded = Composer()
+    reloaded.restore({"log": [1, {"kind": "question"}, {"kind": "x", "id": "a"}, *composer.log]})
+    assert len(reloaded.log) == MAX_LOG_ENTRIES
+
+
+@pytest.mark.parametrize("question", ["", "   ", "x" * 4001])
+def test_an_empty_or_oversized_question_is_refused(question: str) -> None:
+    """send() raises ValueError and records nothing."""
+    composer = composer_with()
+    with pytest.raises(ValueError, match="a question has"):
+        composer.send(question, entry_id="q", at="t")
+    assert composer.log == []
