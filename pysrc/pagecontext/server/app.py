@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 # NO_STORE: live business data, where a cached answer would defeat the re-check on
 # every read. SALES_UNITS: the units of the sales columns.
 from pagecontext.confirmations import ConfirmationRegistry
+from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
 from pagecontext.server.data import create_demo_db, query_sales
 
@@ -343,9 +344,19 @@ def create_page_app(
     return _build_app(routes, lifespan=lifespan)
 
 
-def create_assistant_app(config: ServerConfig) -> Starlette:
+def create_assistant_app(
+    config: ServerConfig, *, resource_reader: ResourceReader | None = None
+) -> Starlette:
     """The assistant's origin: the panel ``/assistant.html``, the workbench
-    ``/workbench.html`` (the assistant embedding the business page) and the static mounts."""
+    ``/workbench.html`` (the assistant embedding the business page), the built-in agent
+    ``POST /agent`` and the static mounts.
+
+    The agent re-reads rows with `resource_reader`, by default over HTTP from the page
+    origin's resource API; tests inject one that calls the page app directly.
+    """
+    reader = (
+        resource_reader if resource_reader is not None else HttpResourceReader(config.page_origin)
+    )
 
     def assistant(_request: Request) -> Response:
         return _render_template(config.root / "web" / "assistant.html", config)
@@ -360,6 +371,7 @@ def create_assistant_app(config: ServerConfig) -> Starlette:
         Route("/", home, methods=["GET"]),
         Route("/assistant.html", assistant, methods=["GET"]),
         Route("/workbench.html", workbench, methods=["GET"]),
+        Route(DEFAULT_AGENT_PATH, agent_endpoint(reader), methods=["POST"]),
         *_static_routes(config),
     ]
     return _build_app(routes)
