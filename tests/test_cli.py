@@ -174,3 +174,46 @@ def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals) -> Non
             process.wait()
     assert process.returncode == 0
     assert "Traceback" not in err
+
+
+def _served_config(
+    root: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
+) -> tuple[int, ServerConfig | None]:
+    seen: list[ServerConfig] = []
+
+    def fake_serve(config: ServerConfig) -> int:
+        seen.append(config)
+        return 0
+
+    monkeypatch.setattr("pagecontext.server.run.serve", fake_serve)
+    code = main(["demo", "--root", str(root), *extra])
+    return code, (seen[0] if seen else None)
+
+
+def test_agent_url_comes_from_the_flag_then_the_environment(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--agent-url wins over $PAGECONTEXT_AGENT_URL; with neither, the built-in /agent."""
+    monkeypatch.delenv("PAGECONTEXT_AGENT_URL", raising=False)
+    builtin = _served_config(root, monkeypatch, [])[1]
+    assert builtin is not None
+    assert builtin.assistant_agent_url == "/agent"
+    monkeypatch.setenv("PAGECONTEXT_AGENT_URL", "http://127.0.0.1:9000/run")
+    env = _served_config(root, monkeypatch, [])[1]
+    assert env is not None
+    assert env.agent_url == "http://127.0.0.1:9000/run"
+    flag = _served_config(root, monkeypatch, ["--agent-url", "https://agents.test/a"])[1]
+    assert flag is not None
+    assert flag.agent_url == "https://agents.test/a"
+
+
+def test_a_bad_agent_url_is_a_usage_error(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A URL that is neither http(s) nor a path is refused, from the flag or the environment."""
+    with pytest.raises(SystemExit) as caught:
+        main(["demo", "--root", str(root), "--agent-url", "javascript:alert(1)"])
+    assert caught.value.code == 2
+    monkeypatch.setenv("PAGECONTEXT_AGENT_URL", "ftp://x")
+    assert _served_config(root, monkeypatch, []) == (2, None)
+    assert "PAGECONTEXT_AGENT_URL" in capsys.readouterr().err

@@ -405,3 +405,15 @@ def test_precompress_writes_brotli_variants_and_stores_the_stdlib_zip(tmp_path: 
         assert zf.read("json/__init__.py") == b"x = 1\n" * 20_000
     assert not (vendor / "small.mjs.br").exists()
     assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_assistant_page_gets_the_agent_url_as_json_string_text(root: Path) -> None:
+    """{{AGENT_URL}} becomes /agent by default, or the external URL escaped for a script."""
+    (root / "web" / "assistant.html").write_text('<script>{"agentUrl": "{{AGENT_URL}}"}</script>')
+    default = TestClient(create_assistant_app(ServerConfig(root=root)))
+    assert default.get("/assistant.html").text == '<script>{"agentUrl": "/agent"}</script>'
+    hostile = ServerConfig(root=root, agent_url='http://a.test/x?a=1&b="</script>')
+    text = TestClient(create_assistant_app(hostile)).get("/assistant.html").text
+    assert text == (
+        '<script>{"agentUrl": "http://a.test/x?a=1\\u0026b=\\"\\u003c/script\\u003e"}</script>'
+    )

@@ -8,6 +8,7 @@ works without the `server` extra.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 __all__ = ["find_repo_root", "main"]
 
 EXIT_USAGE = 2
+AGENT_URL_ENV = "PAGECONTEXT_AGENT_URL"
 
 
 def find_repo_root(start: Path | None = None) -> Path:
@@ -38,6 +40,14 @@ def _port(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, got {port}")
     return port
+
+
+def _agent_url(text: str) -> str:
+    if not text.startswith(("http://", "https://", "/")) or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"the agent URL must be an http(s) URL or a path on the assistant origin: {text!r}"
+        )
+    return text
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -77,6 +87,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "its nonce alone)",
     )
 
+    demo.add_argument(
+        "--agent-url",
+        type=_agent_url,
+        default=None,
+        help="an external AG-UI agent for the assistant to call instead of the built-in "
+        f"one at /agent (default: ${AGENT_URL_ENV} if set)",
+    )
+
     assemble = commands.add_parser(
         "assemble", help="assemble everything the browser loads into one folder"
     )
@@ -99,6 +117,14 @@ def _demo(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
 
+    agent_url: str | None = args.agent_url
+    if agent_url is None and os.environ.get(AGENT_URL_ENV):
+        try:
+            agent_url = _agent_url(os.environ[AGENT_URL_ENV])
+        except argparse.ArgumentTypeError as error:
+            print(f"pagecontext: ${AGENT_URL_ENV}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+
     from pagecontext.server.app import ServerConfig
     from pagecontext.server.run import serve
 
@@ -111,6 +137,7 @@ def _demo(args: argparse.Namespace) -> int:
         assistant_port=args.assistant_port,
         bind_host=args.host,
         sandboxed_panel=args.sandboxed_panel,
+        agent_url=agent_url,
     )
     return serve(config)
 

@@ -4,16 +4,21 @@ This module owns the server configuration (`ServerConfig`), what each origin
 serves, and the HTTP policy shared by both: MIME types, cache headers,
 compression and `X-Content-Type-Options`. The page and the assistant live on
 two different origins so that the browser enforces the boundary the protocol
-relies on; they never fetch each other's resources, so no CORS headers are sent.
+relies on. The only cross-origin calls are the assistant's to the page origin's
+resource and action APIs (`pagecontext.server.api`), which answer CORS for the
+assistant origin alone; the assistant origin also serves the agent (`POST /agent`).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import mimetypes
 import os
+import secrets
 import stat
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +35,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import PathLike, StaticFiles
 from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
+# NO_STORE: live business data, where a cached answer would defeat the re-check on
+# every read. SALES_UNITS: the units of the sales columns.
+from pagecontext.confirmations import ConfirmationRegistry
+from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
+from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
 from pagecontext.server.data import create_demo_db, query_sales
 
 __all__ = ["ServerConfig", "create_assistant_app", "create_page_app"]
@@ -50,15 +60,15 @@ for _type, _extension in (
 
 NO_CACHE: Final = "no-cache"
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
-# Live business data: a cached answer would defeat the re-check on every read.
-NO_STORE: Final = "no-store"
 
 PAGE_TEMPLATE_TOKEN: Final = "{{PAGE_ORIGIN}}"
 ASSISTANT_TEMPLATE_TOKEN: Final = "{{ASSISTANT_ORIGIN}}"
 # Replaced by the sandbox attribute of the assistant panel's iframe when the panel runs
 # sandboxed (an opaque origin), else by nothing.
 SANDBOX_TEMPLATE_TOKEN: Final = "{{PANEL_SANDBOX}}"
-SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
+# Replaced by the agent URL, escaped for a JSON string inside a <script> element.
+AGENT_URL_TEMPLATE_TOKEN: Final = "{{AGENT_URL}}"
+DEFAULT_AGENT_PATH: Final = "/agent"
 
 
 @dataclass(frozen=True, init=False)
@@ -66,7 +76,8 @@ class ServerConfig:
     """Where the two origins listen and where their files come from.
 
     `build_dir` defaults to ``root / "build"`` and `db_path` to
-    ``build_dir / "demo.db"``.
+    ``build_dir / "demo.db"``. `agent_url` points the assistant at an external AG-UI
+    agent; None means the built-in one at ``/agent`` on the assistant origin.
     """
 
     root: Path
@@ -78,6 +89,7 @@ class ServerConfig:
     assistant_port: int
     bind_host: str
     sandboxed_panel: bool
+    agent_url: str | None
 
     def __init__(
         self,
@@ -91,6 +103,7 @@ class ServerConfig:
         assistant_port: int = 8001,
         bind_host: str = "127.0.0.1",
         sandboxed_panel: bool = False,
+        agent_url: str | None = None,
     ) -> None:
         # A hand-written __init__ because the defaults of build_dir and db_path
         # derive from other fields, which dataclass defaults cannot express.
@@ -105,6 +118,7 @@ class ServerConfig:
             "assistant_port": assistant_port,
             "bind_host": bind_host,
             "sandboxed_panel": sandboxed_panel,
+            "agent_url": agent_url,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -118,6 +132,11 @@ class ServerConfig:
     def assistant_origin(self) -> str:
         """The assistant's origin, e.g. ``http://localhost:8001``."""
         return f"http://{self.assistant_host}:{self.assistant_port}"
+
+    @property
+    def assistant_agent_url(self) -> str:
+        """The agent URL the assistant calls: `agent_url`, or ``/agent`` (built in)."""
+        return self.agent_url if self.agent_url is not None else DEFAULT_AGENT_PATH
 
     @property
     def site_dir(self) -> Path:
@@ -199,6 +218,12 @@ def _static_routes(config: ServerConfig) -> list[BaseRoute]:
     ]
 
 
+def _json_string_text(value: str) -> str:
+    """Return `value` as the inside of a JSON string that cannot end a <script> element."""
+    quoted = json.dumps(value, ensure_ascii=True)[1:-1]
+    return quoted.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def _render_template(path: Path, config: ServerConfig) -> Response:
     """Serve an HTML file with its tokens (origins, panel sandbox) replaced, or a 404."""
     try:
@@ -210,6 +235,7 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
         (PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)),
         (ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)),
         (SANDBOX_TEMPLATE_TOKEN, sandbox),
+        (AGENT_URL_TEMPLATE_TOKEN, _json_string_text(config.assistant_agent_url)),
     ):
         text = text.replace(token, value)
     return HTMLResponse(text, headers={"Cache-Control": NO_CACHE})
@@ -237,6 +263,14 @@ class _NoSniffMiddleware:
         await self.app(scope, receive, send_with_header)
 
 
+def _epoch_ms() -> float:
+    return time.time() * 1000
+
+
+def _confirmation_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
 def _build_app(
     routes: Sequence[BaseRoute],
     *,
@@ -250,11 +284,24 @@ def _build_app(
     return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
 
 
-def create_page_app(config: ServerConfig) -> Starlette:
-    """The business page's origin: ``/``, ``/api/sales`` and the static mounts.
+def create_page_app(
+    config: ServerConfig,
+    *,
+    clock: Callable[[], float] | None = None,
+    token_factory: Callable[[], str] | None = None,
+) -> Starlette:
+    """The business page's origin: ``/``, ``/api/sales``, the resource, action and admin
+    APIs (`pagecontext.server.api`) and the static mounts.
 
-    The demo database is created at startup if it is missing.
+    The demo database is created at startup if it is missing. `clock` (epoch ms) and
+    `token_factory` default to the system clock and `secrets.token_urlsafe`; tests
+    inject their own.
     """
+    now = clock if clock is not None else _epoch_ms
+    confirmations = ConfirmationRegistry(
+        clock=now,
+        token_factory=token_factory if token_factory is not None else _confirmation_token,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -286,14 +333,30 @@ def create_page_app(config: ServerConfig) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
         Route("/api/sales", sales, methods=["GET"]),
+        *api_routes(
+            config.db_path,
+            assistant_origin=config.assistant_origin,
+            confirmations=confirmations,
+            clock=now,
+        ),
         *_static_routes(config),
     ]
     return _build_app(routes, lifespan=lifespan)
 
 
-def create_assistant_app(config: ServerConfig) -> Starlette:
+def create_assistant_app(
+    config: ServerConfig, *, resource_reader: ResourceReader | None = None
+) -> Starlette:
     """The assistant's origin: the panel ``/assistant.html``, the workbench
-    ``/workbench.html`` (the assistant embedding the business page) and the static mounts."""
+    ``/workbench.html`` (the assistant embedding the business page), the built-in agent
+    ``POST /agent`` and the static mounts.
+
+    The agent re-reads rows with `resource_reader`, by default over HTTP from the page
+    origin's resource API; tests inject one that calls the page app directly.
+    """
+    reader = (
+        resource_reader if resource_reader is not None else HttpResourceReader(config.page_origin)
+    )
 
     def assistant(_request: Request) -> Response:
         return _render_template(config.root / "web" / "assistant.html", config)
@@ -308,6 +371,7 @@ def create_assistant_app(config: ServerConfig) -> Starlette:
         Route("/", home, methods=["GET"]),
         Route("/assistant.html", assistant, methods=["GET"]),
         Route("/workbench.html", workbench, methods=["GET"]),
+        Route(DEFAULT_AGENT_PATH, agent_endpoint(reader), methods=["POST"]),
         *_static_routes(config),
     ]
     return _build_app(routes)

@@ -98,7 +98,8 @@ def create_demo_db(path: Path) -> None:
 
     Idempotent and never destructive: an existing table is left exactly as it is,
     including rows that were edited or deleted since it was seeded. Parent
-    folders are created as needed.
+    folders are created as needed. The access tables (users, grants, permissions,
+    flags: `pagecontext.server.access`) are created beside it on the same terms.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, isolation_level=None)
@@ -123,6 +124,10 @@ def create_demo_db(path: Path) -> None:
         raise
     finally:
         connection.close()
+    # Imported here: access reads the sales table through this module.
+    from pagecontext.server.access import create_access_tables
+
+    create_access_tables(path)
 
 
 def _check_month(name: str, value: str | None) -> None:

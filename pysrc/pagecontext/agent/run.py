@@ -1,0 +1,105 @@
+"""One run of the built-in agent as AG-UI events, without I/O.
+
+This module owns the shape of the built-in agent's stream: `RUN_STARTED`; one assistant
+text message streamed in several `TEXT_MESSAGE_CONTENT` chunks; one `TOOL_CALL_START` /
+`TOOL_CALL_ARGS` / `TOOL_CALL_END` per planned tool call, each a child of that message;
+then `RUN_FINISHED`. A run that cannot proceed ends with `RUN_ERROR` instead. It also
+reads what the agent needs from the run input (`task_and_authorization`), following the
+convention of `pagecontext.agui`: the `pagecontext.task` context entry and
+`forwardedProps.authorization`. Ids come from the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+
+from pagecontext.agent.explain import Answer
+from pagecontext.agui import (
+    AUTHORIZATION_PROP,
+    TASK_CONTEXT_DESCRIPTION,
+    TaskContext,
+    read_authorization,
+    read_task_context,
+)
+from pagecontext.errors import PagecontextError
+
+__all__ = ["RunInputError", "answer_events", "run_error", "run_started", "task_and_authorization"]
+
+
+class RunInputError(PagecontextError):
+    """The run input lacks what the built-in agent needs; the message says what."""
+
+
+def task_and_authorization(run_input: RunAgentInput) -> tuple[TaskContext, str]:
+    """Return the pinned task and the user's Authorization header value.
+
+    Raises RunInputError if the task entry is missing or invalid, or if
+    forwardedProps carries no authorization.
+    """
+    try:
+        task = read_task_context(run_input)
+    except ValueError as error:
+        raise RunInputError(str(error)) from None
+    if task is None:
+        raise RunInputError(
+            f"no {TASK_CONTEXT_DESCRIPTION!r} context entry: select a row and ask again"
+        )
+    authorization = read_authorization(run_input)
+    if authorization is None:
+        raise RunInputError(
+            f"forwardedProps.{AUTHORIZATION_PROP} is missing: the agent reads data only "
+            "with the user's own authorization"
+        )
+    return task, authorization
+
+
+def run_started(run_input: RunAgentInput) -> RunStartedEvent:
+    """The run's first event."""
+    return RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id)
+
+
+def run_error(message: str, code: str) -> RunErrorEvent:
+    """The event that ends a run that could not complete."""
+    return RunErrorEvent(message=message, code=code)
+
+
+def answer_events(
+    run_input: RunAgentInput, answer: Answer, new_id: Callable[[], str]
+) -> list[BaseEvent]:
+    """Return the events after RUN_STARTED: the text, the tool calls, RUN_FINISHED."""
+    message_id = new_id()
+    events: list[BaseEvent] = [TextMessageStartEvent(message_id=message_id, role="assistant")]
+    events.extend(
+        TextMessageContentEvent(message_id=message_id, delta=chunk)
+        for chunk in answer.chunks
+        if chunk
+    )
+    events.append(TextMessageEndEvent(message_id=message_id))
+    for call in answer.tool_calls:
+        call_id = new_id()
+        events += [
+            ToolCallStartEvent(
+                tool_call_id=call_id, tool_call_name=call.name, parent_message_id=message_id
+            ),
+            ToolCallArgsEvent(
+                tool_call_id=call_id, delta=json.dumps(dict(call.arguments), separators=(",", ":"))
+            ),
+            ToolCallEndEvent(tool_call_id=call_id),
+        ]
+    events.append(RunFinishedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id))
+    return events

@@ -1,0 +1,277 @@
+"""Who may read and flag what: the demo's users, grants, permissions and flags in SQLite.
+
+This module owns the access tables beside `sales` and every question asked of them:
+
+- `users`: a name and the SHA-256 digest of the user's bearer token (the token itself
+  is never stored). Two demo users: `ana` reads every region and may flag; `ben`
+  reads North and South and may not flag. Their demo tokens are `DEMO_TOKENS`.
+- `grants`: (user, kind, value) with kind `region` (a region name) or `ref` (one row).
+- `permissions`: (user, action): the business actions a user may perform (`flag`).
+- `flags`: the rows flagged for review, with who, which task, the note and when.
+
+`is_authorized` answers from the tables on every call (no cache), so a revoke takes
+effect on the very next read. Revoking is by target: afterwards the user cannot read
+it, whatever grant gave access before (see `revoke`). Each call opens its own
+connection, so the functions are safe from Starlette's worker threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final, Literal, TypedDict
+
+from pagecontext.server.data import REGIONS, SalesRow, query_sales
+
+__all__ = [
+    "DEMO_TOKENS",
+    "REF_PATTERN",
+    "FlagRecord",
+    "Grant",
+    "GrantKind",
+    "create_access_tables",
+    "grant",
+    "has_permission",
+    "is_authorized",
+    "read_row",
+    "record_flag",
+    "ref_region",
+    "revoke",
+    "set_values",
+    "user_for_token",
+]
+
+# Demo-only credentials: the server binds to loopback, and these are in the docs.
+DEMO_TOKENS: Final = {"ana": "pc-demo-token-ana", "ben": "pc-demo-token-ben"}
+_DEMO_GRANTS: Final = {"ana": REGIONS, "ben": ("North", "South")}
+_DEMO_PERMISSIONS: Final = {"ana": ("flag",), "ben": ()}
+
+REF_PATTERN: Final = re.compile(r"^sales-[0-9]{4}-(0[1-9]|1[0-2])-([a-z]{1,32})$")
+GrantKind = Literal["region", "ref"]
+
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS users (
+        name TEXT PRIMARY KEY,
+        token_sha256 TEXT NOT NULL UNIQUE
+    )""",
+    """CREATE TABLE IF NOT EXISTS grants (
+        user TEXT NOT NULL REFERENCES users(name),
+        kind TEXT NOT NULL CHECK (kind IN ('region', 'ref')),
+        value TEXT NOT NULL,
+        PRIMARY KEY (user, kind, value)
+    )""",
+    """CREATE TABLE IF NOT EXISTS permissions (
+        user TEXT NOT NULL REFERENCES users(name),
+        action TEXT NOT NULL,
+        PRIMARY KEY (user, action)
+    )""",
+    """CREATE TABLE IF NOT EXISTS flags (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        ref TEXT NOT NULL,
+        user TEXT NOT NULL,
+        task_id TEXT NOT NULL,
+        note TEXT,
+        flagged_at TEXT NOT NULL
+    )""",
+)
+
+
+class Grant(TypedDict):
+    """One grant: a user reads one region, or one row."""
+
+    user: str
+    kind: GrantKind
+    value: str
+
+
+# Camel-case keys: this is the JSON the action API answers with.
+FlagRecord = TypedDict(  # noqa: UP013
+    "FlagRecord",
+    {"id": int, "ref": str, "user": str, "taskId": str, "note": str | None, "flaggedAt": str},
+)
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@contextmanager
+def _connect(path: Path) -> Iterator[sqlite3.Connection]:
+    # Opening an existing file only: a missing database is an error, never a new file.
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)
+    try:
+        with connection:
+            yield connection
+    finally:
+        connection.close()
+
+
+def create_access_tables(path: Path) -> None:
+    """Create the access tables in the existing database at `path`, seeding the demo users.
+
+    Idempotent and never destructive: tables that exist are kept, and the demo users,
+    grants and permissions are inserted only when the `users` table is new, so grants
+    revoked since stay revoked.
+    """
+    with _connect(path) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        fresh = (
+            connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'"
+            ).fetchone()
+            is None
+        )
+        for statement in _SCHEMA:
+            connection.execute(statement)
+        if fresh:
+            for user, token in DEMO_TOKENS.items():
+                connection.execute("INSERT INTO users VALUES (?, ?)", (user, _digest(token)))
+                connection.executemany(
+                    "INSERT INTO grants VALUES (?, 'region', ?)",
+                    [(user, region) for region in _DEMO_GRANTS[user]],
+                )
+                connection.executemany(
+                    "INSERT INTO permissions VALUES (?, ?)",
+                    [(user, action) for action in _DEMO_PERMISSIONS[user]],
+                )
+
+
+def user_for_token(path: Path, token: str) -> str | None:
+    """Return the user whose bearer token is `token`, or None."""
+    with _connect(path) as connection:
+        row = connection.execute(
+            "SELECT name FROM users WHERE token_sha256 = ?", (_digest(token),)
+        ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def ref_region(ref: str) -> str | None:
+    """Return the region a well-formed ref names (e.g. "North"), or None if malformed.
+
+    A well-formed ref whose region is not a demo region gives None too.
+    """
+    match = REF_PATTERN.fullmatch(ref)
+    if match is None:
+        return None
+    by_lower = {region.lower(): region for region in REGIONS}
+    return by_lower.get(match.group(2))
+
+
+def is_authorized(path: Path, user: str, ref: str) -> bool:
+    """Return True if `user` may read `ref` now: a grant on the ref or on its region."""
+    region = ref_region(ref)
+    with _connect(path) as connection:
+        row = connection.execute(
+            "SELECT 1 FROM grants WHERE user = ? AND "
+            "((kind = 'ref' AND value = ?) OR (kind = 'region' AND value = ?))",
+            (user, ref, region or ""),
+        ).fetchone()
+    return row is not None
+
+
+def has_permission(path: Path, user: str, action: str) -> bool:
+    """Return True if `user` may perform the business action `action`."""
+    with _connect(path) as connection:
+        row = connection.execute(
+            "SELECT 1 FROM permissions WHERE user = ? AND action = ?", (user, action)
+        ).fetchone()
+    return row is not None
+
+
+def read_row(path: Path, ref: str) -> SalesRow | None:
+    """Return the live row `ref`, or None if there is none."""
+    region = ref_region(ref)
+    if region is None:
+        return None
+    month = ref[len("sales-") : len("sales-YYYY-MM")]
+    rows = query_sales(path, region=region, month_from=month, month_to=month)
+    return rows[0] if rows else None
+
+
+def _user_exists(connection: sqlite3.Connection, user: str) -> bool:
+    return connection.execute("SELECT 1 FROM users WHERE name = ?", (user,)).fetchone() is not None
+
+
+def grant(path: Path, user: str, kind: GrantKind, value: str) -> Grant:
+    """Let `user` read a region or one row; return the grant (granting twice is fine).
+
+    Raises LookupError for an unknown user or row, ValueError for an unknown region.
+    """
+    if kind == "region" and value not in REGIONS:
+        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {value!r}")
+    if kind == "ref" and read_row(path, value) is None:
+        raise LookupError(f"no row {value!r}")
+    with _connect(path) as connection:
+        if not _user_exists(connection, user):
+            raise LookupError(f"no user {user!r}")
+        connection.execute("INSERT OR IGNORE INTO grants VALUES (?, ?, ?)", (user, kind, value))
+    return {"user": user, "kind": kind, "value": value}
+
+
+def revoke(path: Path, user: str, kind: GrantKind, value: str) -> list[Grant]:
+    """Take away `user`'s access to a region or one row; return the grants removed.
+
+    Revoking a row removes its ref grant and the grant on its region, so the user can
+    no longer read it (other rows of the region go too: the demo has no deny rules).
+    Revoking a region removes the region grant and the ref grants inside it.
+    Raises LookupError for an unknown user.
+    """
+    targets: list[tuple[GrantKind, str]]
+    if kind == "ref":
+        targets = [("ref", value), ("region", ref_region(value) or "")]
+    else:
+        inside = [row["ref"] for row in query_sales(path, region=value)] if value in REGIONS else []
+        targets = [("region", value), *(("ref", ref) for ref in inside)]
+    removed: list[Grant] = []
+    with _connect(path) as connection:
+        if not _user_exists(connection, user):
+            raise LookupError(f"no user {user!r}")
+        for target_kind, target_value in targets:
+            cursor = connection.execute(
+                "DELETE FROM grants WHERE user = ? AND kind = ? AND value = ?",
+                (user, target_kind, target_value),
+            )
+            if cursor.rowcount:
+                removed.append({"user": user, "kind": target_kind, "value": target_value})
+    return removed
+
+
+def set_values(path: Path, ref: str, units_sold: int | None, revenue_eur: float | None) -> SalesRow:
+    """Change the live values of row `ref`; return the row as it now is.
+
+    Raises LookupError if there is no such row.
+    """
+    with _connect(path) as connection:
+        for column, value in (("units_sold", units_sold), ("revenue_eur", revenue_eur)):
+            if value is not None:
+                # The column name comes from the literal tuple above, never from input.
+                connection.execute(f"UPDATE sales SET {column} = ? WHERE ref = ?", (value, ref))
+    row = read_row(path, ref)
+    if row is None:
+        raise LookupError(f"no row {ref!r}")
+    return row
+
+
+def record_flag(
+    path: Path, ref: str, user: str, task_id: str, note: str | None, at: str
+) -> FlagRecord:
+    """Record that `user` flagged `ref` for review in task `task_id` at `at`; return it."""
+    with _connect(path) as connection:
+        cursor = connection.execute(
+            "INSERT INTO flags (ref, user, task_id, note, flagged_at) VALUES (?, ?, ?, ?, ?)",
+            (ref, user, task_id, note, at),
+        )
+        flag_id = cursor.lastrowid
+    assert flag_id is not None
+    return {
+        "id": flag_id,
+        "ref": ref,
+        "user": user,
+        "taskId": task_id,
+        "note": note,
+        "flaggedAt": at,
+    }

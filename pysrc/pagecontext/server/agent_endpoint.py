@@ -1,0 +1,170 @@
+"""`POST /agent` on the assistant origin: the built-in agent behind AG-UI, over SSE.
+
+This module owns the agent's I/O: it validates the `RunAgentInput` body, re-reads the
+pinned row through the page origin's resource API with the user's own authorization
+(`HttpResourceReader`, or any `ResourceReader` a test injects), asks
+`pagecontext.agent.explain` what to say, and streams the events of
+`pagecontext.agent.run` as server-sent events (`data: <event JSON>`).
+
+A body that is not a valid `RunAgentInput` gets a stream holding only `RUN_ERROR`
+(code `bad-input`); a valid one whose task or authorization is missing gets
+`RUN_STARTED` then `RUN_ERROR` (code `bad-input`); an unreachable resource API gives
+`RUN_ERROR` (code `resource-api-unavailable`). A refused read (401/403/404) is not an
+error: the agent answers that access was denied, without the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Final
+
+from ag_ui.core import BaseEvent, RunAgentInput
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
+from pagecontext.agent.run import (
+    RunInputError,
+    answer_events,
+    run_error,
+    run_started,
+    task_and_authorization,
+)
+from pagecontext.errors import PagecontextError
+
+__all__ = [
+    "HttpResourceReader",
+    "ResourceReader",
+    "ResourceUnavailable",
+    "agent_endpoint",
+    "live_read",
+]
+
+ResourceReader = Callable[[str, str], LiveRead | ReadRefused]
+_TIMEOUT_SECONDS: Final = 10.0
+_MAX_BODY_BYTES: Final = 1_000_000
+_REFUSED_STATUSES: Final = (401, 403, 404)
+
+
+class ResourceUnavailable(PagecontextError):  # noqa: N818 - reads as the condition it is
+    """The resource API could not be reached or answered something unexpected."""
+
+
+def live_read(row_answer: Mapping[str, object], context: Mapping[str, object]) -> LiveRead:
+    """Build a `LiveRead` from the resource API's two answers; raise ValueError if malformed."""
+    row, read_at = row_answer.get("row"), row_answer.get("readAt")
+    region, month = context.get("regionRows"), context.get("monthRows")
+    withheld = context.get("withheld")
+    if not (
+        isinstance(row, dict)
+        and isinstance(read_at, str)
+        and isinstance(region, list)
+        and isinstance(month, list)
+        and isinstance(withheld, int)
+    ):
+        raise ValueError("unexpected resource API answer")
+    return LiveRead(
+        SalesFigures.from_json(row),
+        [SalesFigures.from_json(r) for r in region],
+        [SalesFigures.from_json(r) for r in month],
+        withheld,
+        read_at,
+    )
+
+
+class HttpResourceReader:
+    """Reads a row and its context from the page origin's resource API, as the user."""
+
+    def __init__(self, page_origin: str, timeout: float = _TIMEOUT_SECONDS) -> None:
+        self._base = page_origin.rstrip("/") + "/api/resources/"
+        self._timeout = timeout
+
+    def _get(self, path: str, authorization: str) -> tuple[int, dict[str, object]]:
+        request = urllib.request.Request(
+            self._base + path,
+            headers={"Authorization": authorization, "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw = error.code, error.read()
+        except OSError as error:
+            raise ResourceUnavailable(f"the resource API did not answer: {error}") from None
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        return status, body if isinstance(body, dict) else {}
+
+    def __call__(self, ref: str, authorization: str) -> LiveRead | ReadRefused:
+        """Return the live row and its context, or the refusal; raise ResourceUnavailable."""
+        quoted = urllib.parse.quote(ref, safe="")
+        status, row = self._get(quoted, authorization)
+        if status in _REFUSED_STATUSES:
+            return ReadRefused(status, str(row.get("reason", "refused")))
+        if status != 200:
+            raise ResourceUnavailable(f"the resource API answered HTTP {status}")
+        status, context = self._get(quoted + "/context", authorization)
+        if status in _REFUSED_STATUSES:
+            # Revoked between the two reads: the newer answer wins.
+            return ReadRefused(status, str(context.get("reason", "refused")))
+        if status != 200:
+            raise ResourceUnavailable(f"the resource API answered HTTP {status}")
+        try:
+            return live_read(row, context)
+        except ValueError as error:
+            raise ResourceUnavailable(str(error)) from None
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def agent_endpoint(
+    reader: ResourceReader, new_id: Callable[[], str] = _new_id
+) -> Callable[[Request], object]:
+    """Return the `POST /agent` endpoint, reading rows with `reader`."""
+
+    async def endpoint(request: Request) -> Response:
+        body = await request.body()
+
+        async def events() -> AsyncIterator[BaseEvent]:
+            if len(body) > _MAX_BODY_BYTES:
+                yield run_error("the run input is larger than 1 MB", "bad-input")
+                return
+            try:
+                run_input = RunAgentInput.model_validate_json(body)
+            except ValidationError as error:
+                first = error.errors()[0]
+                where = ".".join(str(part) for part in first["loc"]) or "(body)"
+                yield run_error(f"not a RunAgentInput: {where}: {first['msg']}", "bad-input")
+                return
+            yield run_started(run_input)
+            try:
+                task, authorization = task_and_authorization(run_input)
+                outcome = await run_in_threadpool(reader, task.resource_ref, authorization)
+            except RunInputError as error:
+                yield run_error(str(error), "bad-input")
+                return
+            except ResourceUnavailable as error:
+                yield run_error(str(error), "resource-api-unavailable")
+                return
+            for event in answer_events(run_input, explain(task, outcome), new_id):
+                yield event
+
+        async def encoded() -> AsyncIterator[dict[str, str]]:
+            async for event in events():
+                yield {"data": event.model_dump_json(by_alias=True)}
+
+        return EventSourceResponse(encoded(), sep="\n", headers={"Cache-Control": "no-store"})
+
+    return endpoint

@@ -1,0 +1,384 @@
+"""The page origin's live-data APIs: resources, the business action, and the admin API.
+
+This module owns the HTTP side of authorization (docs/agent.md has the full table):
+
+- `GET /api/resources/{ref}` and `GET /api/resources/{ref}/context`: live rows, only
+  for a user whose bearer token is valid and who is granted the row, checked on every
+  read and never cached (`Cache-Control: no-store`);
+- `POST /api/actions/flag/confirmations` and `POST /api/actions/flag`: the business
+  action, which needs the user's `flag` permission, read access to the row and a
+  single-use confirmation token bound to the task (`pagecontext.confirmations`);
+- `/admin/...`: grant, revoke and change a value, for demos and tests. Refused (403)
+  unless the client address is loopback and the request carries no `Origin` header,
+  so no web page, not even one served from this origin, can reach it.
+
+The resource and action APIs answer CORS for exactly the assistant origin (the
+assistant's worker calls them), never `*`. Errors are JSON `{error, reason, detail?}`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Final, Self, TypeVar
+
+from pydantic import ConfigDict, Field, ValidationError, model_validator
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from pagecontext.confirmations import (
+    ConfirmationBinding,
+    ConfirmationRefused,
+    ConfirmationRegistry,
+)
+from pagecontext.models import _WireModel
+from pagecontext.server import access
+from pagecontext.server.data import SalesRow, query_sales
+
+__all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc"]
+
+NO_STORE: Final = "no-store"
+SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
+FLAG_ACTION: Final = "flag"
+_TASK_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,64}$"
+
+
+def iso_utc(epoch_ms: float) -> str:
+    """Return `epoch_ms` as ISO 8601 UTC with milliseconds, e.g. 2026-05-01T09:30:00.000Z."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _error(status: int, error: str, reason: str, detail: str | None = None) -> JSONResponse:
+    body: dict[str, str] = {"error": error, "reason": reason}
+    if detail is not None:
+        body["detail"] = detail
+    headers = {"Cache-Control": NO_STORE}
+    if status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _ok(body: object, status: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers={"Cache-Control": NO_STORE})
+
+
+class _Body(_WireModel):
+    # The wire models' strict camelCase rules; a body is spelled one way only.
+    model_config = ConfigDict(validate_by_name=False)
+
+
+_Ref = Annotated[str, Field(min_length=1, max_length=256)]
+_TaskId = Annotated[str, Field(pattern=_TASK_ID_PATTERN)]
+
+
+class GrantBody(_Body):
+    """`{user, ref}` or `{user, region}`: exactly one target."""
+
+    user: Annotated[str, Field(min_length=1, max_length=64)]
+    ref: _Ref | None = None
+    region: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        if (self.ref is None) == (self.region is None):
+            raise ValueError("give exactly one of ref and region")
+        return self
+
+
+class SalesUpdateBody(_Body):
+    """`{unitsSold?, revenueEur?}`: at least one, neither negative."""
+
+    units_sold: Annotated[int, Field(ge=0, le=10**9)] | None = None
+    revenue_eur: Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if self.units_sold is None and self.revenue_eur is None:
+            raise ValueError("give unitsSold, revenueEur or both")
+        return self
+
+
+class ConfirmationBody(_Body):
+    """`{ref, taskId}`: what the user confirmed."""
+
+    ref: _Ref
+    task_id: _TaskId
+
+
+class FlagBody(ConfirmationBody):
+    """`{ref, taskId, confirmationToken, note?}`."""
+
+    confirmation_token: Annotated[str, Field(min_length=1, max_length=128)]
+    note: Annotated[str, Field(max_length=500)] | None = None
+
+
+_M = TypeVar("_M", bound=_Body)
+
+
+_C = TypeVar("_C", bound=ConfirmationBody)
+
+
+def _parse(model: type[_M], body: bytes) -> _M | JSONResponse:
+    try:
+        return model.model_validate_json(body or b"null")
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(body)"
+        return _error(400, "bad-request", "invalid-body", f"{where}: {first['msg']}")
+
+
+class _Api:
+    """The endpoints, over one database, one confirmation registry and one clock."""
+
+    def __init__(
+        self, db: Path, confirmations: ConfirmationRegistry, clock: Callable[[], float]
+    ) -> None:
+        self.db = db
+        self.confirmations = confirmations
+        self.clock = clock
+
+    # --- shared checks ---------------------------------------------------------------
+
+    def user(self, request: Request) -> str | JSONResponse:
+        """The bearer token's user, or a 401."""
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return _error(401, "unauthorized", "missing-token")
+        user = access.user_for_token(self.db, token.strip())
+        if user is None:
+            return _error(401, "unauthorized", "invalid-token")
+        return user
+
+    def readable(self, user: str, ref: str) -> SalesRow | JSONResponse:
+        """The live row `ref` if `user` may read it, else the 400/403/404."""
+        if access.REF_PATTERN.fullmatch(ref) is None:
+            return _error(400, "bad-request", "malformed-ref", "refs look like sales-2026-03-north")
+        # Authorization before existence, so a refusal says nothing about what exists.
+        if not access.is_authorized(self.db, user, ref):
+            return _error(403, "forbidden", "not-authorized")
+        row = access.read_row(self.db, ref)
+        if row is None:
+            return _error(404, "not-found", "unknown-ref")
+        return row
+
+    def reader_and_row(self, request: Request) -> tuple[str, SalesRow] | JSONResponse:
+        """The bearer user and the row of the path's `{ref}`, or the 401/400/403/404."""
+        user = self.user(request)
+        if isinstance(user, Response):
+            return user
+        row = self.readable(user, request.path_params["ref"])
+        if isinstance(row, Response):
+            return row
+        return user, row
+
+    def now(self) -> str:
+        return iso_utc(self.clock())
+
+    # --- resources ---------------------------------------------------------------------
+
+    def resource(self, request: Request) -> Response:
+        found = self.reader_and_row(request)
+        if isinstance(found, Response):
+            return found
+        return _ok({"row": found[1], "units": SALES_UNITS, "readAt": self.now()})
+
+    def resource_context(self, request: Request) -> Response:
+        found = self.reader_and_row(request)
+        if isinstance(found, Response):
+            return found
+        user, row = found
+        ref = row["ref"]
+        region_rows = query_sales(self.db, region=row["region"])
+        month_rows = query_sales(self.db, month_from=row["month"], month_to=row["month"])
+        # Every row is checked: the context of a granted row is not a way into others.
+        visible = {
+            r["ref"]
+            for r in (*region_rows, *month_rows)
+            if access.is_authorized(self.db, user, r["ref"])
+        }
+        withheld = {r["ref"] for r in (*region_rows, *month_rows)} - visible
+        return _ok(
+            {
+                "ref": ref,
+                "regionRows": [r for r in region_rows if r["ref"] in visible],
+                "monthRows": [r for r in month_rows if r["ref"] in visible],
+                "withheld": len(withheld),
+                "units": SALES_UNITS,
+                "readAt": self.now(),
+            }
+        )
+
+    # --- the business action -----------------------------------------------------------
+
+    def flag_request(
+        self, request: Request, body: bytes, model: type[_C]
+    ) -> tuple[_C, ConfirmationBinding] | JSONResponse:
+        """The parsed body and what it would confirm, if the user may flag its row."""
+        parsed = _parse(model, body)
+        if isinstance(parsed, Response):
+            return parsed
+        user = self.user(request)
+        if isinstance(user, Response):
+            return user
+        row = self.readable(user, parsed.ref)
+        if isinstance(row, Response):
+            return row
+        if not access.has_permission(self.db, user, FLAG_ACTION):
+            return _error(403, "forbidden", "no-permission", "this user may not flag rows")
+        return parsed, ConfirmationBinding(parsed.task_id, user, FLAG_ACTION, parsed.ref)
+
+    def flag_confirmation(self, request: Request, body: bytes) -> Response:
+        checked = self.flag_request(request, body, ConfirmationBody)
+        if isinstance(checked, Response):
+            return checked
+        parsed, binding = checked
+        issued = self.confirmations.issue(binding)
+        return _ok(
+            {
+                "token": issued.token,
+                "expiresAt": iso_utc(issued.expires_at_ms),
+                "action": FLAG_ACTION,
+                "ref": parsed.ref,
+                "taskId": parsed.task_id,
+            },
+            status=201,
+        )
+
+    def flag(self, request: Request, body: bytes) -> Response:
+        checked = self.flag_request(request, body, FlagBody)
+        if isinstance(checked, Response):
+            return checked
+        parsed, binding = checked
+        try:
+            self.confirmations.consume(parsed.confirmation_token, binding)
+        except ConfirmationRefused as refused:
+            status = 410 if refused.reason == "expired" else 409
+            return _error(status, "confirmation-refused", refused.reason)
+        record = access.record_flag(
+            self.db, parsed.ref, binding.user, parsed.task_id, parsed.note, self.now()
+        )
+        return _ok({"flag": record}, status=201)
+
+    # --- admin -------------------------------------------------------------------------
+
+    def admin_grant(self, _request: Request, body: bytes) -> Response:
+        return self._grant_or_revoke(body, revoke=False)
+
+    def admin_revoke(self, _request: Request, body: bytes) -> Response:
+        return self._grant_or_revoke(body, revoke=True)
+
+    def _grant_or_revoke(self, body: bytes, *, revoke: bool) -> Response:
+        parsed = _parse(GrantBody, body)
+        if isinstance(parsed, Response):
+            return parsed
+        kind: access.GrantKind = "ref" if parsed.ref is not None else "region"
+        value = parsed.ref if parsed.ref is not None else str(parsed.region)
+        try:
+            if revoke:
+                return _ok({"removed": access.revoke(self.db, parsed.user, kind, value)})
+            return _ok({"granted": access.grant(self.db, parsed.user, kind, value)})
+        except ValueError as error:
+            return _error(400, "bad-request", "unknown-region", str(error))
+        except LookupError as error:
+            return _error(404, "not-found", "unknown-user-or-ref", str(error))
+
+    def admin_set_sales(self, request: Request, body: bytes) -> Response:
+        parsed = _parse(SalesUpdateBody, body)
+        if isinstance(parsed, Response):
+            return parsed
+        ref = request.path_params["ref"]
+        try:
+            row = access.set_values(self.db, ref, parsed.units_sold, parsed.revenue_eur)
+        except LookupError as error:
+            return _error(404, "not-found", "unknown-ref", str(error))
+        return _ok({"row": row})
+
+
+def _admin_refusal(request: Request) -> JSONResponse | None:
+    """A 403 unless the request comes from loopback without an Origin header, else None."""
+    if "origin" in request.headers:
+        return _error(403, "forbidden", "origin-header", "the admin API is not for web pages")
+    host = request.client.host if request.client is not None else ""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        return _error(403, "forbidden", "not-loopback")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        return _error(415, "unsupported-media-type", "json-only")
+    return None
+
+
+_BodyHandler = Callable[[Request, bytes], Response]
+
+
+def _with_body(
+    handler: _BodyHandler, guard: Callable[[Request], JSONResponse | None] | None = None
+) -> Callable[[Request], Awaitable[Response]]:
+    """An async endpoint that reads the body, then runs `handler` in a worker thread."""
+
+    async def endpoint(request: Request) -> Response:
+        refused = guard(request) if guard is not None else None
+        if refused is not None:
+            return refused
+        body = await request.body()
+        return await run_in_threadpool(handler, request, body)
+
+    return endpoint
+
+
+def api_routes(
+    db: Path,
+    *,
+    assistant_origin: str,
+    confirmations: ConfirmationRegistry,
+    clock: Callable[[], float],
+) -> list[BaseRoute]:
+    """Return the routes of the resource, action and admin APIs over the database `db`.
+
+    `clock` gives epoch milliseconds (readAt, flaggedAt); `confirmations` issues and
+    consumes the flag action's tokens.
+    """
+    api = _Api(db, confirmations, clock)
+    cors = [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=[assistant_origin],
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+            max_age=600,
+        )
+    ]
+    return [
+        Mount(
+            "/api/resources",
+            routes=[
+                Route("/{ref}", api.resource, methods=["GET"]),
+                Route("/{ref}/context", api.resource_context, methods=["GET"]),
+            ],
+            middleware=cors,
+        ),
+        Mount(
+            "/api/actions",
+            routes=[
+                Route("/flag", _with_body(api.flag), methods=["POST"]),
+                Route("/flag/confirmations", _with_body(api.flag_confirmation), methods=["POST"]),
+            ],
+            middleware=cors,
+        ),
+        Route("/admin/grants", _with_body(api.admin_grant, _admin_refusal), methods=["POST"]),
+        Route("/admin/grants", _with_body(api.admin_revoke, _admin_refusal), methods=["DELETE"]),
+        Route(
+            "/admin/sales/{ref}", _with_body(api.admin_set_sales, _admin_refusal), methods=["POST"]
+        ),
+    ]

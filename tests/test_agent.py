@@ -1,0 +1,346 @@
+"""The built-in agent: its explanation on the fixed demo data, and POST /agent over SSE."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from ag_ui.core import BaseEvent, UserMessage
+from starlette.testclient import TestClient
+
+from pagecontext import agui
+from pagecontext.agent.explain import LiveRead, ReadRefused, explain
+from pagecontext.agui import EventSequenceVerifier, TaskContext
+from pagecontext.server import access
+from pagecontext.server.agent_endpoint import HttpResourceReader, live_read
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.data import create_demo_db, query_sales
+from pagecontext.server.run import free_port, start_in_thread
+from pagecontext.testing import FakeClock, counter_ids
+
+NORTH_MARCH = "sales-2026-03-north"
+OBSERVED_AT = "2026-05-01T09:30:00.000Z"
+READ_AT = "2026-05-02T08:00:00.000Z"
+ANA = f"Bearer {access.DEMO_TOKENS['ana']}"
+LOOPBACK = ("127.0.0.1", 50000)
+
+
+def task(ref: str = NORTH_MARCH, units: int = 4231) -> TaskContext:
+    return TaskContext.model_validate(
+        {
+            "taskId": "task-1",
+            "pageId": "sales-page",
+            "componentId": "sales-table",
+            "resourceRef": ref,
+            "observedAt": OBSERVED_AT,
+            "basisRevision": 3,
+            "snapshot": {"unitsSold": {"value": units, "unit": "units"}, "region": "North"},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixed demo data, read only by the pure tests."""
+    db = tmp_path_factory.mktemp("agent") / "demo.db"
+    create_demo_db(db)
+    return db
+
+
+def live(db: Path, ref: str, withheld: int = 0) -> LiveRead:
+    row: dict[str, object] = dict(next(r for r in query_sales(db) if r["ref"] == ref))
+    region = [dict(r) for r in query_sales(db, region=str(row["region"]))]
+    month = [
+        dict(r) for r in query_sales(db, month_from=str(row["month"]), month_to=str(row["month"]))
+    ]
+    # The shapes of the resource API's two answers, read as the agent reads them.
+    return live_read(
+        {"row": row, "readAt": READ_AT},
+        {"regionRows": region, "monthRows": month, "withheld": withheld},
+    )
+
+
+# --- the explanation (pure) ---------------------------------------------------------------
+
+
+def test_north_march_is_explained_with_the_numbers_of_the_data(demo_db: Path) -> None:
+    """North 2026-03: 4,231 units, 2.94 x the 1,441-unit average, +264.4% on February."""
+    answer = explain(task(), live(demo_db, NORTH_MARCH))
+    # North 2026: 17,289 units over 12 months, average 1,440.75; February 1,161.
+    assert answer.chunks[0] == (
+        "About sales-2026-03-north (North, 2026-03), based on the live data read at "
+        "2026-05-02T08:00:00.000Z. "
+    )
+    assert (
+        "North sold 4,231 units in 2026-03, 2.94 times its average of 1,441 units over the "
+        "12 months shown (+2,790 units). "
+    ) in answer.chunks
+    assert "Against 2026-02 (1,161 units) that is +264.4%. " in answer.chunks
+    assert (
+        "In 2026-03 it ranks 1 of 5 regions; the other regions averaged 1,084 units, the next "
+        "highest being West with 1,432 units. "
+    ) in answer.chunks
+    assert (
+        "Revenue per unit was 42.96 EUR against 42.64 EUR for North over the same months, so "
+        "the difference comes from the number of units sold, not from price. "
+    ) in answer.chunks
+    assert f"The live values match what you saw at {OBSERVED_AT}. " in answer.chunks
+
+
+def test_north_march_highlights_the_row_and_the_rows_it_cites(demo_db: Path) -> None:
+    """focus on the row, related on February and on West 2026-03, then a flag proposal."""
+    calls = explain(task(), live(demo_db, NORTH_MARCH)).tool_calls
+    assert [(c.name, c.arguments.get("resourceRef"), c.arguments.get("tone")) for c in calls] == [
+        ("highlight", NORTH_MARCH, "focus"),
+        ("highlight", "sales-2026-02-north", "related"),
+        ("highlight", "sales-2026-03-west", "related"),
+        ("flag_for_review", NORTH_MARCH, None),
+    ]
+    for call in calls:
+        # Every planned call is one the assistant's own mapping accepts.
+        arguments = json.dumps(dict(call.arguments))
+        if call.name == "highlight":
+            assert agui.tool_call_command(call.name, arguments).target.component_id == "sales-table"
+        else:
+            assert agui.business_proposal(call.name, arguments).note == (
+                "2.94 times the North average of 1,441 units"
+            )
+
+
+def test_a_low_row_is_explained_and_flagged_too(demo_db: Path) -> None:
+    """South 2026-08 sits far below its average and gets a flag proposal."""
+    answer = explain(task("sales-2026-08-south"), live(demo_db, "sales-2026-08-south"))
+    assert any("South sold" in chunk and "times its average" in chunk for chunk in answer.chunks)
+    assert answer.tool_calls[-1].name == "flag_for_review"
+
+
+def test_january_has_no_previous_month(demo_db: Path) -> None:
+    """The first month says there is nothing before it and highlights no previous row."""
+    answer = explain(task("sales-2026-01-west"), live(demo_db, "sales-2026-01-west"))
+    assert "There is no previous month in the data to compare with. " in answer.chunks
+    assert "sales-2025-12-west" not in json.dumps([dict(c.arguments) for c in answer.tool_calls])
+
+
+@pytest.mark.scenario(7)
+def test_live_differing_from_the_snapshot_states_both_values_and_times(demo_db: Path) -> None:
+    """The user saw 3,000 units at observedAt; live is 4,231 at readAt: both are stated."""
+    answer = explain(task(units=3000), live(demo_db, NORTH_MARCH))
+    assert (
+        f"You saw 3,000 units at {OBSERVED_AT}; the live value read at {READ_AT} is 4,231 units. "
+    ) in answer.chunks
+    assert "The data changed since you looked. " in answer.chunks
+
+
+@pytest.mark.scenario(5)
+@pytest.mark.parametrize(
+    ("status", "words"), [(403, "revoked"), (401, "sign-in"), (404, "no longer exists")]
+)
+def test_a_refused_read_is_answered_explicitly_without_the_snapshot(
+    status: int, words: str
+) -> None:
+    """Refused: the answer says so and holds no snapshot value, and nothing is highlighted."""
+    answer = explain(task(units=4231), ReadRefused(status, "not-authorized"))
+    assert answer.text.startswith("Access denied: I could not read sales-2026-03-north")
+    assert words in answer.text
+    assert f"HTTP {status}" in answer.text
+    assert "4231" not in answer.text
+    assert "4,231" not in answer.text
+    assert "North" not in answer.text
+    assert answer.tool_calls == ()
+
+
+def test_withheld_rows_are_mentioned(demo_db: Path) -> None:
+    """When grants hide related rows, the answer says how many were left out."""
+    answer = explain(task(), live(demo_db, NORTH_MARCH, withheld=3))
+    assert "3 related rows are not visible to you and are left out of these comparisons. " in (
+        answer.chunks
+    )
+
+
+# --- POST /agent ------------------------------------------------------------------------------
+
+
+class _PageAppReader(HttpResourceReader):
+    """The HTTP reader, with its requests sent to the page app in process."""
+
+    def __init__(self, page: TestClient) -> None:
+        super().__init__("http://testserver")
+        self._page = page
+
+    def _get(self, path: str, authorization: str) -> tuple[int, dict[str, object]]:
+        response = self._page.get(
+            f"/api/resources/{path}", headers={"Authorization": authorization}
+        )
+        return response.status_code, response.json()
+
+
+@pytest.fixture
+def origins(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient]]:
+    """(page, assistant) clients: the agent reads rows from the page app."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path)
+    page_app = create_page_app(config, clock=FakeClock(), token_factory=counter_ids("tok"))
+    with TestClient(page_app, client=LOOPBACK) as page:
+        assistant_app = create_assistant_app(config, resource_reader=_PageAppReader(page))
+        with TestClient(assistant_app) as assistant:
+            yield page, assistant
+
+
+def run_body(
+    ref: str = NORTH_MARCH, authorization: str | None = ANA, units: int = 4231
+) -> dict[str, object]:
+    run_input = agui.build_run_input(
+        "conv-1",
+        "run-1",
+        [UserMessage(id="u1", content="Why is this row so high?")],
+        agui.assistant_tools(),
+        [agui.task_context_entry(task(ref, units))],
+        {} if authorization is None else {"authorization": authorization},
+    )
+    body: dict[str, object] = json.loads(run_input.model_dump_json(by_alias=True))
+    return body
+
+
+def stream(assistant: TestClient, body: object) -> list[BaseEvent]:
+    """POST /agent, check it is SSE, and return its events verified in order."""
+    response = assistant.post("/agent", json=body)
+    assert response.status_code == 200
+    return verified_events(response.headers["content-type"], response.text)
+
+
+def verified_events(content_type: str, text: str, **run: str) -> list[BaseEvent]:
+    """The events of an SSE body, after checking the media type and the AG-UI sequence."""
+    assert content_type.startswith("text/event-stream")
+    events = [
+        agui.parse_event(line[len("data: ") :])
+        for line in text.splitlines()
+        if line.startswith("data: ")
+    ]
+    verifier = EventSequenceVerifier(**run)
+    for event in events:
+        verifier.feed(event)
+    verifier.end_of_stream()
+    return events
+
+
+def _text(events: list[BaseEvent]) -> str:
+    return "".join(getattr(e, "delta", "") for e in events if e.type == "TEXT_MESSAGE_CONTENT")
+
+
+def _tool_calls(events: list[BaseEvent]) -> list[tuple[str, dict[str, object]]]:
+    names = {e.tool_call_id: e.tool_call_name for e in events if e.type == "TOOL_CALL_START"}  # type: ignore[attr-defined]
+    return [
+        (names[e.tool_call_id], json.loads(e.delta))  # type: ignore[attr-defined]
+        for e in events
+        if e.type == "TOOL_CALL_ARGS"
+    ]
+
+
+def test_agent_streams_a_verified_run_that_explains_and_highlights(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """The stream passes the verifier: started, text in chunks, four tool calls, finished."""
+    _, assistant = origins
+    events = stream(assistant, run_body())
+    types = [event.type for event in events]
+    assert types[0] == "RUN_STARTED"
+    assert types[-1] == "RUN_FINISHED"
+    assert types.count("TEXT_MESSAGE_CONTENT") >= 5
+    assert types.count("TOOL_CALL_START") == 4
+    text = _text(events)
+    assert "2.94 times its average of 1,441 units" in text
+    assert "based on the live data read at 2023-11-14T22:13:20.000Z" in text
+    calls = _tool_calls(events)
+    assert calls[0] == (
+        "highlight",
+        {"componentId": "sales-table", "resourceRef": NORTH_MARCH, "tone": "focus"},
+    )
+    assert [name for name, _ in calls] == ["highlight"] * 3 + ["flag_for_review"]
+
+
+@pytest.mark.scenario(5)
+def test_agent_after_a_revoke_answers_access_denied_without_the_snapshot(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """Revoked between selection and question: explicit denial, no snapshot value, no tools."""
+    page, assistant = origins
+    revoke = page.request("DELETE", "/admin/grants", json={"user": "ana", "ref": NORTH_MARCH})
+    assert revoke.status_code == 200
+    events = stream(assistant, run_body(units=4231))
+    text = _text(events)
+    assert "Access denied" in text
+    assert "revoked" in text
+    assert "4231" not in text
+    assert "4,231" not in text
+    assert _tool_calls(events) == []
+    assert events[-1].type == "RUN_FINISHED"
+
+
+@pytest.mark.scenario(7)
+def test_agent_states_both_values_after_a_live_change(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """The admin changes the row after the user saw it: the answer gives both, with times."""
+    page, assistant = origins
+    assert page.post(f"/admin/sales/{NORTH_MARCH}", json={"unitsSold": 1500}).status_code == 200
+    text = _text(stream(assistant, run_body(units=4231)))
+    assert (
+        f"You saw 4,231 units at {OBSERVED_AT}; the live value read at "
+        "2023-11-14T22:13:20.000Z is 1,500 units." in text
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "first", "code"),
+    [
+        ({"threadId": "t"}, "RUN_ERROR", "bad-input"),
+        ("not json at all", "RUN_ERROR", "bad-input"),
+        (run_body(authorization=None), "RUN_STARTED", "bad-input"),
+        ({**run_body(), "context": []}, "RUN_STARTED", "bad-input"),
+        (
+            {**run_body(), "context": [{"description": "pagecontext.task", "value": "{}"}]},
+            "RUN_STARTED",
+            "bad-input",
+        ),
+    ],
+)
+def test_agent_ends_bad_input_with_a_clear_run_error(
+    origins: tuple[TestClient, TestClient], body: object, first: str, code: str
+) -> None:
+    """Bad input: a verified stream that ends in RUN_ERROR with a message saying what."""
+    _, assistant = origins
+    events = stream(assistant, body)
+    assert events[0].type == first
+    assert events[-1].type == "RUN_ERROR"
+    assert events[-1].code == code  # type: ignore[attr-defined]
+    assert events[-1].message  # type: ignore[attr-defined]
+
+
+def test_agent_reports_an_unreachable_resource_api(tmp_path: Path) -> None:
+    """With the page origin down, the run ends in RUN_ERROR resource-api-unavailable."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path, page_port=free_port())
+    with TestClient(create_assistant_app(config)) as assistant:
+        events = stream(assistant, run_body())
+    assert [e.type for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[-1].code == "resource-api-unavailable"  # type: ignore[attr-defined]
+
+
+def test_agent_over_real_sockets_reads_the_page_origin_over_http(tmp_path: Path) -> None:
+    """Both origins served for real: the agent's HTTP reader fetches the row as the user."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
+    with start_in_thread(config):
+        response = httpx.post(
+            f"http://127.0.0.1:{config.assistant_port}/agent", json=run_body(), timeout=10
+        )
+    events = verified_events(
+        response.headers["content-type"], response.text, thread_id="conv-1", run_id="run-1"
+    )
+    assert "2.94 times its average of 1,441 units" in _text(events)

@@ -1,0 +1,357 @@
+"""The page origin's live-data APIs: resources, admin, and the flag action, over HTTP."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from pagecontext.server import access
+from pagecontext.server.app import ServerConfig, create_page_app
+from pagecontext.server.data import REGIONS, create_demo_db
+from pagecontext.testing import FakeClock, counter_ids
+
+ANA = {"Authorization": f"Bearer {access.DEMO_TOKENS['ana']}"}
+BEN = {"Authorization": f"Bearer {access.DEMO_TOKENS['ben']}"}
+NORTH_MARCH = "sales-2026-03-north"
+# 2023-11-14T22:13:20.000Z, FakeClock's start.
+START_ISO = "2023-11-14T22:13:20.000Z"
+LOOPBACK = ("127.0.0.1", 50000)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> ServerConfig:
+    """A configuration over an empty repository (only the APIs are used)."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    return ServerConfig(root=tmp_path)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The page app's clock."""
+    return FakeClock()
+
+
+@pytest.fixture
+def api(config: ServerConfig, clock: FakeClock) -> Iterator[TestClient]:
+    """A client of the page origin from a loopback address."""
+    app = create_page_app(config, clock=clock, token_factory=counter_ids("tok"))
+    with TestClient(app, client=LOOPBACK) as client:
+        yield client
+
+
+@pytest.fixture
+def remote_api(config: ServerConfig, api: TestClient) -> Iterator[TestClient]:
+    """A client of the same app from a non-loopback address."""
+    with TestClient(create_page_app(config), client=("192.0.2.7", 50000)) as client:
+        yield client
+
+
+def admin(api: TestClient, method: str, path: str, body: object) -> dict[str, object]:
+    response = api.request(method, path, json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, object] = response.json()
+    return result
+
+
+# --- access tables ----------------------------------------------------------------------
+
+
+def test_demo_users_and_grants_are_seeded_once(tmp_path: Path) -> None:
+    """ana reads every region and may flag; ben reads North and South only and may not."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    assert access.user_for_token(db, access.DEMO_TOKENS["ana"]) == "ana"
+    assert access.user_for_token(db, "nope") is None
+    assert all(access.is_authorized(db, "ana", f"sales-2026-01-{r.lower()}") for r in REGIONS)
+    assert [
+        r for r in REGIONS if access.is_authorized(db, "ben", f"sales-2026-01-{r.lower()}")
+    ] == [
+        "North",
+        "South",
+    ]
+    assert access.has_permission(db, "ana", "flag")
+    assert not access.has_permission(db, "ben", "flag")
+
+
+def test_create_demo_db_keeps_revoked_grants_revoked(tmp_path: Path) -> None:
+    """Creating the database again does not re-seed grants that were revoked since."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    access.revoke(db, "ana", "region", "North")
+    create_demo_db(db)
+    assert not access.is_authorized(db, "ana", NORTH_MARCH)
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("SELECT count(*) FROM users").fetchone() == (2,)
+    connection.close()
+
+
+def test_tokens_are_stored_only_as_digests(tmp_path: Path) -> None:
+    """The users table holds no bearer token in plain text."""
+    db = tmp_path / "demo.db"
+    create_demo_db(db)
+    assert access.DEMO_TOKENS["ana"].encode() not in db.read_bytes()
+
+
+# --- GET /api/resources/{ref} ------------------------------------------------------------
+
+
+def test_resource_read_returns_the_live_row_with_units_and_read_time(api: TestClient) -> None:
+    """200: the row, its units and readAt (server time, ISO 8601 UTC), never cached."""
+    response = api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["row"]["ref"] == NORTH_MARCH
+    assert body["row"]["unitsSold"] == 4231
+    assert body["units"] == {"unitsSold": "units", "revenueEur": "EUR"}
+    assert body["readAt"] == START_ISO
+    assert response.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("headers", "ref", "status", "reason"),
+    [
+        ({}, NORTH_MARCH, 401, "missing-token"),
+        ({"Authorization": "Basic abc"}, NORTH_MARCH, 401, "missing-token"),
+        ({"Authorization": "Bearer wrong"}, NORTH_MARCH, 401, "invalid-token"),
+        (ANA, "sales-2026-13-north", 400, "malformed-ref"),
+        (ANA, "%23row-3", 400, "malformed-ref"),
+        (ANA, "Sales-2026-03-North", 400, "malformed-ref"),
+        (ANA, "sales-2027-03-north", 404, "unknown-ref"),
+        (BEN, "sales-2026-03-west", 403, "not-authorized"),
+        (BEN, "sales-2027-03-west", 403, "not-authorized"),
+        (ANA, "sales-2026-03-mars", 403, "not-authorized"),
+    ],
+)
+def test_resource_read_refusals(
+    api: TestClient, headers: dict[str, str], ref: str, status: int, reason: str
+) -> None:
+    """401 without a valid user, 400 malformed, 403 not granted, 404 unknown; never cached."""
+    response = api.get(f"/api/resources/{ref}", headers=headers)
+    assert response.status_code == status
+    assert response.json()["reason"] == reason
+    assert response.headers["cache-control"] == "no-store"
+    if status == 401:
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.scenario(5)
+def test_a_revoke_takes_effect_on_the_very_next_read(api: TestClient) -> None:
+    """ana reads the row, her access is revoked, and the next read is a 403."""
+    assert api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA).status_code == 200
+    removed = admin(api, "DELETE", "/admin/grants", {"user": "ana", "ref": NORTH_MARCH})
+    assert removed == {"removed": [{"user": "ana", "kind": "region", "value": "North"}]}
+    response = api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA)
+    assert (response.status_code, response.json()["reason"]) == (403, "not-authorized")
+    admin(api, "POST", "/admin/grants", {"user": "ana", "ref": NORTH_MARCH})
+    assert api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA).status_code == 200
+    assert api.get("/api/resources/sales-2026-04-north", headers=ANA).status_code == 403
+
+
+def test_resource_context_lists_the_region_and_month_rows_the_user_may_read(
+    api: TestClient,
+) -> None:
+    """The context holds the region's 12 months and the month's regions, filtered by grants."""
+    body = api.get(f"/api/resources/{NORTH_MARCH}/context", headers=ANA).json()
+    assert [row["month"] for row in body["regionRows"]] == [f"2026-{m:02d}" for m in range(1, 13)]
+    assert sorted(row["region"] for row in body["monthRows"]) == sorted(REGIONS)
+    assert body["withheld"] == 0
+    ben = api.get(f"/api/resources/{NORTH_MARCH}/context", headers=BEN).json()
+    assert sorted(row["region"] for row in ben["monthRows"]) == ["North", "South"]
+    assert ben["withheld"] == 3
+    refused = api.get("/api/resources/sales-2026-03-west/context", headers=BEN)
+    assert refused.status_code == 403
+
+
+def test_cors_answers_only_the_assistant_origin(api: TestClient, config: ServerConfig) -> None:
+    """A preflight from the assistant origin is allowed with Authorization; another is not."""
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    ok = api.options("/api/actions/flag", headers={"Origin": config.assistant_origin, **preflight})
+    assert ok.status_code == 200
+    assert ok.headers["access-control-allow-origin"] == config.assistant_origin
+    assert "authorization" in ok.headers["access-control-allow-headers"].lower()
+    evil = api.options("/api/actions/flag", headers={"Origin": "http://evil.test", **preflight})
+    assert evil.status_code == 400
+    assert "access-control-allow-origin" not in evil.headers
+    read = api.get(
+        f"/api/resources/{NORTH_MARCH}", headers={"Origin": config.assistant_origin, **ANA}
+    )
+    assert read.headers["access-control-allow-origin"] == config.assistant_origin
+
+
+# --- admin ----------------------------------------------------------------------------------
+
+
+def test_admin_changes_a_value_read_live_next(api: TestClient) -> None:
+    """POST /admin/sales/{ref} changes the row; the next resource read shows it."""
+    body = admin(api, "POST", f"/admin/sales/{NORTH_MARCH}", {"unitsSold": 1200})
+    assert body["row"]["unitsSold"] == 1200  # type: ignore[index]
+    row = api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA).json()["row"]
+    assert row["unitsSold"] == 1200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "reason"),
+    [
+        ("POST", "/admin/grants", {"user": "ana"}, 400, "invalid-body"),
+        (
+            "POST",
+            "/admin/grants",
+            {"user": "ana", "ref": "x", "region": "North"},
+            400,
+            "invalid-body",
+        ),
+        ("POST", "/admin/grants", {"user": "ana", "region": "Mars"}, 400, "unknown-region"),
+        ("POST", "/admin/grants", {"user": "zed", "region": "North"}, 404, "unknown-user-or-ref"),
+        (
+            "POST",
+            "/admin/grants",
+            {"user": "ana", "ref": "sales-2030-01-north"},
+            404,
+            "unknown-user-or-ref",
+        ),
+        ("POST", "/admin/grants", {"user": "ana", "region": "North", "x": 1}, 400, "invalid-body"),
+        ("DELETE", "/admin/grants", {"user": "zed", "region": "North"}, 404, "unknown-user-or-ref"),
+        ("POST", f"/admin/sales/{NORTH_MARCH}", {}, 400, "invalid-body"),
+        ("POST", f"/admin/sales/{NORTH_MARCH}", {"unitsSold": -1}, 400, "invalid-body"),
+        ("POST", f"/admin/sales/{NORTH_MARCH}", {"unitsSold": "5"}, 400, "invalid-body"),
+        ("POST", "/admin/sales/sales-2030-01-north", {"unitsSold": 5}, 404, "unknown-ref"),
+    ],
+)
+def test_admin_refuses_bad_bodies_clearly(
+    api: TestClient, method: str, path: str, body: object, status: int, reason: str
+) -> None:
+    """Bad bodies are a 400 naming the problem; unknown users and rows a 404."""
+    response = api.request(method, path, json=body)
+    assert response.status_code == status
+    assert response.json()["reason"] == reason
+
+
+def test_admin_refuses_a_body_that_is_not_json(api: TestClient) -> None:
+    """A non-JSON content type is a 415; broken JSON is a 400."""
+    text = api.post("/admin/grants", content=b"user=ana", headers={"Content-Type": "text/plain"})
+    assert text.status_code == 415
+    broken = api.post("/admin/grants", content=b"{", headers={"Content-Type": "application/json"})
+    assert (broken.status_code, broken.json()["reason"]) == (400, "invalid-body")
+
+
+def test_admin_refuses_requests_from_outside_loopback(remote_api: TestClient) -> None:
+    """A client address that is not loopback gets a 403 and changes nothing."""
+    response = remote_api.post("/admin/grants", json={"user": "ben", "region": "West"})
+    assert (response.status_code, response.json()["reason"]) == (403, "not-loopback")
+    assert remote_api.get("/api/resources/sales-2026-03-west", headers=BEN).status_code == 403
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:8000", "http://localhost:8001", "null"])
+def test_admin_refuses_any_request_with_an_origin_header(api: TestClient, origin: str) -> None:
+    """Even from loopback, a request carrying Origin (a web page's) gets a 403."""
+    for method, path, body in (
+        ("POST", "/admin/grants", {"user": "ben", "region": "West"}),
+        ("DELETE", "/admin/grants", {"user": "ana", "region": "North"}),
+        ("POST", f"/admin/sales/{NORTH_MARCH}", {"unitsSold": 1}),
+    ):
+        response = api.request(method, path, json=body, headers={"Origin": origin})
+        assert (response.status_code, response.json()["reason"]) == (403, "origin-header")
+    assert api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA).json()["row"]["unitsSold"] == 4231
+
+
+# --- the flag action ------------------------------------------------------------------------
+
+
+def confirm(api: TestClient, task_id: str = "task-1", ref: str = NORTH_MARCH) -> str:
+    response = api.post(
+        "/api/actions/flag/confirmations", json={"ref": ref, "taskId": task_id}, headers=ANA
+    )
+    assert response.status_code == 201, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+def flag(
+    api: TestClient, token: str, task_id: str = "task-1", headers: dict[str, str] = ANA
+) -> tuple[int, dict[str, object]]:
+    response = api.post(
+        "/api/actions/flag",
+        json={"ref": NORTH_MARCH, "taskId": task_id, "confirmationToken": token, "note": "3x"},
+        headers=headers,
+    )
+    return response.status_code, response.json()
+
+
+@pytest.mark.scenario(8)
+def test_a_confirmed_flag_is_recorded_once(api: TestClient) -> None:
+    """A token issued for the task flags the row once (201); a replay is a 409 `used`."""
+    issued = api.post(
+        "/api/actions/flag/confirmations",
+        json={"ref": NORTH_MARCH, "taskId": "task-1"},
+        headers=ANA,
+    ).json()
+    assert issued["expiresAt"] == "2023-11-14T22:15:20.000Z"
+    assert (issued["action"], issued["ref"], issued["taskId"]) == ("flag", NORTH_MARCH, "task-1")
+    status, body = flag(api, issued["token"])
+    assert status == 201
+    assert body["flag"] == {
+        "id": 1,
+        "ref": NORTH_MARCH,
+        "user": "ana",
+        "taskId": "task-1",
+        "note": "3x",
+        "flaggedAt": START_ISO,
+    }
+    assert flag(api, issued["token"]) == (409, {"error": "confirmation-refused", "reason": "used"})
+
+
+def test_a_token_for_another_task_is_refused(api: TestClient) -> None:
+    """A token confirmed in task-1 cannot flag in task-2 (409 wrong-task) and is then spent."""
+    token = confirm(api, "task-1")
+    assert flag(api, token, task_id="task-2") == (
+        409,
+        {"error": "confirmation-refused", "reason": "wrong-task"},
+    )
+    assert flag(api, token)[1]["reason"] == "used"
+
+
+def test_an_expired_token_is_gone(api: TestClient, clock: FakeClock) -> None:
+    """After two minutes the token is refused with 410 expired."""
+    token = confirm(api)
+    clock.advance(120_000)
+    assert flag(api, token) == (410, {"error": "confirmation-refused", "reason": "expired"})
+
+
+def test_unknown_tokens_are_refused(api: TestClient) -> None:
+    """A token the server never issued is a 409 unknown."""
+    assert flag(api, "forged")[1]["reason"] == "unknown"
+
+
+def test_flagging_needs_the_permission_and_read_access(api: TestClient) -> None:
+    """ben (no flag permission) gets no token; ana without read access neither."""
+    response = api.post(
+        "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}, headers=BEN
+    )
+    assert (response.status_code, response.json()["reason"]) == (403, "no-permission")
+    token = confirm(api)
+    assert flag(api, token, headers=BEN)[0] == 403
+    admin(api, "DELETE", "/admin/grants", {"user": "ana", "region": "North"})
+    assert flag(api, token)[1]["reason"] == "not-authorized"
+    unauthenticated = api.post(
+        "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}
+    )
+    assert unauthenticated.status_code == 401
+
+
+def test_flag_bodies_are_validated(api: TestClient) -> None:
+    """Missing token, bad task id or extra fields are a 400."""
+    for body in (
+        {"ref": NORTH_MARCH, "taskId": "t"},
+        {"ref": NORTH_MARCH, "taskId": "t t", "confirmationToken": "x"},
+        {"ref": NORTH_MARCH, "taskId": "t", "confirmationToken": "x", "apply": True},
+    ):
+        response = api.post("/api/actions/flag", json=body, headers=ANA)
+        assert (response.status_code, response.json()["reason"]) == (400, "invalid-body")
