@@ -84,7 +84,7 @@ def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     assert sent_text(second) == "And compared with April?"
 
 
-@pytest.mark.scenario(24)
+@pytest.mark.scenario(23, 24)
 def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     page: Page, origins: Origins
 ) -> None:

@@ -417,3 +417,15 @@ def test_assistant_page_gets_the_agent_url_as_json_string_text(root: Path) -> No
     assert text == (
         '<script>{"agentUrl": "http://a.test/x?a=1\\u0026b=\\"\\u003c/script\\u003e"}</script>'
     )
+
+
+def test_both_assistant_pages_get_the_one_panel_file(root: Path) -> None:
+    """assistant.html and workbench.html show web/panel.html where they name {{PANEL}},
+    with its own tokens replaced too."""
+    (root / "web" / "panel.html").write_text('<form data-pc-composer data-p="{{PAGE_ORIGIN}}">')
+    (root / "web" / "assistant.html").write_text("<body>{{PANEL}}</body>")
+    (root / "web" / "workbench.html").write_text("<aside>{{PANEL}}</aside>")
+    client = TestClient(create_assistant_app(ServerConfig(root=root)))
+    panel = '<form data-pc-composer data-p="http://127.0.0.1:8000">'
+    assert client.get("/assistant.html").text == f"<body>{panel}</body>"
+    assert client.get("/workbench.html").text == f"<aside>{panel}</aside>"

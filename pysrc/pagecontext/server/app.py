@@ -66,6 +66,8 @@ ASSISTANT_TEMPLATE_TOKEN: Final = "{{ASSISTANT_ORIGIN}}"
 # Replaced by the sandbox attribute of the assistant panel's iframe when the panel runs
 # sandboxed (an opaque origin), else by nothing.
 SANDBOX_TEMPLATE_TOKEN: Final = "{{PANEL_SANDBOX}}"
+# Replaced by web/panel.html, the assistant panel's controls.
+PANEL_TEMPLATE_TOKEN: Final = "{{PANEL}}"
 # Replaced by the agent URL, escaped for a JSON string inside a <script> element.
 AGENT_URL_TEMPLATE_TOKEN: Final = "{{AGENT_URL}}"
 DEFAULT_AGENT_PATH: Final = "/agent"
@@ -231,6 +233,11 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
     except FileNotFoundError:
         return HTMLResponse("Not Found", status_code=404)
     sandbox = 'sandbox="allow-scripts"' if config.sandboxed_panel else ""
+    if PANEL_TEMPLATE_TOKEN in text:
+        # The panel's controls, one file for both pages that show them.
+        text = text.replace(
+            PANEL_TEMPLATE_TOKEN, (config.root / "web" / "panel.html").read_text(encoding="utf-8")
+        )
     for token, value in (
         (PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)),
         (ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)),
