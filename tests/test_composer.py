@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import wire
 from pagecontext.block import extract_instructions, parse_block
-from pagecontext.composer import MAX_LOG_ENTRIES, NO_TASK, STANDING_INSTRUCTIONS, Composer
+from pagecontext.composer import (
+    MAX_LOG_ENTRIES,
+    NAMED_TOOLS,
+    NO_TASK,
+    STANDING_INSTRUCTIONS,
+    Composer,
+)
 from pagecontext.models import ContextMessage, Selection, parse_message
 
 
@@ -167,3 +175,16 @@ def test_an_empty_or_oversized_question_is_refused(question: str) -> None:
     with pytest.raises(ValueError, match="a question has"):
         composer.send(question, entry_id="q", at="t")
     assert composer.log == []
+
+
+def test_every_tool_the_instructions_name_is_a_tool_the_agent_is_given() -> None:
+    """The standing instructions name tools by name only, and each exists in the run's
+    tool list (pagecontext.agui)."""
+    from pagecontext.agui import assistant_tools
+
+    given = {tool.name for tool in assistant_tools()}
+    text = " ".join(instruction.text for instruction in STANDING_INSTRUCTIONS)
+    # Tools are named in parentheses, comma-separated: "the page's tools (a, b, c)".
+    named = [name for group in re.findall(r"\(([^)]*)\)", text) for name in group.split(", ")]
+    assert named == list(NAMED_TOOLS)
+    assert set(named) <= given

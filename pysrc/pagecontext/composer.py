@@ -45,6 +45,7 @@ from pagecontext.selection_items import (
 
 __all__ = [
     "MAX_LOG_ENTRIES",
+    "NAMED_TOOLS",
     "NO_TASK",
     "STANDING_INSTRUCTIONS",
     "Chip",
@@ -62,11 +63,16 @@ STANDING_INSTRUCTIONS: Final = (
         "You are the assistant beside the user's business page; the question is about"
         " the selection described in the data block, as the user saw it at observedAt."
     ),
-    Instruction(
-        "To point at objects on the page, call the page's tools (highlight, locate,"
-        " refresh); that is the only way you act on the page."
+    Instruction.format(
+        "To point at objects on the page, call the page's tools ({highlight}, {locate},"
+        " {refresh}); that is the only way you act on the page.",
+        highlight="highlight",
+        locate="locate",
+        refresh="refresh",
     ),
 )
+# The tools the standing instructions name; each must be one the agent is given.
+NAMED_TOOLS: Final = ("highlight", "locate", "refresh")
 # Where a receipt is still pending when the log is saved, nobody will answer it after a
 # reload: it is shown as unconfirmed, never as success.
 _PENDING: Final = "pending"
