@@ -188,3 +188,16 @@ def test_every_tool_the_instructions_name_is_a_tool_the_agent_is_given() -> None
     named = [name for group in re.findall(r"\(([^)]*)\)", text) for name in group.split(", ")]
     assert named == list(NAMED_TOOLS)
     assert set(named) <= given
+
+
+def test_the_log_version_moves_only_when_the_log_changes() -> None:
+    """The panel redraws the log only on a new version: a repeated receipt view is not one."""
+    composer = composer_with()
+    versions = [composer.log_version]
+    composer.record_command("c1", "highlight", "row:42")
+    versions.append(composer.log_version)
+    composer.update_receipts("c1", {"received": {"state": "applied"}})
+    versions.append(composer.log_version)
+    composer.update_receipts("c1", {"received": {"state": "applied"}})
+    versions.append(composer.log_version)
+    assert versions[0] < versions[1] < versions[2] == versions[3]

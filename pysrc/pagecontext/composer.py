@@ -97,6 +97,8 @@ class Composer:
         self._schemas: dict[str, ItemSchema] = {REFERENCE_TYPE: reference_schema()}
         self._task = NO_TASK
         self.log: list[dict[str, JsonValue]] = []
+        # Counts changes to the log, so the panel redraws it only when it changed.
+        self.log_version = 0
 
     # -- the pinned selection as items ----------------------------------------------
 
@@ -231,8 +233,9 @@ class Composer:
         for entry in self.log:
             if entry.get("kind") == "command" and entry.get("id") == command_id:
                 for layer in ("received", "ui"):
-                    if layer in layers:
+                    if layer in layers and entry.get(layer) != layers[layer]:
                         entry[layer] = layers[layer]
+                        self.log_version += 1
 
     # -- saved state ------------------------------------------------------------------
 
@@ -253,8 +256,10 @@ class Composer:
         if not isinstance(log, list):
             return
         self.log = [_restored(entry) for entry in log[-MAX_LOG_ENTRIES:] if _valid(entry)]
+        self.log_version += 1
 
     def _append(self, entry: dict[str, JsonValue]) -> None:
+        self.log_version += 1
         self.log.append(entry)
         del self.log[:-MAX_LOG_ENTRIES]
 

@@ -447,8 +447,8 @@ class AssistantSession:
         self.pinned_restored = False
         # The highlight of the last "Show me": its receipt is what the panel shows.
         self.last_show: str | None = None
-        self.composer = Composer()
-        self._clock = clock
+        self._composer = Composer()
+        self._composer_stale = False
 
     @property
     def binding(self) -> Binding | None:
@@ -464,7 +464,18 @@ class AssistantSession:
     def pinned(self, message: ContextMessage | None) -> None:
         self._pinned = message
         self._pinned_wire = None  # dumped again only when shown or persisted
-        self.composer.set_selection(message.selection if message is not None else None)
+        # Registered with the composer only when it is next used: a burst of contexts
+        # costs one registration, not one per context.
+        self._composer_stale = True
+
+    @property
+    def composer(self) -> Composer:
+        """The composer, with the pinned selection registered as its items."""
+        if self._composer_stale:
+            self._composer_stale = False
+            pinned = self._pinned
+            self._composer.set_selection(pinned.selection if pinned is not None else None)
+        return self._composer
 
     @property
     def chip_shown(self) -> bool:
@@ -717,7 +728,7 @@ class AssistantSession:
                 "preview": self.composer.message_text(""),
                 "task": self.composer.task,
                 "dismissed": self.composer.dismissed,
-                "log": list(self.composer.log),
+                "logVersion": self.composer.log_version,
             }
         )
 

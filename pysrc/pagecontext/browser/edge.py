@@ -319,6 +319,8 @@ class Edge:
             self._render_panel(message)
         elif kind == "persist":
             self._save(message.get("text"))
+        elif kind == "log":
+            self._render_log(message.get("entries") or [])
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -542,11 +544,6 @@ class Edge:
             count = state.get("dismissed") or 0
             dismissed.hidden = not count
             dismissed.setAttribute("data-pc-dismissed", str(count))
-        log = doc.querySelector("[data-pc-log]")
-        if log is not None:
-            log.replaceChildren()
-            for entry in state.get("log") or []:
-                log.append(_log_element(entry))
         receipt = doc.querySelector("[data-pc-receipt]")
         command = state.get("command")
         if command is None:
@@ -559,6 +556,13 @@ class Edge:
         receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
+
+    def _render_log(self, entries: list[Any]) -> None:
+        log = js.document.querySelector("[data-pc-log]")
+        if log is not None:
+            log.replaceChildren()
+            for entry in entries:
+                log.append(_log_element(entry))
 
     def close(self) -> None:
         """Remove every listener and drop every proxy; the worker is terminated."""

@@ -100,6 +100,7 @@ class WorkerBinding:
         self._diagnostics_due = False
         self._pending: set[Literal["state", "persist"]] = set()
         self._flush_due = False
+        self._log_version: object = None
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -252,6 +253,12 @@ class WorkerBinding:
         if isinstance(self.session, AssistantSession):
             for kind in sorted(pending, reverse=True):  # state, then persist
                 message = self.session.edge_message(kind)
+                if kind == "state" and message["logVersion"] != self._log_version:
+                    # The conversation log only when it changed: it can be long.
+                    self._log_version = message["logVersion"]
+                    self.scope.postMessage(
+                        _js({"kind": "log", "entries": self.session.composer.log})
+                    )
                 if kind == "persist":
                     # As JSON text, written here: the edge stores it without parsing.
                     message = {"kind": "persist", "text": json.dumps(message["value"])}
