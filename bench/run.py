@@ -18,7 +18,6 @@ import platform
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +31,6 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 if str(ROOT / "pysrc") not in sys.path:  # `python bench/run.py` without PYTHONPATH
     sys.path.insert(0, str(ROOT / "pysrc"))
 
-import uvicorn  # noqa: E402
 from playwright.sync_api import (  # noqa: E402
     Browser,
     BrowserContext,
@@ -52,7 +50,7 @@ from pagecontext.server.app import (  # noqa: E402
 )
 from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable  # noqa: E402
 from pagecontext.server.data import create_demo_db  # noqa: E402
-from pagecontext.server.run import free_port  # noqa: E402
+from pagecontext.server.run import free_port, serve_in_thread  # noqa: E402
 
 PAGES: Final = ROOT / "bench" / "pages"
 SITE: Final = ROOT / "build" / "site"
@@ -131,11 +129,6 @@ def _round(value: float) -> float:
 # -- servers ------------------------------------------------------------------------------
 
 
-class _ThreadedServer(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # this process keeps its own handlers
-        pass
-
-
 def _with_bench_pages(app: Starlette) -> Starlette:
     """Serve bench/pages under /bench/ too (only in this script's apps)."""
     app.router.routes.append(Mount("/bench", StaticFiles(directory=PAGES)))
@@ -162,25 +155,8 @@ def serving(db_dir: Path) -> Iterator[Origins]:
         (_with_bench_pages(create_page_app(config)), config.page_port),
         (_with_bench_pages(create_assistant_app(config)), config.assistant_port),
     ]
-    servers = [
-        _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        for app, port in apps
-    ]
-    threads = [threading.Thread(target=server.run, daemon=True) for server in servers]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 30
-    while not all(server.started for server in servers):
-        if time.monotonic() > deadline:
-            raise RuntimeError("the demo servers did not start within 30 s")
-        time.sleep(0.01)
-    try:
+    with serve_in_thread(apps):
         yield Origins(config.page_origin, config.assistant_origin)
-    finally:
-        for server in servers:
-            server.should_exit = True
-        for thread in threads:
-            thread.join(10)
 
 
 def launch(playwright: Playwright) -> Browser:

@@ -4,16 +4,13 @@ browser sent a request off this machine."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import uvicorn
 from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Request
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -22,7 +19,7 @@ from starlette.staticfiles import StaticFiles
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable
 from pagecontext.server.data import create_demo_db
-from pagecontext.server.run import free_port
+from pagecontext.server.run import free_port, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
@@ -50,36 +47,10 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     return args
 
 
-class _ThreadedServer(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # the test process keeps its own handlers
-        pass
-
-
 def _with_test_pages(app: Starlette) -> Starlette:
     """Serve e2e/pages under /e2e/ too: hostile frames need every origin in play."""
     app.router.routes.append(Mount("/e2e", StaticFiles(directory=ROOT / "e2e" / "pages")))
     return app
-
-
-@contextmanager
-def _serving(apps: list[tuple[Starlette, int]]) -> Iterator[None]:
-    servers = [
-        _ThreadedServer(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        for app, port in apps
-    ]
-    threads = [threading.Thread(target=server.run, daemon=True) for server in servers]
-    for thread in threads:
-        thread.start()
-    ready = threading.Event()
-    while not all(server.started for server in servers):
-        ready.wait(0.01)  # start-up poll of real servers, not test synchronisation
-    try:
-        yield
-    finally:
-        for server in servers:
-            server.should_exit = True
-        for thread in threads:
-            thread.join(10)
 
 
 def _origins(
@@ -103,7 +74,7 @@ def _origins(
         (_with_test_pages(create_assistant_app(config)), config.assistant_port),
         (_with_test_pages(third), third_port),
     ]
-    with _serving(apps):
+    with serve_in_thread(apps):
         yield Origins(config.page_origin, config.assistant_origin, f"http://127.0.0.1:{third_port}")
 
 

@@ -3,7 +3,8 @@
 This module owns the lifecycle of the demo server: checking that both ports are
 free before anything starts, starting the page and assistant servers together,
 announcing readiness, and shutting both down on Ctrl-C or SIGTERM (`serve`), or
-on request from another thread (`start_in_thread`, for tests and the e2e suite).
+on request from another thread (`start_in_thread`, for tests; `serve_in_thread`,
+for any apps, used by the e2e suite and the benchmarks with their extra pages).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from types import TracebackType
 from typing import Final
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.data import create_demo_db
@@ -30,6 +32,7 @@ __all__ = [
     "free_port",
     "port_problem",
     "serve",
+    "serve_in_thread",
     "start_in_thread",
 ]
 
@@ -91,7 +94,7 @@ def port_problem(config: ServerConfig) -> str | None:
 
 
 class _ServerWithoutSignals(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to `_DemoServers`.
+    """A uvicorn server that leaves signal handling to `_Servers`.
 
     Each uvicorn server installs its own handlers, so with two servers the second
     replaces the first's and only one would stop; uvicorn also re-raises the
@@ -103,24 +106,20 @@ class _ServerWithoutSignals(uvicorn.Server):
         yield
 
 
-class _DemoServers:
-    """The page and assistant servers, started and stopped together."""
+def _demo_apps(config: ServerConfig) -> list[tuple[ASGIApp, int]]:
+    return [
+        (create_page_app(config), config.page_port),
+        (create_assistant_app(config), config.assistant_port),
+    ]
 
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
+
+class _Servers:
+    """Servers for (app, port) pairs on one host, started and stopped together."""
+
+    def __init__(self, apps: Sequence[tuple[ASGIApp, int]], host: str) -> None:
         self.servers = [
-            _ServerWithoutSignals(
-                uvicorn.Config(
-                    app,
-                    host=config.bind_host,
-                    port=port,
-                    log_level="warning",
-                )
-            )
-            for app, port in (
-                (create_page_app(config), config.page_port),
-                (create_assistant_app(config), config.assistant_port),
-            )
+            _ServerWithoutSignals(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+            for app, port in apps
         ]
         self.failed = False
 
@@ -168,7 +167,7 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
         print(problem, file=sys.stderr)
         return EXIT_PORT_UNAVAILABLE
     create_demo_db(config.db_path)
-    servers = _DemoServers(config)
+    servers = _Servers(_demo_apps(config), config.bind_host)
 
     def on_ready() -> None:
         print(
@@ -198,11 +197,10 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
 
 
 class RunningServer:
-    """Both origins serving from a background thread; stop with `stop()` or `with`."""
+    """Servers running in a background thread; stop with `stop()` or `with`."""
 
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
-        self._servers = _DemoServers(config)
+    def __init__(self, apps: Sequence[tuple[ASGIApp, int]], host: str) -> None:
+        self._servers = _Servers(apps, host)
         self._ready = threading.Event()
         self._exit_code: int | None = None
         self._thread = threading.Thread(
@@ -218,11 +216,11 @@ class RunningServer:
         while not self._ready.wait(_POLL_SECONDS):
             if not self._thread.is_alive():
                 raise RuntimeError(
-                    f"the demo server stopped during startup (exit code {self._exit_code})"
+                    f"the server stopped during startup (exit code {self._exit_code})"
                 )
             if time.monotonic() > deadline:
                 self.stop()
-                raise TimeoutError(f"the demo server did not start within {timeout} s")
+                raise TimeoutError(f"the server did not start within {timeout} s")
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop both servers and wait for the thread to end. Idempotent."""
@@ -253,6 +251,14 @@ def start_in_thread(config: ServerConfig, *, timeout: float = 10.0) -> RunningSe
     if problem is not None:
         raise PortUnavailableError(problem)
     create_demo_db(config.db_path)
-    running = RunningServer(config)
+    return serve_in_thread(_demo_apps(config), host=config.bind_host, timeout=timeout)
+
+
+def serve_in_thread(
+    apps: Sequence[tuple[ASGIApp, int]], *, host: str = "127.0.0.1", timeout: float = 30.0
+) -> RunningServer:
+    """Serve each (app, port) on `host` from a background thread; return once all
+    accept connections. Raises RuntimeError or TimeoutError if they do not come up."""
+    running = RunningServer(apps, host)
     running._start(timeout)
     return running
