@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -120,21 +121,16 @@ _CONVERSATIONS = st.sampled_from([CONVERSATION, CONVERSATION, "conv-0"])
 _REVISIONS = st.one_of(st.integers(1, 12), st.integers(1, 12), st.just(MAX_SAFE_INTEGER))
 # The receiver does not look at messageIds: a few fixed ones keep the draws cheap.
 _RECEIVER_IDS = st.sampled_from(["m1", "m2", "m3"])
-_AIMED_AT_RECEIVER = stamped(
-    message_id=_RECEIVER_IDS,
-    page_instance_ids=_PAGES,
-    conversation_ids=_CONVERSATIONS,
-    revision=_REVISIONS,
-)
+_RECEIVER_AIM: dict[str, Any] = {
+    "message_id": _RECEIVER_IDS,
+    "page_instance_ids": _PAGES,
+    "conversation_ids": _CONVERSATIONS,
+    "revision": _REVISIONS,
+}
+_AIMED_AT_RECEIVER = stamped(**_RECEIVER_AIM)
 # Rich content is parse_message's business (above); here the identities and revisions
 # matter, and cheap messages keep 2,000 sequences fast.
-_AIMED_CONTEXTS = stamped(
-    types=("context", "selection-cleared"),
-    message_id=_RECEIVER_IDS,
-    page_instance_ids=_PAGES,
-    conversation_ids=_CONVERSATIONS,
-    revision=_REVISIONS,
-)
+_AIMED_CONTEXTS = stamped(types=("context", "selection-cleared"), **_RECEIVER_AIM)
 
 
 @pytest.mark.scenario(16)
@@ -181,23 +177,16 @@ def test_the_receiver_commits_only_valid_newer_contexts_and_keeps_working(
 # -- the page's CommandResolver ---------------------------------------------------------
 
 VIEW = ComponentView("sales", {"region": ("EU",)}, 1)
-_AIMED_AT_RESOLVER = stamped(
-    message_id=st.sampled_from(["c1", "c2", "c3", "c4"]),
-    page_instance_ids=_PAGES,
-    conversation_ids=_CONVERSATIONS,
-    revision=st.integers(1, 6),
-    component_ids=st.sampled_from(["table", "table", "chart"]),
-    resource_refs=st.sampled_from(["row:1", "row:2", "row:9"]),
-)
-_AIMED_COMMANDS = stamped(
-    types=("command",),
-    message_id=st.sampled_from(["c1", "c2", "c3", "c4"]),
-    page_instance_ids=_PAGES,
-    conversation_ids=_CONVERSATIONS,
-    revision=st.integers(1, 6),
-    component_ids=st.sampled_from(["table", "table", "chart"]),
-    resource_refs=st.sampled_from(["row:1", "row:2", "row:9"]),
-)
+_RESOLVER_AIM: dict[str, Any] = {
+    "message_id": st.sampled_from(["c1", "c2", "c3", "c4"]),
+    "page_instance_ids": _PAGES,
+    "conversation_ids": _CONVERSATIONS,
+    "revision": st.integers(1, 6),
+    "component_ids": st.sampled_from(["table", "table", "chart"]),
+    "resource_refs": st.sampled_from(["row:1", "row:2", "row:9"]),
+}
+_AIMED_AT_RESOLVER = stamped(**_RESOLVER_AIM)
+_AIMED_COMMANDS = stamped(types=("command",), **_RESOLVER_AIM)
 # What the page does between commands: select a row, change the view, (un)render a row.
 _PAGE_EVENTS = st.sampled_from(["select", "select", "new-view", "remove", "render"])
 
