@@ -137,8 +137,11 @@ def test_restored_commands_keep_their_receipts_and_pending_ones_become_unconfirm
     """A settled receipt is restored as it was; a pending one is never shown as success."""
     composer = composer_with()
     composer.record_command("c1", "highlight", "row:42")
-    composer.update_receipts(
-        "c1", {"received": {"state": "applied"}, "ui": {"state": "applied", "reason": "applied"}}
+    composer.sync_receipts(
+        lambda _id: {
+            "received": {"state": "applied"},
+            "ui": {"state": "applied", "reason": "applied"},
+        }
     )
     composer.record_command("c2", "locate", "row:42")
     reloaded = Composer()
@@ -196,8 +199,21 @@ def test_the_log_version_moves_only_when_the_log_changes() -> None:
     versions = [composer.log_version]
     composer.record_command("c1", "highlight", "row:42")
     versions.append(composer.log_version)
-    composer.update_receipts("c1", {"received": {"state": "applied"}})
+    composer.sync_receipts(lambda _id: {"received": {"state": "applied"}})
     versions.append(composer.log_version)
-    composer.update_receipts("c1", {"received": {"state": "applied"}})
+    composer.sync_receipts(lambda _id: {"received": {"state": "applied"}})
     versions.append(composer.log_version)
     assert versions[0] < versions[1] < versions[2] == versions[3]
+
+
+def test_the_standing_instructions_go_once_per_task_even_when_data_is_sent_again() -> None:
+    """After a reload (marks lost), new values of the same object are sent again, but the
+    task's log already holds the instructions, so the block has no trusted part."""
+    composer = composer_with()
+    composer.send("first", entry_id="q1", at="t")
+    reloaded = Composer()
+    reloaded.restore(composer.to_json())
+    reloaded.set_selection(selection(amount=13.0, revision=4))
+    block = reloaded.message_text("")
+    assert [item["type"] for item in parse_block(block)] == ["snapshot"]
+    assert extract_instructions(block) == []

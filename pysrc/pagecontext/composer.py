@@ -19,10 +19,11 @@ sent there (found in the log, which a reload restores) is not sent again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Final
 
+from pagecontext.block import TRUSTED_TAG
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
 from pagecontext.dedup import SentItems
 from pagecontext.items import (
@@ -58,6 +59,8 @@ NO_TASK: Final = "no-context"
 MAX_LOG_ENTRIES: Final = 100
 MAX_QUESTION_CHARS: Final = 4000
 
+# The tools the standing instructions name; each must be one the agent is given.
+NAMED_TOOLS: Final = ("highlight", "locate", "refresh")
 STANDING_INSTRUCTIONS: Final = (
     Instruction(
         "You are the assistant beside the user's business page; the question is about"
@@ -66,13 +69,9 @@ STANDING_INSTRUCTIONS: Final = (
     Instruction.format(
         "To point at objects on the page, call the page's tools ({highlight}, {locate},"
         " {refresh}); that is the only way you act on the page.",
-        highlight="highlight",
-        locate="locate",
-        refresh="refresh",
+        **{name: name for name in NAMED_TOOLS},
     ),
 )
-# The tools the standing instructions name; each must be one the agent is given.
-NAMED_TOOLS: Final = ("highlight", "locate", "refresh")
 # Where a receipt is still pending when the log is saved, nobody will answer it after a
 # reload: it is shown as unconfirmed, never as success.
 _PENDING: Final = "pending"
@@ -110,17 +109,7 @@ class Composer:
             return
         reference, *rest = selection_items(selection, label or selection.resource_ref)
         # One chip per object: the snapshot rides along hidden, in the reference's group.
-        items = [reference] + [
-            ContextItem(
-                type=item.type,
-                key=item.key,
-                label=item.label,
-                value=item.value,
-                hidden=True,
-                dismiss_group=item.dismiss_group,
-            )
-            for item in rest
-        ]
+        items = [reference] + [replace(item, hidden=True) for item in rest]
         self._registry.register(SELECTION_PROVIDER, items)
         self._schemas[SNAPSHOT_TYPE] = snapshot_schema(public=(selection.snapshot or {}).keys())
         self._task = reference.key or NO_TASK
@@ -171,23 +160,22 @@ class Composer:
             if entry.get("kind") == "question" and entry.get("task") == task
         ]
 
-    def _unsent(self) -> tuple[list[Instruction], list[ContextItem]]:
+    def _compose(self, question: str) -> tuple[str, list[ContextItem]]:
+        """The text a question would send now, and the items it carries."""
         history = self._history(self._task)
         items = redact_items(list(self._registry.view().items), self._schemas)
         unsent = self._sent.unsent(self._task, items, history)
-        # The standing instructions go once per task: with its first block.
-        instructions = (
-            [] if any(_has_block(text) for text in history) else list(STANDING_INSTRUCTIONS)
-        )
-        if not unsent:
-            instructions = []
-        return instructions, unsent
+        block = ""
+        if unsent:
+            # The standing instructions go once per task: with its first block.
+            sent_before = any(_has_instructions(text) for text in history)
+            instructions = [] if sent_before else list(STANDING_INSTRUCTIONS)
+            block = fit_block(instructions, unsent, self._budget)
+        return "\n\n".join(part for part in (block, question) if part), unsent
 
     def message_text(self, question: str) -> str:
         """Return the exact text `send(question)` would send now."""
-        instructions, unsent = self._unsent()
-        block = fit_block(instructions, unsent, self._budget) if instructions or unsent else ""
-        return "\n\n".join(part for part in (block, question) if part)
+        return self._compose(question)[0]
 
     def send(self, question: str, *, entry_id: str, at: str) -> str:
         """Record the question as sent to the current task; return the text sent.
@@ -198,8 +186,7 @@ class Composer:
         question = question.strip()
         if not question or len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
-        _instructions, unsent = self._unsent()
-        text = self.message_text(question)
+        text, unsent = self._compose(question)
         self._sent.mark_sent(self._task, unsent)
         self._append(
             {
@@ -228,14 +215,25 @@ class Composer:
             }
         )
 
-    def update_receipts(self, command_id: str, layers: Mapping[str, JsonValue]) -> None:
-        """Copy a command's current receipt views (`received`, `ui`) into the log."""
+    def sync_receipts(self, views: Callable[[str], Mapping[str, JsonValue]]) -> None:
+        """Copy each logged command's current receipt views into the log, in one pass.
+
+        `views(command_id)` returns its layers (`received`, `ui`) as the panel shows
+        them; restored commands keep the receipts they were saved with.
+        """
         for entry in self.log:
-            if entry.get("kind") == "command" and entry.get("id") == command_id:
-                for layer in ("received", "ui"):
-                    if layer in layers and entry.get(layer) != layers[layer]:
-                        entry[layer] = layers[layer]
-                        self.log_version += 1
+            command_id = entry["id"]
+            if (
+                entry["kind"] != "command"
+                or entry.get("restored")
+                or not isinstance(command_id, str)
+            ):
+                continue
+            layers = views(command_id)
+            for layer in ("received", "ui"):
+                if layer in layers and entry.get(layer) != layers[layer]:
+                    entry[layer] = layers[layer]
+                    self.log_version += 1
 
     # -- saved state ------------------------------------------------------------------
 
@@ -264,8 +262,8 @@ class Composer:
         del self.log[:-MAX_LOG_ENTRIES]
 
 
-def _has_block(text: str) -> bool:
-    return any(line.startswith("<pagecontext-") for line in text.splitlines())
+def _has_instructions(text: str) -> bool:
+    return f"<{TRUSTED_TAG}>" in text.splitlines()
 
 
 def _valid(entry: object) -> bool:

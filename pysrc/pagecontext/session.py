@@ -26,6 +26,7 @@ from typing import Literal
 from pagecontext.composer import Composer
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
+from pagecontext.items import JsonValue
 from pagecontext.ledger import LayerRecord, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
@@ -412,7 +413,7 @@ def _apply_instruction(command: CommandMessage) -> dict[str, object]:
     }
 
 
-def _record_view(record: LayerRecord | None) -> dict[str, object] | None:
+def _record_view(record: LayerRecord | None) -> dict[str, JsonValue] | None:
     if record is None:
         return None
     return {
@@ -734,19 +735,12 @@ class AssistantSession:
 
     def _sync_log(self) -> None:
         """Copy the ledger's receipt views into the conversation log's commands."""
-        for entry in self.composer.log:
-            command_id = entry.get("id")
-            if (
-                entry.get("kind") != "command"
-                or entry.get("restored")
-                or not isinstance(command_id, str)
-            ):
-                continue
+
+        def views(command_id: str) -> dict[str, JsonValue]:
             layers = self.ledger.get(command_id)
-            self.composer.update_receipts(
-                command_id,
-                {name: _record_view(record) for name, record in layers.items()},  # type: ignore[misc]
-            )
+            return {name: _record_view(record) for name, record in layers.items()}
+
+        self.composer.sync_receipts(views)
 
     def _bound(self) -> list[Effect]:
         binding = self._conn.binding
