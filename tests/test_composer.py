@@ -217,3 +217,24 @@ def test_the_standing_instructions_go_once_per_task_even_when_data_is_sent_again
     block = reloaded.message_text("")
     assert [item["type"] for item in parse_block(block)] == ["snapshot"]
     assert extract_instructions(block) == []
+
+
+def test_the_kept_preview_follows_every_change_it_depends_on() -> None:
+    """preview() equals message_text("") after each step that changes the items, the
+    dismissals or what was sent, and after a restore."""
+    composer = Composer()
+    steps = [
+        lambda: composer.set_selection(selection()),
+        lambda: composer.send("first", entry_id="q1", at="t"),
+        lambda: composer.set_selection(selection("row:7")),
+        lambda: composer.dismiss(composer.chips()[0].key),
+        composer.undismiss_all,
+        lambda: composer.restore({"log": []}),
+        lambda: composer.set_selection(None),
+    ]
+    previews = []
+    for step in steps:
+        step()
+        assert composer.preview() == composer.message_text("")
+        previews.append(composer.preview())
+    assert previews[0] != previews[1] == "" != previews[2]

@@ -98,11 +98,15 @@ class Composer:
         self.log: list[dict[str, JsonValue]] = []
         # Counts changes to the log, so the panel redraws it only when it changed.
         self.log_version = 0
+        # message_text("") as of the last change to what it depends on (the items, the
+        # dismissals, the questions sent): the panel asks for it on every refresh.
+        self._preview: str | None = None
 
     # -- the pinned selection as items ----------------------------------------------
 
     def set_selection(self, selection: Selection | None, label: str = "") -> None:
         """Register the pinned selection's items (None: nothing pinned)."""
+        self._preview = None
         if selection is None:
             self._registry.deregister(SELECTION_PROVIDER)
             self._task = NO_TASK
@@ -129,6 +133,7 @@ class Composer:
 
     def dismiss(self, key: str) -> None:
         """Remove the chip with `key`, and the hidden items of its group, for good."""
+        self._preview = None
         group = next(
             (
                 item.dismiss_group
@@ -143,6 +148,7 @@ class Composer:
 
     def undismiss_all(self) -> None:
         """Bring back every dismissed chip."""
+        self._preview = None
         self._registry.restore_dismissals(Dismissals())
 
     @property
@@ -177,6 +183,12 @@ class Composer:
         """Return the exact text `send(question)` would send now."""
         return self._compose(question)[0]
 
+    def preview(self) -> str:
+        """The block the next question carries: `message_text("")`, kept until it changes."""
+        if self._preview is None:
+            self._preview = self.message_text("")
+        return self._preview
+
     def send(self, question: str, *, entry_id: str, at: str) -> str:
         """Record the question as sent to the current task; return the text sent.
 
@@ -188,6 +200,7 @@ class Composer:
             raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
         text, unsent = self._compose(question)
         self._sent.mark_sent(self._task, unsent)
+        self._preview = None
         self._append(
             {
                 "kind": "question",
@@ -247,6 +260,7 @@ class Composer:
     def restore(self, saved: Mapping[str, object]) -> None:
         """Restore what `to_json` saved. Pending receipts become unconfirmed: the page
         that would have answered them is gone, and nothing is sent again."""
+        self._preview = None
         dismissed = saved.get("dismissed")
         if isinstance(dismissed, dict):
             self._registry.restore_dismissals(Dismissals.from_json(dismissed))

@@ -726,7 +726,7 @@ class AssistantSession:
                 "refused": dict(self.receiver.counts),
                 "ignoredReceipts": self.ledger.ignored,
                 "revision": self.receiver.last_revision,
-                "preview": self.composer.message_text(""),
+                "preview": self.composer.preview(),
                 "task": self.composer.task,
                 "dismissed": self.composer.dismissed,
                 "logVersion": self.composer.log_version,
