@@ -131,6 +131,8 @@ class Edge:
         self.owner.listen(js.window, "message", self._from_window)
         self.owner.listen(js.window, "pagehide", self._on_pagehide)
         self.diagnostics_seq = 0
+        # The conversation's entries shown in the panel, by entry id.
+        self.log_items: dict[str, Any] = {}
         self.diagnostics: dict[str, Any] = {}
         details = js.document.querySelector("[data-pc-diagnostics]")
         if details is not None:
@@ -320,7 +322,7 @@ class Edge:
         elif kind == "persist":
             self._save(message.get("text"))
         elif kind == "log":
-            self._render_log(message.get("entries") or [])
+            self._render_log(message.get("ids") or [], message.get("changed") or [])
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -557,12 +559,24 @@ class Edge:
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
 
-    def _render_log(self, entries: list[Any]) -> None:
+    def _render_log(self, ids: list[Any], changed: list[Any]) -> None:
+        """Redraw the changed entries of the conversation, add new ones at the end and
+        drop those no longer in it (the log grows at the end, and loses its oldest)."""
         log = js.document.querySelector("[data-pc-log]")
-        if log is not None:
-            log.replaceChildren()
-            for entry in entries:
-                log.append(_log_element(entry))
+        if log is None:
+            return
+        for entry in changed:
+            element = _log_element(entry)
+            old = self.log_items.get(entry.get("id"))
+            if old is not None:
+                old.replaceWith(element)
+            else:
+                log.append(element)
+            self.log_items[entry.get("id")] = element
+        kept = set(ids)
+        for entry_id in list(self.log_items):
+            if entry_id not in kept:
+                self.log_items.pop(entry_id).remove()
 
     def close(self) -> None:
         """Remove every listener and drop every proxy; the worker is terminated."""

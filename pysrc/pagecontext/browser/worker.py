@@ -101,6 +101,8 @@ class WorkerBinding:
         self._pending: set[Literal["state", "persist"]] = set()
         self._flush_due = False
         self._log_version: object = None
+        # The conversation log as last posted to the panel: entry id -> its JSON.
+        self._shown_log: dict[str, str] = {}
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -253,16 +255,26 @@ class WorkerBinding:
         if isinstance(self.session, AssistantSession):
             for kind in sorted(pending, reverse=True):  # state, then persist
                 message = self.session.edge_message(kind)
-                if kind == "state" and message["logVersion"] != self._log_version:
-                    # The conversation log only when it changed: it can be long.
-                    self._log_version = message["logVersion"]
-                    self.scope.postMessage(
-                        _js({"kind": "log", "entries": self.session.composer.log})
-                    )
                 if kind == "persist":
                     # As JSON text, written here: the edge stores it without parsing.
                     message = {"kind": "persist", "text": json.dumps(message["value"])}
                 self.scope.postMessage(_js(message))
+                if kind == "state" and message["logVersion"] != self._log_version:
+                    self._log_version = message["logVersion"]
+                    self._post_log_changes(self.session.composer.log)
+
+    def _post_log_changes(self, log: list[dict[str, Any]]) -> None:
+        """Post the conversation log's entries that changed since the last post, and the
+        ids of all entries in order: the panel redraws only those (the log can be long,
+        and a receipt changes one entry)."""
+        shown = {str(entry["id"]): json.dumps(entry, sort_keys=True) for entry in log}
+        changed = [
+            entry
+            for entry in log
+            if self._shown_log.get(str(entry["id"])) != shown[str(entry["id"])]
+        ]
+        self._shown_log = shown
+        self.scope.postMessage(_js({"kind": "log", "ids": list(shown), "changed": changed}))
 
     # -- diagnostics --------------------------------------------------------------------
 
