@@ -60,9 +60,7 @@ from ag_ui.core import (
 from pydantic import Field, TypeAdapter, ValidationError
 
 from pagecontext.errors import LocalProtocolError, PagecontextError
-
-# _WireModel: the wire models' strict camelCase configuration, shared, not restated.
-from pagecontext.models import ObservedAt, Quantity, Revision, Scalar, Target, _WireModel
+from pagecontext.models import ObservedAt, Quantity, Revision, Scalar, Target, WireModel
 from pagecontext.store import ContextEntry
 
 __all__ = [
@@ -108,7 +106,7 @@ DEFAULT_MAX_IDS: Final = 10_000
 _Id = Annotated[str, Field(min_length=1, max_length=_MAX_ID_CHARS)]
 
 
-class _ToolArgs(_WireModel):
+class _ToolArgs(WireModel):
     """Arguments come from a model: the wire's rules, nothing extra, nothing coerced."""
 
 
@@ -267,7 +265,7 @@ def business_proposal(name: str, arguments: str) -> BusinessProposal:
 # --- the pinned task, as the agent receives it --------------------------------------
 
 
-class TaskContext(_WireModel):
+class TaskContext(WireModel):
     """The pinned task (PROTOCOL.md section 7), as the `pagecontext.task` context value.
 
     `snapshot` is what the user saw at `observedAt`; the agent re-reads `resourceRef`

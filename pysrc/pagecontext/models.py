@@ -58,6 +58,7 @@ __all__ = [
     "Selection",
     "SelectionClearedMessage",
     "Target",
+    "WireModel",
     "dump_message",
     "parse_context_json",
     "parse_message",
@@ -144,7 +145,10 @@ ObservedAt = Annotated[
 ]
 
 
-class _WireModel(BaseModel):
+class WireModel(BaseModel):
+    """The base of every model on the wire or in a JSON body: frozen, strict, nothing
+    extra, snake_case in Python and camelCase in JSON."""
+
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
@@ -156,14 +160,14 @@ class _WireModel(BaseModel):
     )
 
 
-class Quantity(_WireModel):
+class Quantity(WireModel):
     """A snapshot value with its unit, as the user saw it."""
 
     value: Scalar
     unit: str
 
 
-class Selection(_WireModel):
+class Selection(WireModel):
     """What the user selected: a reference to re-query plus what they saw, and when."""
 
     page_id: Identifier
@@ -174,14 +178,14 @@ class Selection(_WireModel):
     snapshot: dict[str, Scalar | Quantity] | None = Field(default=None, exclude_if=_is_none)
 
 
-class Target(_WireModel):
+class Target(WireModel):
     """The object a command points at; no resourceRef means the component itself."""
 
     component_id: Identifier
     resource_ref: Identifier | None = Field(default=None, exclude_if=_is_none)
 
 
-class _Envelope(_WireModel):
+class _Envelope(WireModel):
     # protocol and version default so Python code need not repeat them; on the wire
     # their presence and exact values are checked by parse_message before validation.
     protocol: Literal["pagecontext"] = PROTOCOL

@@ -37,7 +37,7 @@ from pagecontext.confirmations import (
     ConfirmationRefused,
     ConfirmationRegistry,
 )
-from pagecontext.models import _WireModel
+from pagecontext.models import WireModel
 from pagecontext.server import access
 from pagecontext.server.data import SalesRow, query_sales
 
@@ -69,7 +69,7 @@ def _ok(body: object, status: int = 200) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers={"Cache-Control": NO_STORE})
 
 
-class _Body(_WireModel):
+class _Body(WireModel):
     # The wire models' strict camelCase rules; a body is spelled one way only.
     model_config = ConfigDict(validate_by_name=False)
 
