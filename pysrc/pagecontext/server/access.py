@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final, Literal, TypedDict
@@ -38,6 +38,7 @@ __all__ = [
     "has_permission",
     "is_authorized",
     "read_row",
+    "readable_refs",
     "record_flag",
     "ref_region",
     "revoke",
@@ -163,14 +164,14 @@ def ref_region(ref: str) -> str | None:
 
 def is_authorized(path: Path, user: str, ref: str) -> bool:
     """Return True if `user` may read `ref` now: a grant on the ref or on its region."""
-    region = ref_region(ref)
+    return ref in readable_refs(path, user, [ref])
+
+
+def readable_refs(path: Path, user: str, refs: Iterable[str]) -> set[str]:
+    """Return those of `refs` that `user` may read now, from one read of their grants."""
     with _connect(path) as connection:
-        row = connection.execute(
-            "SELECT 1 FROM grants WHERE user = ? AND "
-            "((kind = 'ref' AND value = ?) OR (kind = 'region' AND value = ?))",
-            (user, ref, region or ""),
-        ).fetchone()
-    return row is not None
+        grants = set(connection.execute("SELECT kind, value FROM grants WHERE user = ?", (user,)))
+    return {ref for ref in refs if ("ref", ref) in grants or ("region", ref_region(ref)) in grants}
 
 
 def has_permission(path: Path, user: str, action: str) -> bool:

@@ -199,12 +199,9 @@ class _Api:
         region_rows = query_sales(self.db, region=row["region"])
         month_rows = query_sales(self.db, month_from=row["month"], month_to=row["month"])
         # Every row is checked: the context of a granted row is not a way into others.
-        visible = {
-            r["ref"]
-            for r in (*region_rows, *month_rows)
-            if access.is_authorized(self.db, user, r["ref"])
-        }
-        withheld = {r["ref"] for r in (*region_rows, *month_rows)} - visible
+        cited = {r["ref"] for r in (*region_rows, *month_rows)}
+        visible = access.readable_refs(self.db, user, cited)
+        withheld = cited - visible
         return _ok(
             {
                 "ref": ref,
