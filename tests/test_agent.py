@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2 as httpx
@@ -15,17 +14,15 @@ from pagecontext import agui
 from pagecontext.agent.explain import LiveRead, ReadRefused, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.server import access
-from pagecontext.server.agent_endpoint import HttpResourceReader, live_read
-from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from pagecontext.server.agent_endpoint import live_read
+from pagecontext.server.app import ServerConfig, create_assistant_app
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.run import free_port, start_in_thread
-from pagecontext.testing import FakeClock, counter_ids
 
 NORTH_MARCH = "sales-2026-03-north"
 OBSERVED_AT = "2026-05-01T09:30:00.000Z"
 READ_AT = "2026-05-02T08:00:00.000Z"
 ANA = f"Bearer {access.DEMO_TOKENS['ana']}"
-LOOPBACK = ("127.0.0.1", 50000)
 
 
 def task(ref: str = NORTH_MARCH, units: int = 4231) -> TaskContext:
@@ -161,33 +158,6 @@ def test_withheld_rows_are_mentioned(demo_db: Path) -> None:
 
 
 # --- POST /agent ------------------------------------------------------------------------------
-
-
-class _PageAppReader(HttpResourceReader):
-    """The HTTP reader, with its requests sent to the page app in process."""
-
-    def __init__(self, page: TestClient) -> None:
-        super().__init__("http://testserver")
-        self._page = page
-
-    def _get(self, path: str, authorization: str) -> tuple[int, dict[str, object]]:
-        response = self._page.get(
-            f"/api/resources/{path}", headers={"Authorization": authorization}
-        )
-        return response.status_code, response.json()
-
-
-@pytest.fixture
-def origins(tmp_path: Path) -> Iterator[tuple[TestClient, TestClient]]:
-    """(page, assistant) clients: the agent reads rows from the page app."""
-    (tmp_path / "index.html").write_text("<!doctype html>")
-    (tmp_path / "web").mkdir()
-    config = ServerConfig(root=tmp_path)
-    page_app = create_page_app(config, clock=FakeClock(), token_factory=counter_ids("tok"))
-    with TestClient(page_app, client=LOOPBACK) as page:
-        assistant_app = create_assistant_app(config, resource_reader=_PageAppReader(page))
-        with TestClient(assistant_app) as assistant:
-            yield page, assistant
 
 
 def run_body(

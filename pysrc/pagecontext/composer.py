@@ -215,38 +215,127 @@ class Composer:
 
     # -- commands in the log ----------------------------------------------------------
 
-    def record_command(self, command_id: str, action: str, resource_ref: str | None) -> None:
-        """Log a command the assistant sent, its receipts pending."""
+    def record_command(
+        self,
+        command_id: str,
+        action: str,
+        resource_ref: str | None,
+        *,
+        tool_call_id: str | None = None,
+    ) -> None:
+        """Log a command the assistant sent, its receipts pending; `tool_call_id` is the
+        agent's tool call it carries out, if any."""
+        entry: dict[str, JsonValue] = {
+            "kind": "command",
+            "id": command_id,
+            "action": action,
+            "resourceRef": resource_ref,
+            "received": {"state": _PENDING},
+            "ui": {"state": _PENDING},
+        }
+        if tool_call_id is not None:
+            entry["toolCallId"] = tool_call_id
+        self._append(entry)
+
+    def sync_receipts(self, views: Callable[[str], Mapping[str, JsonValue]]) -> None:
+        """Copy each logged command's and business action's current layer views into the
+        log, in one pass.
+
+        `views(id)` returns its layers (`received`, `ui`, `business`) as the panel shows
+        them, or {} if the ledger has none yet; restored entries keep what they were
+        saved with.
+        """
+        for entry in self.log:
+            entry_id = entry["id"]
+            if (
+                entry["kind"] not in ("command", "action")
+                or entry.get("restored")
+                or not isinstance(entry_id, str)
+            ):
+                continue
+            for layer, view in views(entry_id).items():
+                if entry.get(layer) != view:
+                    entry[layer] = view
+                    self.log_version += 1
+
+    # -- answers and business actions in the log ---------------------------------------
+
+    def start_answer(self, run_id: str, *, task_id: str | None, about: str | None) -> None:
+        """Log the answer of run `run_id` as running: the pinned task it is about
+        (`task_id`, the object `about`), its text and tool calls still to come."""
         self._append(
             {
-                "kind": "command",
-                "id": command_id,
-                "action": action,
-                "resourceRef": resource_ref,
-                "received": {"state": _PENDING},
-                "ui": {"state": _PENDING},
+                "kind": "answer",
+                "id": run_id,
+                "task": self._task,
+                "taskId": task_id,
+                "about": about,
+                "state": "running",
+                "text": "",
+                "toolCalls": [],
+                "error": None,
             }
         )
 
-    def sync_receipts(self, views: Callable[[str], Mapping[str, JsonValue]]) -> None:
-        """Copy each logged command's current receipt views into the log, in one pass.
+    def answer_text(self, run_id: str, delta: str) -> None:
+        """Add `delta` to the answer's text."""
+        entry = self.entry(run_id)
+        entry["text"] = str(entry["text"]) + delta
+        self.log_version += 1
 
-        `views(command_id)` returns its layers (`received`, `ui`) as the panel shows
-        them; restored commands keep the receipts they were saved with.
-        """
-        for entry in self.log:
-            command_id = entry["id"]
-            if (
-                entry["kind"] != "command"
-                or entry.get("restored")
-                or not isinstance(command_id, str)
-            ):
-                continue
-            layers = views(command_id)
-            for layer in ("received", "ui"):
-                if layer in layers and entry.get(layer) != layers[layer]:
-                    entry[layer] = layers[layer]
-                    self.log_version += 1
+    def answer_tool_call(
+        self, run_id: str, call_id: str, name: str, arguments: str, refused: str | None
+    ) -> None:
+        """Record a tool call of the answer; `refused` says why it was not carried out."""
+        calls = self.entry(run_id)["toolCalls"]
+        assert isinstance(calls, list)
+        call: dict[str, JsonValue] = {"id": call_id, "name": name, "arguments": arguments}
+        if refused is not None:
+            call["refused"] = refused
+        calls.append(call)
+        self.log_version += 1
+
+    def answer_ended(self, run_id: str, code: str, message: str) -> None:
+        """The run ended: "done", or "failed" with the failure's code and message. The
+        text received so far stays."""
+        entry = self.entry(run_id)
+        entry["state"] = "failed" if code else "done"
+        entry["error"] = {"code": code, "message": message} if code else None
+        self.log_version += 1
+
+    def record_action(
+        self, call_id: str, *, action: str, resource_ref: str, note: str | None, task_id: str
+    ) -> None:
+        """Log a business action the agent proposed: it waits for the user's decision."""
+        self._append(
+            {
+                "kind": "action",
+                "id": call_id,
+                "action": action,
+                "resourceRef": resource_ref,
+                "note": note,
+                "taskId": task_id,
+                "decision": "proposed",
+                "result": None,
+            }
+        )
+
+    def decide_action(self, call_id: str, decision: str) -> None:
+        """Record the user's decision on a proposed action ("confirmed" or "declined")."""
+        self.entry(call_id)["decision"] = decision
+        self.log_version += 1
+
+    def action_result(self, call_id: str, result: Mapping[str, JsonValue]) -> None:
+        """Record what the server answered when it carried the action out."""
+        self.entry(call_id)["result"] = dict(result)
+        self.log_version += 1
+
+    def entry(self, entry_id: str) -> dict[str, JsonValue]:
+        """The log entry with `entry_id`. Raises KeyError if the log has none."""
+        for entry in reversed(self.log):
+            if entry["id"] == entry_id:
+                return entry
+        raise KeyError(entry_id)
 
     # -- saved state ------------------------------------------------------------------
 
@@ -283,17 +372,41 @@ def _has_instructions(text: str) -> bool:
 def _valid(entry: object) -> bool:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         return False
-    if entry.get("kind") == "question":
+    kind = entry.get("kind")
+    if kind == "question":
         return isinstance(entry.get("sent"), str) and isinstance(entry.get("task"), str)
-    return entry.get("kind") == "command" and isinstance(entry.get("action"), str)
+    if kind == "answer":
+        return (
+            isinstance(entry.get("text"), str)
+            and isinstance(entry.get("toolCalls"), list)
+            and all(
+                isinstance(call, dict)
+                and all(isinstance(call.get(k), str) for k in ("id", "name", "arguments"))
+                for call in entry["toolCalls"]
+            )
+        )
+    if kind == "action":
+        return isinstance(entry.get("resourceRef"), str) and isinstance(entry.get("taskId"), str)
+    return kind == "command" and isinstance(entry.get("action"), str)
+
+
+_RELOADED: Final = {"state": "unconfirmed", "reason": "assistant-reloaded"}
 
 
 def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
     entry = dict(entry)
-    if entry["kind"] == "command":
-        for layer in ("received", "ui"):
+    kind = entry["kind"]
+    if kind in ("command", "action"):
+        layers = ("received", "ui") if kind == "command" else ("received", "business")
+        if kind == "action" and all(entry.get(layer) is None for layer in layers):
+            return entry  # still a proposal: the user may confirm it after the reload
+        for layer in layers:
             view = entry.get(layer)
             if not isinstance(view, dict) or view.get("state") in (None, _PENDING):
-                entry[layer] = {"state": "unconfirmed", "reason": "assistant-reloaded"}
+                entry[layer] = dict(_RELOADED)
         entry["restored"] = True
+    elif kind == "answer" and entry.get("state") == "running":
+        # The stream this answer was reading is gone with the old document.
+        entry["state"] = "failed"
+        entry["error"] = {"code": "assistant-reloaded", "message": "the assistant reloaded"}
     return entry

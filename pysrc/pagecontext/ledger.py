@@ -2,7 +2,9 @@
 
 This module owns the per-layer record of every command the assistant sent: `pending`
 until a receipt arrives on the connection the command was sent on, or `unconfirmed` once
-its deadline passes or its connection drops. Nothing unconfirmed ever turns into
+its deadline passes or its connection drops. A business action is recorded the same way,
+with the server's answers as its `received` (confirmation issued) and `business` (action
+done) layers. Nothing unconfirmed ever turns into
 success: a late receipt is recorded as late, beside the `unconfirmed` state.
 """
 
@@ -106,14 +108,37 @@ class ReceiptLedger:
         layer already settled.
         """
         entry = self._entries.get(receipt.command_id)
-        layer: LayerName = receipt.layer
-        current = None if entry is None else entry.layers.get(layer)
-        if entry is None or current is None or entry.connection_id != connection_id:
+        if entry is None or entry.connection_id != connection_id:
+            self._ignored += 1
+            return None
+        return self._settle(entry, receipt.layer, receipt.status, receipt.reason)
+
+    def settle(
+        self, command_id: str, layer: LayerName, status: LayerState, reason: str
+    ) -> LayerRecord | None:
+        """Apply an outcome that did not come as a page receipt: the server's answer to a
+        business action (its `received` and `business` layers). The same rules as
+        `on_receipt`: past the deadline it is recorded late, never as success.
+
+        Returns None (and counts it in `ignored`) for an unknown command or layer, or a
+        layer already settled.
+        """
+        entry = self._entries.get(command_id)
+        if entry is None:
+            self._ignored += 1
+            return None
+        return self._settle(entry, layer, status, reason)
+
+    def _settle(
+        self, entry: _Entry, layer: LayerName, status: LayerState, reason: str
+    ) -> LayerRecord | None:
+        current = entry.layers.get(layer)
+        if current is None:
             self._ignored += 1
             return None
         now = self._clock()
         if current.state == "unconfirmed" and not current.late:
-            updated = replace(current, late=True, late_status=receipt.status)
+            updated = replace(current, late=True, late_status=status)
         elif current.state != "pending":
             self._ignored += 1
             return None
@@ -123,15 +148,16 @@ class ReceiptLedger:
                 state="unconfirmed",
                 reason="deadline",
                 late=True,
-                late_status=receipt.status,
+                late_status=status,
                 settled_at=now,
             )
         else:
-            updated = LayerRecord(state=receipt.status, reason=receipt.reason, settled_at=now)
-            ui = entry.layers.get("ui")
-            if layer == "received" and receipt.status != "applied" and ui == _PENDING:
-                # The page will not do the UI work, so the ui layer shares the outcome.
-                entry.layers["ui"] = updated
+            updated = LayerRecord(state=status, reason=reason, settled_at=now)
+            if layer == "received" and status != "applied":
+                # The later layers will not happen, so they share the outcome.
+                for later, record in entry.layers.items():
+                    if later != "received" and record == _PENDING:
+                        entry.layers[later] = updated
         entry.layers[layer] = updated
         return updated
 

@@ -9,7 +9,13 @@ out the effects it returns:
 - `ToEdge(message)`: post `message` to the main-thread edge (UI work, state to show);
 - `Refresh(kind)`: the panel's state or saved state changed; build it with
   `edge_message(kind)` when delivering (coalescing a burst into one message);
-- `ClosePort(reason)`: close the current port; nothing more is read from it.
+- `ClosePort(reason)`: close the current port; nothing more is read from it;
+- `StartRun(run_id, body)` (assistant): POST `body` (a `RunAgentInput`) to the agent and
+  feed the streamed answer back with `on_agent_text`, then `on_agent_end`, or
+  `on_agent_failed`;
+- `ActionRequest(action_id, step, path, body)` (assistant): POST `body` to the page
+  origin's action API at `path` with the user's authorization, and report the answer
+  with `on_action_answer`, or `on_action_failed`.
 
 Either party may be the embedder or the child (PROTOCOL.md section 1). The embedder
 verifies the child's `connected` message; the child sends it. Messages to the edge are
@@ -23,13 +29,27 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from pagecontext.agui import (
+    AUTHORIZATION_PROP,
+    BUSINESS_TOOL_NAMES,
+    TaskContext,
+    ToolCallError,
+    assistant_tools,
+    build_run_input,
+    business_proposal,
+    task_context_entry,
+    tool_call_command,
+)
+from pagecontext.answers import AnswerStream, TextDelta, ToolCallMade, Update
 from pagecontext.composer import Composer
+from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
 from pagecontext.items import JsonValue
 from pagecontext.ledger import LayerRecord, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
+    Action,
     ByeMessage,
     CommandMessage,
     ContextMessage,
@@ -44,6 +64,7 @@ from pagecontext.models import (
 )
 from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult
 from pagecontext.resolver import CommandResolver
+from pagecontext.store import ContextStore
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
 Role = Literal["page", "assistant"]
@@ -97,9 +118,53 @@ class ClosePort:
     refused: bool = False
 
 
-Effect = ToPeer | ToEdge | Refresh | ClosePort
+@dataclass(frozen=True)
+class StartRun:
+    """Start the AG-UI run `run_id`: POST `body`, its `RunAgentInput` as JSON, to the agent."""
+
+    run_id: str
+    body: str
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """POST `body` (JSON) to `path` on the page origin's action API, as the user.
+
+    `step` is "confirm" (ask for a confirmation token) or "execute" (carry the action
+    out with it). The body may hold a confirmation token: it is never logged or saved.
+    """
+
+    action_id: str
+    step: Literal["confirm", "execute"]
+    path: str
+    body: str
+
+
+Effect = ToPeer | ToEdge | Refresh | ClosePort | StartRun | ActionRequest
 _STATE = Refresh("state")
 _PERSIST = Refresh("persist")
+
+# The id the assistant's agent has in the context store's per-agent scoping.
+AGENT_ID = "default"
+# The page origin's action API (docs/agent.md).
+FLAG_CONFIRMATIONS_PATH = "/api/actions/flag/confirmations"
+FLAG_PATH = "/api/actions/flag"
+# Business actions are not sent on the page channel: no connection can ever answer them.
+_NO_CONNECTION = -1
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The run whose answer is streaming: the task it is pinned to, and its stream."""
+
+    run_id: str
+    task: TaskContext | None
+    page_instance_id: str | None
+    stream: AnswerStream
+
+
+def _compact(value: Mapping[str, object]) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 class RenderedRegistry:
@@ -450,6 +515,12 @@ class AssistantSession:
         self.last_show: str | None = None
         self._composer = Composer()
         self._composer_stale = False
+        # The user's `Authorization` header value for the agent and the action API
+        # (forwarded as `forwardedProps.authorization`); None sends none.
+        self.authorization: str | None = None
+        # Readables the page or the assistant registered for the agent.
+        self.context_store = ContextStore()
+        self._run: _Run | None = None
 
     @property
     def binding(self) -> Binding | None:
@@ -620,10 +691,236 @@ class AssistantSession:
         return [_STATE, _PERSIST]
 
     def ask(self, question: str, at: str) -> list[Effect]:
-        """The user sends `question` (observed at ISO time `at`): it is recorded in the
-        conversation with the exact text sent. Raises ValueError for an empty question."""
-        self.composer.send(question, entry_id=self._new_id(), at=at)
+        """The user sends `question` (observed at ISO time `at`) and the agent is asked.
+
+        The question is recorded with the exact text sent and pinned to a task: the
+        committed context at this moment, unless the user removed its chip (PROTOCOL.md
+        section 7). Later selections never retarget it. Raises ValueError for an empty
+        question, or while an answer is still running.
+        """
+        if self._run is not None:
+            raise ValueError("an answer is still running")
+        question_id = self._new_id()
+        pinned = self.pinned if self.chip_shown else None
+        task = None
+        if pinned is not None:
+            selection = pinned.selection
+            task = TaskContext(
+                task_id=question_id,
+                page_id=selection.page_id,
+                component_id=selection.component_id,
+                resource_ref=selection.resource_ref,
+                observed_at=selection.observed_at,
+                basis_revision=pinned.selection_revision,
+                snapshot=selection.snapshot or {},
+            )
+        self.composer.send(question, entry_id=question_id, at=at)
+        run_id = self._new_id()
+        self._run = _Run(
+            run_id,
+            task,
+            pinned.page_instance_id if pinned is not None else None,
+            AnswerStream(thread_id=self.conversation_id, run_id=run_id),
+        )
+        context = self.context_store.context_for(AGENT_ID)
+        if task is not None:
+            context.append(task_context_entry(task))
+        run_input = build_run_input(
+            self.conversation_id,
+            run_id,
+            run_messages(self.composer.log),
+            assistant_tools(),
+            context,
+            {AUTHORIZATION_PROP: self.authorization} if self.authorization else None,
+        )
+        self.composer.start_answer(
+            run_id,
+            task_id=task.task_id if task is not None else None,
+            about=task.resource_ref if task is not None else None,
+        )
+        body = run_input.model_dump_json(by_alias=True, exclude_none=True)
+        return [StartRun(run_id, body), _STATE, _PERSIST]
+
+    @property
+    def answering(self) -> str | None:
+        """The id of the run whose answer is streaming, or None."""
+        return self._run.run_id if self._run is not None else None
+
+    def on_agent_text(self, run_id: str, text: str) -> list[Effect]:
+        """More of run `run_id`'s event stream arrived, as text."""
+        run = self._run
+        if run is None or run.run_id != run_id:
+            return []
+        return self._answer_updates(run, run.stream.feed(text))
+
+    def on_agent_end(self, run_id: str) -> list[Effect]:
+        """Run `run_id`'s stream ended."""
+        run = self._run
+        if run is None or run.run_id != run_id:
+            return []
+        return self._answer_updates(run, run.stream.end())
+
+    def on_agent_failed(self, run_id: str, code: str, message: str) -> list[Effect]:
+        """Run `run_id` failed before its stream ended: `code` is "agent-unreachable",
+        "http-<status>" or "timeout". The text already received stays."""
+        run = self._run
+        if run is None or run.run_id != run_id:
+            return []
+        return self._answer_updates(run, run.stream.fail(code, message))
+
+    def _answer_updates(self, run: _Run, updates: list[Update]) -> list[Effect]:
+        effects: list[Effect] = []
+        for update in updates:
+            if isinstance(update, TextDelta):
+                self.composer.answer_text(run.run_id, update.delta)
+            elif isinstance(update, ToolCallMade):
+                effects += self._tool_call(run, update)
+            else:
+                self.composer.answer_ended(run.run_id, update.code, update.message)
+                self._run = None
+        return [*effects, _STATE, _PERSIST] if updates else []
+
+    def _tool_call(self, run: _Run, call: ToolCallMade) -> list[Effect]:
+        """Carry out a tool call of the running answer, for the answer's pinned task."""
+        task = run.task
+        refused: str | None = None
+        effects: list[Effect] = []
+        try:
+            if task is None or run.page_instance_id is None:
+                raise ToolCallError(call.name, "no-task", "the question had no pinned selection")
+            if call.name in BUSINESS_TOOL_NAMES:
+                proposal = business_proposal(call.name, call.arguments)
+                self.composer.record_action(
+                    call.call_id,
+                    action=proposal.action,
+                    resource_ref=proposal.resource_ref,
+                    note=proposal.note,
+                    task_id=task.task_id,
+                )
+            else:
+                page = tool_call_command(call.name, call.arguments)
+                _, effects = self._send_command(
+                    run.page_instance_id,
+                    task.basis_revision,
+                    page.action,
+                    page.target,
+                    page.params,
+                    tool_call_id=call.call_id,
+                )
+        except ToolCallError as error:
+            refused = error.reason
+        self.composer.answer_tool_call(run.run_id, call.call_id, call.name, call.arguments, refused)
+        return effects
+
+    def _send_command(
+        self,
+        page_instance_id: str,
+        basis_revision: int,
+        action: Action,
+        target: Target,
+        params: Mapping[str, str],
+        *,
+        tool_call_id: str | None = None,
+    ) -> tuple[str, list[Effect]]:
+        """Build a command, record it in the ledger and the log, and send it if bound;
+        return its id and the effects.
+
+        Unbound, the command is recorded but not sent: nobody can answer it, so its
+        deadline turns it into `unconfirmed`, never into success.
+        """
+        command = CommandMessage(
+            type="command",
+            message_id=self._new_id(),
+            page_instance_id=page_instance_id,
+            conversation_id=self.conversation_id,
+            basis_revision=basis_revision,
+            action=action,
+            target=target,
+            params=dict(params),
+        )
+        binding = self._conn.binding
+        connection = binding.connection_id if binding is not None else 0
+        self.ledger.record(command.command_id, connection)
+        self.composer.record_command(
+            command.command_id,
+            command.action,
+            command.target.resource_ref,
+            tool_call_id=tool_call_id,
+        )
+        return command.command_id, [ToPeer(dump_message(command))] if binding is not None else []
+
+    # -- business actions (the page origin's action API, never the page channel) ---------
+
+    def confirm_action(self, action_id: str) -> list[Effect]:
+        """The user confirmed the proposed action `action_id`: ask the server for a
+        confirmation token bound to its task. Anything but a waiting proposal is ignored."""
+        entry = self._proposal(action_id)
+        if entry is None:
+            return []
+        self.composer.decide_action(action_id, "confirmed")
+        self.ledger.record(action_id, _NO_CONNECTION, ("received", "business"))
+        body = {"ref": entry["resourceRef"], "taskId": entry["taskId"]}
+        request = ActionRequest(action_id, "confirm", FLAG_CONFIRMATIONS_PATH, _compact(body))
+        return [request, _STATE, _PERSIST]
+
+    def decline_action(self, action_id: str) -> list[Effect]:
+        """The user declined the proposed action `action_id`: nothing is sent."""
+        if self._proposal(action_id) is None:
+            return []
+        self.composer.decide_action(action_id, "declined")
         return [_STATE, _PERSIST]
+
+    def on_action_answer(
+        self, action_id: str, step: str, status: int, body: Mapping[str, object]
+    ) -> list[Effect]:
+        """The action API answered `step` of `action_id` with HTTP `status` and `body`.
+
+        Success is recorded only from the server's 201; a refusal keeps the server's
+        reason. An answer past the layer's deadline is recorded late, never as success.
+        """
+        layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
+        reason = body.get("reason")
+        effects: list[Effect] = []
+        if status != 201:
+            why = reason if isinstance(reason, str) else f"http-{status}"
+            record = self.ledger.settle(action_id, layer, "rejected", why)
+        elif step == "confirm":
+            record = self.ledger.settle(action_id, layer, "applied", "confirmation-issued")
+            token = body.get("token")
+            if record is not None and record.state == "applied" and isinstance(token, str):
+                entry = self.composer.entry(action_id)
+                execute = {
+                    "ref": entry["resourceRef"],
+                    "taskId": entry["taskId"],
+                    "confirmationToken": token,
+                    "note": entry.get("note"),
+                }
+                effects.append(ActionRequest(action_id, "execute", FLAG_PATH, _compact(execute)))
+        else:
+            record = self.ledger.settle(action_id, layer, "applied", "done")
+            flag = body.get("flag")
+            if record is not None and isinstance(flag, dict):
+                self.composer.action_result(action_id, json.loads(_compact(flag)))
+        if record is None:
+            return []
+        return [*effects, _STATE, _PERSIST]
+
+    def on_action_failed(self, action_id: str, step: str, code: str) -> list[Effect]:
+        """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
+        layer is unconfirmed, never success. The server may still have acted."""
+        layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
+        if self.ledger.settle(action_id, layer, "unconfirmed", code) is None:
+            return []
+        return [_STATE, _PERSIST]
+
+    def _proposal(self, action_id: str) -> Mapping[str, JsonValue] | None:
+        try:
+            entry = self.composer.entry(action_id)
+        except KeyError:
+            return None
+        if entry.get("kind") != "action" or entry.get("decision") != "proposed":
+            return None
+        return entry
 
     def show(self) -> list[Effect]:
         """Send highlight (focus) and locate for the pinned selection."""
@@ -631,31 +928,21 @@ class AssistantSession:
         if pinned is None or not self.chip_shown:
             return []
         effects: list[Effect] = []
-        binding = self._conn.binding
         target = Target(
             component_id=pinned.selection.component_id,
             resource_ref=pinned.selection.resource_ref,
         )
-        for action, params in (("highlight", {"tone": "focus"}), ("locate", {})):
-            command = CommandMessage(
-                type="command",
-                message_id=self._new_id(),
-                page_instance_id=pinned.page_instance_id,
-                conversation_id=self.conversation_id,
-                basis_revision=pinned.selection_revision,
-                action=action,  # type: ignore[arg-type]  # a literal from the tuple above
-                target=target,
-                params=params,
+        show: tuple[tuple[Action, dict[str, str]], ...] = (
+            ("highlight", {"tone": "focus"}),
+            ("locate", {}),
+        )
+        for action, params in show:
+            command_id, sent = self._send_command(
+                pinned.page_instance_id, pinned.selection_revision, action, target, params
             )
-            # Unbound, the command is recorded but not sent: nobody can answer it, so
-            # its deadline turns it into `unconfirmed`, never into success.
-            connection = binding.connection_id if binding is not None else 0
-            self.ledger.record(command.command_id, connection)
-            self.composer.record_command(command.command_id, action, target.resource_ref)
+            effects += sent
             if action == "highlight":
-                self.last_show = command.command_id
-            if binding is not None:
-                effects.append(ToPeer(dump_message(command)))
+                self.last_show = command_id
         return [*effects, _STATE, _PERSIST]
 
     def tick(self) -> list[Effect]:
@@ -730,6 +1017,7 @@ class AssistantSession:
                 "task": self.composer.task,
                 "dismissed": self.composer.dismissed,
                 "logVersion": self.composer.log_version,
+                "answering": self.answering,
             }
         )
 
@@ -737,7 +1025,10 @@ class AssistantSession:
         """Copy the ledger's receipt views into the conversation log's commands."""
 
         def views(command_id: str) -> dict[str, JsonValue]:
-            layers = self.ledger.get(command_id)
+            try:
+                layers = self.ledger.get(command_id)
+            except KeyError:
+                return {}  # a proposal the user has not confirmed yet
             return {name: _record_view(record) for name, record in layers.items()}
 
         self.composer.sync_receipts(views)

@@ -276,3 +276,22 @@ def record_flag(
         "note": note,
         "flaggedAt": at,
     }
+
+
+def list_flags(path: Path) -> list[FlagRecord]:
+    """Return every flag recorded, oldest first."""
+    with _connect(path) as connection:
+        rows = connection.execute(
+            "SELECT id, ref, user, task_id, note, flagged_at FROM flags ORDER BY id"
+        ).fetchall()
+    return [
+        {
+            "id": row[0],
+            "ref": row[1],
+            "user": row[2],
+            "taskId": row[3],
+            "note": row[4],
+            "flaggedAt": row[5],
+        }
+        for row in rows
+    ]

@@ -298,6 +298,9 @@ class _Api:
             return _error(404, "not-found", "unknown-ref", str(error))
         return _ok({"row": row})
 
+    def admin_flags(self, _request: Request, _body: bytes) -> Response:
+        return _ok({"flags": access.list_flags(self.db)})
+
 
 def _admin_refusal(request: Request) -> JSONResponse | None:
     """A 403 unless the request comes from loopback without an Origin header, else None."""
@@ -378,4 +381,5 @@ def api_routes(
         Route(
             "/admin/sales/{ref}", _with_body(api.admin_set_sales, _admin_refusal), methods=["POST"]
         ),
+        Route("/admin/flags", _with_body(api.admin_flags, _admin_refusal), methods=["GET"]),
     ]

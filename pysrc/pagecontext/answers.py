@@ -1,0 +1,251 @@
+"""The assistant's side of one AG-UI run: the agent's event stream, read and checked.
+
+This module owns what the assistant makes of the text an agent streams back:
+
+- the server-sent events are decoded (`pagecontext.sse`) and each payload parsed as an
+  AG-UI event (`agui.parse_event`);
+- `TEXT_MESSAGE_CHUNK` and `TOOL_CALL_CHUNK` are expanded into their START / CONTENT
+  (ARGS) / END events, as AG-UI's own client does, so the verifier sees only
+  bracketed spans;
+- every event is checked by `agui.EventSequenceVerifier` against the run's threadId
+  and runId;
+- what the panel and the session need comes out as updates: `TextDelta` for the
+  answer's text, `ToolCallMade` when a tool call's arguments are complete, and one
+  `RunEnded` that says how the run ended.
+
+A run ends exactly once. `code` is "" for RUN_FINISHED, "run-error" for the agent's
+RUN_ERROR, "malformed-stream" for anything that breaks the format or AG-UI's rules
+(nothing after it is used), "incomplete" for a stream that stopped before the run
+finished, or a transport failure the caller reports with `fail` ("agent-unreachable",
+"http-<status>", "timeout"). After the end, further text is ignored.
+
+Pure: no I/O. The caller feeds the text as it arrives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from ag_ui.core import (
+    BaseEvent,
+    EventType,
+    RunErrorEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+
+from pagecontext.agui import EventSequenceError, EventSequenceVerifier, parse_event
+from pagecontext.sse import SseDecoder, SseError
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_TOOL_CALLS",
+    "AnswerStream",
+    "ChunkExpander",
+    "RunEnded",
+    "TextDelta",
+    "ToolCallMade",
+    "Update",
+]
+
+# An answer longer than this, or with more tool calls, is not one the panel can show.
+MAX_ANSWER_CHARS: Final = 100_000
+MAX_TOOL_CALLS: Final = 50
+MALFORMED: Final = "malformed-stream"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """More text of the assistant's answer."""
+
+    message_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ToolCallMade:
+    """A tool call whose arguments are complete (TOOL_CALL_END seen)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """How the run ended: `code` "" is success, anything else a failure named by it."""
+
+    code: str
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True for RUN_FINISHED."""
+        return not self.code
+
+
+Update = TextDelta | ToolCallMade | RunEnded
+
+
+class ChunkExpander:
+    """Turns chunk events into the bracketed events they stand for.
+
+    A chunk with a new id closes the chunked span open before it and opens its own; a
+    chunk without an id continues the open one. Any other event first closes the open
+    chunked span. Raises EventSequenceError for a first chunk without an id (or a tool
+    chunk without a name), which nothing could open.
+    """
+
+    def __init__(self) -> None:
+        self._text: str | None = None
+        self._tool: str | None = None
+
+    def expand(self, event: BaseEvent) -> list[BaseEvent]:
+        """Return the events `event` stands for, in order."""
+        if isinstance(event, TextMessageChunkEvent):
+            return self._text_chunk(event)
+        if isinstance(event, ToolCallChunkEvent):
+            return self._tool_chunk(event)
+        return [*self.close(), event]
+
+    def close(self) -> list[BaseEvent]:
+        """Close the chunked span still open, if any."""
+        closing: list[BaseEvent] = []
+        if self._text is not None:
+            closing.append(TextMessageEndEvent(message_id=self._text))
+            self._text = None
+        if self._tool is not None:
+            closing.append(ToolCallEndEvent(tool_call_id=self._tool))
+            self._tool = None
+        return closing
+
+    def _text_chunk(self, chunk: TextMessageChunkEvent) -> list[BaseEvent]:
+        events: list[BaseEvent] = []
+        if chunk.message_id is not None and chunk.message_id != self._text:
+            events += self.close()
+            role = chunk.role or "assistant"
+            events.append(TextMessageStartEvent(message_id=chunk.message_id, role=role))
+            self._text = chunk.message_id
+        elif self._text is None:
+            raise EventSequenceError("chunk-without-id", chunk.type.value, "running")
+        if chunk.delta:
+            events.append(TextMessageContentEvent(message_id=self._text, delta=chunk.delta))
+        return events
+
+    def _tool_chunk(self, chunk: ToolCallChunkEvent) -> list[BaseEvent]:
+        events: list[BaseEvent] = []
+        if chunk.tool_call_id is not None and chunk.tool_call_id != self._tool:
+            if not chunk.tool_call_name:
+                raise EventSequenceError("chunk-without-name", chunk.type.value, "running")
+            events += self.close()
+            events.append(
+                ToolCallStartEvent(
+                    tool_call_id=chunk.tool_call_id,
+                    tool_call_name=chunk.tool_call_name,
+                    parent_message_id=chunk.parent_message_id,
+                )
+            )
+            self._tool = chunk.tool_call_id
+        elif self._tool is None:
+            raise EventSequenceError("chunk-without-id", chunk.type.value, "running")
+        if chunk.delta:
+            events.append(ToolCallArgsEvent(tool_call_id=self._tool, delta=chunk.delta))
+        return events
+
+
+class AnswerStream:
+    """One run's event stream: `feed` its text, then `end` (or `fail`)."""
+
+    def __init__(
+        self,
+        *,
+        thread_id: str,
+        run_id: str,
+        max_chars: int = MAX_ANSWER_CHARS,
+        max_tool_calls: int = MAX_TOOL_CALLS,
+    ) -> None:
+        self._sse = SseDecoder()
+        self._chunks = ChunkExpander()
+        self._verifier = EventSequenceVerifier(thread_id=thread_id, run_id=run_id)
+        self._max_chars = max_chars
+        self._max_tool_calls = max_tool_calls
+        self._chars = 0
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._made = 0
+        self.ended: RunEnded | None = None
+
+    def feed(self, text: str) -> list[Update]:
+        """Return the updates the next piece of the stream's text brings."""
+        if self.ended is not None:
+            return []
+        updates: list[Update] = []
+        try:
+            for sse in self._sse.feed(text):
+                for event in self._chunks.expand(parse_event(sse.data)):
+                    self._verifier.feed(event)
+                    update = self._update(event)
+                    if update is not None:
+                        updates.append(update)
+                    if isinstance(update, RunEnded):
+                        return updates  # what follows the end is not used
+        except (SseError, EventSequenceError) as error:
+            updates.append(self._end(MALFORMED, str(error)))
+        return updates
+
+    def end(self) -> list[Update]:
+        """The stream ended; return the final update unless the run had already ended."""
+        if self.ended is not None:
+            return []
+        cut = self._sse.close()
+        try:
+            for event in self._chunks.close():
+                self._verifier.feed(event)
+            self._verifier.end_of_stream()
+        except EventSequenceError:
+            why = "it was cut mid-event" if cut else "no RUN_FINISHED or RUN_ERROR came"
+            return [self._end("incomplete", f"the agent's stream ended early: {why}")]
+        return []  # not reached: a finished or errored run has `ended` set
+
+    def fail(self, code: str, message: str) -> list[Update]:
+        """The transport failed (`code` e.g. "agent-unreachable", "http-403", "timeout")."""
+        if self.ended is not None:
+            return []
+        return [self._end(code, message)]
+
+    def _end(self, code: str, message: str) -> RunEnded:
+        self.ended = RunEnded(code, message)
+        return self.ended
+
+    def _update(self, event: BaseEvent) -> Update | None:
+        kind = event.type
+        if isinstance(event, TextMessageContentEvent):
+            self._chars += len(event.delta)
+            if self._chars > self._max_chars:
+                return self._end(MALFORMED, f"the answer is over {self._max_chars} characters")
+            return TextDelta(event.message_id, event.delta)
+        if isinstance(event, ToolCallStartEvent):
+            self._calls[event.tool_call_id] = (event.tool_call_name, [])
+        elif isinstance(event, ToolCallArgsEvent):
+            self._calls[event.tool_call_id][1].append(event.delta)
+            self._chars += len(event.delta)
+            if self._chars > self._max_chars:
+                return self._end(MALFORMED, f"the answer is over {self._max_chars} characters")
+        elif isinstance(event, ToolCallEndEvent):
+            name, parts = self._calls.pop(event.tool_call_id)
+            self._made += 1
+            if self._made > self._max_tool_calls:
+                return self._end(MALFORMED, f"more than {self._max_tool_calls} tool calls")
+            return ToolCallMade(event.tool_call_id, name, "".join(parts))
+        elif isinstance(event, RunErrorEvent):
+            code = f" ({event.code})" if event.code else ""
+            return self._end("run-error", event.message + code)
+        elif kind == EventType.RUN_FINISHED:
+            return self._end("", "")
+        return None

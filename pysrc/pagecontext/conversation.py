@@ -1,0 +1,125 @@
+"""The conversation log as AG-UI messages: what the next run tells the agent happened.
+
+This module owns one rule: how the assistant's conversation log (`Composer.log`)
+becomes the `messages` of a `RunAgentInput`:
+
+- a question is a user message holding exactly the text sent (`sent`);
+- a finished or failed answer is an assistant message with the text received and the
+  tool calls the agent made;
+- each of those tool calls is followed by a tool message, its result: the receipt of
+  the page command it became (the `ui` layer once settled, else `received`), the state
+  of the business action it proposed (the user's decision, then the server's answer),
+  or why the assistant refused it. So the receipts reach the agent as tool results.
+
+Oldest entries are dropped first, a whole answer with its results at a time, to keep the
+messages within `max_chars`. Pure: reads the log, never changes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
+
+from pagecontext.items import JsonValue
+
+__all__ = ["DEFAULT_MAX_CHARS", "run_messages", "tool_result"]
+
+DEFAULT_MAX_CHARS: Final = 200_000
+_PENDING: Final = "pending"
+
+
+def _layer(view: JsonValue) -> dict[str, JsonValue] | None:
+    return view if isinstance(view, dict) else None
+
+
+def _settled(entry: Mapping[str, JsonValue], first: str, then: str) -> dict[str, JsonValue]:
+    """The `first` layer once it left pending, else `then`'s (a failure there settles both)."""
+    for name in (first, then):
+        view = _layer(entry.get(name))
+        if view is not None and view.get("state") not in (None, _PENDING):
+            return view
+    return {"state": _PENDING}
+
+
+def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
+    """The result of the tool call a command or action `entry` carries out (None: the
+    call led to nothing yet)."""
+    if entry is None:
+        return {"status": _PENDING}
+    if entry.get("kind") == "command":
+        view = _settled(entry, "ui", "received")
+    elif entry.get("decision") != "confirmed":
+        return {"status": str(entry.get("decision") or "proposed")}
+    else:
+        view = _settled(entry, "business", "received")
+    result: dict[str, JsonValue] = {"status": view.get("state")}
+    if view.get("reason"):
+        result["reason"] = view.get("reason")
+    if view.get("late"):
+        result["lateStatus"] = view.get("lateStatus")
+    return result
+
+
+def _answer(
+    entry: Mapping[str, JsonValue], results: Mapping[str, Mapping[str, JsonValue]]
+) -> list[Message]:
+    listed = entry.get("toolCalls")
+    calls = [call for call in listed if isinstance(call, dict)] if isinstance(listed, list) else []
+    text = str(entry.get("text") or "")
+    if not text and not calls:
+        return []
+    tool_calls = [
+        ToolCall(
+            id=str(call["id"]),
+            function=FunctionCall(name=str(call["name"]), arguments=str(call["arguments"])),
+        )
+        for call in calls
+    ]
+    messages: list[Message] = [
+        AssistantMessage(id=str(entry["id"]), content=text or None, tool_calls=tool_calls or None)
+    ]
+    for call in calls:
+        call_id = str(call["id"])
+        if "refused" in call:
+            result: Mapping[str, JsonValue] = {"status": "rejected", "reason": call["refused"]}
+        else:
+            result = tool_result(results.get(call_id))
+        messages.append(
+            ToolMessage(
+                id=f"{call_id}-result",
+                tool_call_id=call_id,
+                content=json.dumps(result, separators=(",", ":"), sort_keys=True),
+            )
+        )
+    return messages
+
+
+def run_messages(
+    log: Sequence[Mapping[str, JsonValue]], max_chars: int = DEFAULT_MAX_CHARS
+) -> list[Message]:
+    """Return the AG-UI messages for the log, oldest first, within `max_chars`."""
+    results: dict[str, Mapping[str, JsonValue]] = {}
+    for entry in log:
+        if entry.get("kind") == "command" and isinstance(entry.get("toolCallId"), str):
+            results[str(entry["toolCallId"])] = entry
+        elif entry.get("kind") == "action":
+            results[str(entry["id"])] = entry
+    groups: list[list[Message]] = []
+    for entry in log:
+        kind = entry.get("kind")
+        if kind == "question":
+            groups.append([UserMessage(id=str(entry["id"]), content=str(entry["sent"]))])
+        elif kind == "answer" and entry.get("state") != "running":
+            group = _answer(entry, results)
+            if group:
+                groups.append(group)
+    sizes = [sum(len(message.model_dump_json()) for message in group) for group in groups]
+    total = sum(sizes)
+    start = 0
+    while total > max_chars and start < len(groups) - 1:
+        total -= sizes[start]
+        start += 1
+    return [message for group in groups[start:] for message in group]

@@ -1,0 +1,114 @@
+"""A sans-IO decoder for server-sent events (the WHATWG `text/event-stream` format).
+
+This module owns turning the text of an event stream, fed in chunks of any size, into
+its events: lines end with CRLF, LF or CR (a CR at the end of a chunk waits for the
+next one); a line starting with ":" is a comment; `data` lines are joined with "\n";
+a blank line dispatches the event (one with no data is dropped); a leading byte-order
+mark is skipped. An event still unterminated when the stream ends is dropped, as a
+browser's EventSource drops it, and `close` reports it so a caller can tell a cut
+stream from a complete one.
+
+Pure: no I/O. The caller decodes bytes to text (for example with a streaming
+`TextDecoder`) and feeds the text here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from pagecontext.errors import PagecontextError
+
+__all__ = ["DEFAULT_MAX_EVENT_CHARS", "SseDecoder", "SseError", "SseEvent"]
+
+# One event, or one line still waiting for its end, may not grow past this.
+DEFAULT_MAX_EVENT_CHARS: Final = 1_000_000
+
+
+class SseError(PagecontextError):
+    """The stream broke the format or a limit; the message says which."""
+
+
+@dataclass(frozen=True)
+class SseEvent:
+    """One dispatched event: its data, and its `event` type and `id` if the server sent them."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+
+
+class SseDecoder:
+    """Feed text with `feed`; call `close` when the stream ends."""
+
+    def __init__(self, *, max_event_chars: int = DEFAULT_MAX_EVENT_CHARS) -> None:
+        self._max = max_event_chars
+        self._buffer = ""
+        self._data: list[str] = []
+        self._size = 0
+        self._event = ""
+        self._id: str | None = None
+        self._started = False
+        self._pending_cr = False
+
+    def feed(self, text: str) -> list[SseEvent]:
+        """Return the events completed by `text`. Raises SseError over the size limit."""
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._pending_cr and text.startswith("\n"):
+            text = text[1:]  # the LF of a CRLF split across chunks
+        self._pending_cr = False
+        self._buffer += text
+        events: list[SseEvent] = []
+        start = 0
+        buffer = self._buffer
+        while True:
+            cr, lf = buffer.find("\r", start), buffer.find("\n", start)
+            if cr < 0 and lf < 0:
+                break
+            end = lf if cr < 0 or 0 <= lf < cr else cr
+            line = buffer[start:end]
+            if buffer[end] == "\r":
+                if end + 1 == len(buffer):
+                    self._pending_cr = True
+                    start = end + 1
+                    self._line(line, events)
+                    break
+                if buffer[end + 1] == "\n":
+                    end += 1
+            start = end + 1
+            self._line(line, events)
+        self._buffer = buffer[start:]
+        if len(self._buffer) + self._size > self._max:
+            raise SseError(f"an event is longer than {self._max} characters")
+        return events
+
+    def close(self) -> bool:
+        """End the stream; return True if an unterminated event or line was dropped."""
+        cut = bool(self._buffer) or bool(self._data)
+        self._buffer = ""
+        self._data = []
+        self._size = 0
+        return cut
+
+    def _line(self, line: str, events: list[SseEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append(SseEvent("\n".join(self._data), self._event or "message", self._id))
+            self._data, self._size, self._event = [], 0, ""
+            return
+        if line.startswith(":"):
+            return
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value) + 1
+            if self._size > self._max:
+                raise SseError(f"an event is longer than {self._max} characters")
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value

@@ -1,0 +1,246 @@
+"""The assistant reading an agent's stream: SSE decoding, chunk expansion, run endings."""
+
+from __future__ import annotations
+
+import pytest
+from ag_ui.core import (
+    BaseEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pagecontext.answers import AnswerStream, RunEnded, TextDelta, ToolCallMade, Update
+from pagecontext.sse import SseDecoder, SseError, SseEvent
+
+THREAD, RUN = "conv-1", "run-1"
+
+
+def sse(*events: BaseEvent) -> str:
+    return "".join(f"data: {event.model_dump_json(by_alias=True)}\n\n" for event in events)
+
+
+def started() -> RunStartedEvent:
+    return RunStartedEvent(thread_id=THREAD, run_id=RUN)
+
+
+def finished() -> RunFinishedEvent:
+    return RunFinishedEvent(thread_id=THREAD, run_id=RUN)
+
+
+def answer_events() -> list[BaseEvent]:
+    return [
+        started(),
+        TextMessageStartEvent(message_id="m1", role="assistant"),
+        TextMessageContentEvent(message_id="m1", delta="North sold "),
+        TextMessageContentEvent(message_id="m1", delta="4,231 units.\nThat is high."),
+        TextMessageEndEvent(message_id="m1"),
+        ToolCallStartEvent(tool_call_id="c1", tool_call_name="highlight", parent_message_id="m1"),
+        ToolCallArgsEvent(tool_call_id="c1", delta='{"componentId":"t",'),
+        ToolCallArgsEvent(tool_call_id="c1", delta='"resourceRef":"r1","tone":"focus"}'),
+        ToolCallEndEvent(tool_call_id="c1"),
+        finished(),
+    ]
+
+
+def read(text_parts: list[str], *, end: bool = True) -> list[Update]:
+    stream = AnswerStream(thread_id=THREAD, run_id=RUN)
+    updates = [update for part in text_parts for update in stream.feed(part)]
+    if end:
+        updates += stream.end()
+    return updates
+
+
+def text_of(updates: list[Update]) -> str:
+    return "".join(u.delta for u in updates if isinstance(u, TextDelta))
+
+
+def ending(updates: list[Update]) -> RunEnded:
+    ends = [u for u in updates if isinstance(u, RunEnded)]
+    assert len(ends) == 1, updates
+    return ends[0]
+
+
+# --- SSE ---------------------------------------------------------------------------------
+
+
+def test_sse_events_end_at_a_blank_line_and_join_data_lines() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed("data: a\ndata: b\n") == []
+    assert decoder.feed("\n") == [SseEvent("a\nb")]
+
+
+def test_sse_comments_event_types_ids_and_empty_events() -> None:
+    decoder = SseDecoder()
+    events = decoder.feed(": keep-alive\n\nevent: x\nid: 7\ndata:no space\n\n\n")
+    assert events == [SseEvent("no space", "x", "7")]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_sse_accepts_every_line_ending(newline: str) -> None:
+    text = f"data: one{newline}{newline}data: two{newline}{newline}"
+    assert SseDecoder().feed(text) == [SseEvent("one"), SseEvent("two")]
+
+
+def test_sse_a_crlf_split_across_chunks_is_one_line_end() -> None:
+    decoder = SseDecoder()
+    assert decoder.feed("data: one\r") == []
+    assert decoder.feed("\n\r") == [SseEvent("one")]
+    assert decoder.feed("\ndata: two\n\n") == [SseEvent("two")]
+
+
+def test_sse_skips_a_leading_byte_order_mark() -> None:
+    assert SseDecoder().feed("\ufeffdata: x\n\n") == [SseEvent("x")]
+
+
+def test_sse_close_reports_a_cut_event() -> None:
+    decoder = SseDecoder()
+    decoder.feed('data: {"half')
+    assert decoder.close() is True
+    complete = SseDecoder()
+    complete.feed("data: x\n\n")
+    assert complete.close() is False
+
+
+def test_sse_refuses_an_event_over_its_limit() -> None:
+    decoder = SseDecoder(max_event_chars=100)
+    with pytest.raises(SseError):
+        decoder.feed("data: " + "x" * 200)
+    lines = SseDecoder(max_event_chars=100)
+    with pytest.raises(SseError):
+        lines.feed("data: xxxxxxxxx\n" * 20)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(min_value=0, max_value=400), max_size=12))
+def test_sse_chunking_never_changes_the_events(cuts: list[int]) -> None:
+    """However the text is split into chunks, the same events come out."""
+    text = sse(*answer_events()).replace("\n\n", "\r\n\r\n", 2)
+    whole = SseDecoder().feed(text)
+    decoder = SseDecoder()
+    pieces, last = [], 0
+    for cut in sorted(c % (len(text) + 1) for c in cuts):
+        pieces.append(text[last:cut])
+        last = cut
+    pieces.append(text[last:])
+    assert [event for piece in pieces for event in decoder.feed(piece)] == whole
+    assert len(whole) == len(answer_events())
+
+
+# --- the answer stream -------------------------------------------------------------------
+
+
+def test_a_complete_run_gives_text_tool_calls_and_success() -> None:
+    updates = read([sse(*answer_events())])
+    assert text_of(updates) == "North sold 4,231 units.\nThat is high."
+    calls = [u for u in updates if isinstance(u, ToolCallMade)]
+    assert calls == [
+        ToolCallMade("c1", "highlight", '{"componentId":"t","resourceRef":"r1","tone":"focus"}')
+    ]
+    assert ending(updates) == RunEnded("")
+
+
+@settings(max_examples=50)
+@given(st.integers(min_value=1, max_value=50))
+def test_the_same_updates_whatever_the_chunk_size(size: int) -> None:
+    text = sse(*answer_events())
+    parts = [text[i : i + size] for i in range(0, len(text), size)]
+    assert read(parts) == read([text])
+
+
+def test_chunk_events_are_expanded_as_ag_ui_does() -> None:
+    events = [
+        started(),
+        TextMessageChunkEvent(message_id="m1", role="assistant", delta="Hello "),
+        TextMessageChunkEvent(delta="there."),
+        ToolCallChunkEvent(tool_call_id="c1", tool_call_name="locate", delta='{"componentId"'),
+        ToolCallChunkEvent(delta=':"t","resourceRef":"r1"}'),
+        finished(),
+    ]
+    updates = read([sse(*events)])
+    assert text_of(updates) == "Hello there."
+    assert [u for u in updates if isinstance(u, ToolCallMade)] == [
+        ToolCallMade("c1", "locate", '{"componentId":"t","resourceRef":"r1"}')
+    ]
+    assert ending(updates).ok
+
+
+def test_a_run_error_ends_the_run_with_the_agents_message() -> None:
+    updates = read([sse(started(), RunErrorEvent(message="no model", code="down"))])
+    assert ending(updates) == RunEnded("run-error", "no model (down)")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("data: not json\n\n", "malformed-event"),
+        (sse(TextMessageStartEvent(message_id="m", role="assistant")), "first-event"),
+        (sse(started(), TextMessageContentEvent(message_id="x", delta="a")), "unknown-id"),
+        (
+            sse(started(), TextMessageStartEvent(message_id="m", role="assistant"), finished()),
+            "unclosed-at-run-finished",
+        ),
+        (sse(RunStartedEvent(thread_id="other", run_id=RUN)), "wrong-thread-id"),
+        (sse(started(), TextMessageChunkEvent(delta="orphan")), "chunk-without-id"),
+    ],
+)
+def test_a_malformed_stream_ends_the_run_and_says_why(text: str, why: str) -> None:
+    updates = read([text])
+    end = ending(updates)
+    assert end.code == "malformed-stream"
+    assert why in end.message
+
+
+def test_nothing_after_a_malformed_event_is_used() -> None:
+    good = TextMessageContentEvent(message_id="m1", delta="late")
+    updates = read(
+        [
+            sse(started(), TextMessageStartEvent(message_id="m1", role="assistant")),
+            "data: {}\n\n",
+            sse(good),
+        ]
+    )
+    assert text_of(updates) == ""
+    assert ending(updates).code == "malformed-stream"
+
+
+def test_a_stream_that_stops_early_is_incomplete_and_keeps_its_text() -> None:
+    events = answer_events()[:3]
+    updates = read([sse(*events)])
+    assert text_of(updates) == "North sold "
+    assert ending(updates).code == "incomplete"
+    cut = read([sse(*events) + 'data: {"type":'])
+    assert "cut mid-event" in ending(cut).message
+
+
+def test_a_transport_failure_ends_the_run_once() -> None:
+    stream = AnswerStream(thread_id=THREAD, run_id=RUN)
+    stream.feed(sse(started()))
+    assert stream.fail("timeout", "no answer in 60 s") == [RunEnded("timeout", "no answer in 60 s")]
+    assert stream.fail("agent-unreachable", "") == []
+    assert stream.end() == []
+    assert stream.feed(sse(finished())) == []
+
+
+def test_an_answer_over_its_limit_ends_the_run() -> None:
+    stream = AnswerStream(thread_id=THREAD, run_id=RUN, max_chars=10)
+    updates = stream.feed(sse(*answer_events()))
+    assert ending(updates).code == "malformed-stream"
+    assert len(text_of(updates)) <= 11
+
+
+def test_events_after_the_run_finished_are_ignored() -> None:
+    late = TextMessageStartEvent(message_id="m9", role="assistant")
+    updates = read([sse(*answer_events(), late)])
+    assert ending(updates).ok
+    assert isinstance(updates[-1], RunEnded)

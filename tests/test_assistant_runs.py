@@ -1,0 +1,414 @@
+"""The assistant asks the built-in agent: pinned tasks, streamed answers, tool calls that
+become page commands, receipts that go back as tool results, confirmed business actions.
+
+Both sessions run without a browser (ChannelPair); the agent and the action API are the
+real Starlette apps, called in process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
+from starlette.testclient import TestClient
+
+from pagecontext import agui
+from pagecontext.server import access
+from pagecontext.server.app import ServerConfig
+from pagecontext.server.data import query_sales
+from pagecontext.session import ActionRequest, Effect, StartRun
+from pagecontext.testing import ChannelPair
+
+NORTH_MARCH = "sales-2026-03-north"
+NORTH_MAY = "sales-2026-05-north"
+TABLE = "sales-table"
+ANA = f"Bearer {access.DEMO_TOKENS['ana']}"
+BEN = f"Bearer {access.DEMO_TOKENS['ben']}"
+AT = "2026-05-01T09:30:00.000Z"
+SHAREABLE = [("unitsSold", "units"), ("revenueEur", "EUR"), ("region", None), ("month", None)]
+
+Origins = tuple[TestClient, TestClient]
+
+
+@pytest.fixture
+def db(demo_config: ServerConfig, origins: Origins) -> Path:
+    """The demo database of the running `origins`."""
+    return demo_config.db_path
+
+
+def sales_pair(db: Path, authorization: str = ANA) -> ChannelPair:
+    """A bound pair whose page renders every demo row in the sales table."""
+    pair = ChannelPair(embedder="page")
+    refs = [str(row["ref"]) for row in query_sales(db)]
+    pair.render(TABLE, refs, page_id="sales-page", shareable=SHAREABLE)
+    pair.assistant.authorization = authorization
+    return pair
+
+
+def select_and_share(pair: ChannelPair, db: Path, ref: str) -> int:
+    row = next(r for r in query_sales(db) if r["ref"] == ref)
+    values = {name: row[name] for name, _ in SHAREABLE}
+    pair.run("page", pair.page.on_select(TABLE, ref, values))
+    pair.run("page", pair.page.share())
+    pair.pump()
+    pinned = pair.assistant.pinned
+    assert pinned is not None
+    assert pinned.selection.resource_ref == ref
+    return pinned.selection_revision
+
+
+def ask(pair: ChannelPair, question: str = "Why is this row so high?") -> StartRun:
+    effects = pair.assistant.ask(question, at=AT)
+    pair.run("assistant", effects)
+    starts = [effect for effect in effects if isinstance(effect, StartRun)]
+    assert len(starts) == 1
+    return starts[0]
+
+
+def stream_answer(
+    pair: ChannelPair, assistant: TestClient, start: StartRun, size: int = 37
+) -> None:
+    """POST the run to /agent and feed its stream back in chunks of `size` characters."""
+    response = assistant.post(
+        "/agent", content=start.body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200
+    text = response.text
+    for i in range(0, len(text), size):
+        pair.run("assistant", pair.assistant.on_agent_text(start.run_id, text[i : i + size]))
+    pair.run("assistant", pair.assistant.on_agent_end(start.run_id))
+    pair.pump()
+
+
+def log(pair: ChannelPair, kind: str) -> list[dict[str, Any]]:
+    return [entry for entry in pair.assistant.composer.log if entry["kind"] == kind]
+
+
+def answer(pair: ChannelPair) -> dict[str, Any]:
+    return log(pair, "answer")[-1]
+
+
+def layers(pair: ChannelPair, entry_id: str) -> dict[str, str]:
+    return {name: record.state for name, record in pair.assistant.ledger.get(entry_id).items()}
+
+
+def call_api(page: TestClient, request: ActionRequest, authorization: str) -> tuple[int, Any]:
+    response = page.post(
+        request.path,
+        content=request.body,
+        headers={"Authorization": authorization, "Content-Type": "application/json"},
+    )
+    return response.status_code, response.json()
+
+
+def run_action(
+    pair: ChannelPair, page: TestClient, effects: list[Effect], authorization: str = ANA
+) -> list[ActionRequest]:
+    """Carry out the action requests in `effects` against the action API, in turn."""
+    done: list[ActionRequest] = []
+    pending = [effect for effect in effects if isinstance(effect, ActionRequest)]
+    while pending:
+        request = pending.pop(0)
+        done.append(request)
+        status, body = call_api(page, request, authorization)
+        more = pair.assistant.on_action_answer(request.action_id, request.step, status, body)
+        pending += [effect for effect in more if isinstance(effect, ActionRequest)]
+    return done
+
+
+# --- the run input -----------------------------------------------------------------------
+
+
+def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
+    origins: Origins, db: Path
+) -> None:
+    pair = sales_pair(db)
+    revision = select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    run_input = RunAgentInput.model_validate_json(start.body)
+    assert run_input.thread_id == pair.assistant.conversation_id
+    assert run_input.run_id == start.run_id
+    task = agui.read_task_context(run_input)
+    assert task is not None
+    assert (task.resource_ref, task.component_id, task.basis_revision) == (
+        NORTH_MARCH,
+        TABLE,
+        revision,
+    )
+    assert agui.read_authorization(run_input) == ANA
+    assert [tool.name for tool in run_input.tools] == [
+        "highlight",
+        "locate",
+        "refresh",
+        "flag_for_review",
+    ]
+    [message] = run_input.messages
+    assert isinstance(message, UserMessage)
+    assert message.content == pair.assistant.composer.log[0]["sent"]
+    assert message.content.endswith("Why is this row so high?")
+    # The credential is not model-facing: it is in forwardedProps only.
+    assert all(ANA not in entry.value for entry in run_input.context)
+    assert ANA not in str(message.content)
+
+
+def test_a_second_question_waits_for_the_running_answer(origins: Origins, db: Path) -> None:
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    ask(pair)
+    assert pair.last_edge("assistant", "state")["answering"] is not None
+    with pytest.raises(ValueError, match="still running"):
+        pair.assistant.ask("And this?", at=AT)
+
+
+# --- the answer, its tool calls and their receipts ------------------------------------------
+
+
+def test_the_answer_streams_in_and_its_highlights_land_on_the_page(
+    origins: Origins, db: Path
+) -> None:
+    _, assistant = origins
+    pair = sales_pair(db)
+    revision = select_and_share(pair, db, NORTH_MARCH)
+    stream_answer(pair, assistant, ask(pair))
+    entry = answer(pair)
+    assert entry["state"] == "done"
+    assert entry["about"] == NORTH_MARCH
+    assert "North sold 4,231 units in 2026-03, 2.94 times its average" in entry["text"]
+    commands = pair.sent_by("assistant", "command")
+    assert [c["action"] for c in commands] == ["highlight"] * 3
+    assert {c["basisRevision"] for c in commands} == {revision}
+    assert pair.dom.highlights[TABLE] == {
+        NORTH_MARCH: "focus",
+        "sales-2026-02-north": "related",
+        "sales-2026-03-west": "related",
+    }
+    for command in log(pair, "command"):
+        assert command["ui"]["state"] == "applied"
+        assert command["toolCallId"] in {call["id"] for call in entry["toolCalls"]}
+    assert pair.last_edge("assistant", "state")["answering"] is None
+
+
+def test_a_selection_during_the_answer_never_retargets_it(origins: Origins, db: Path) -> None:
+    """Scenario 6: ask about A, select B while the answer runs: the answer and its
+    highlight stay on A; B is pinned for the next question."""
+    _, assistant = origins
+    pair = sales_pair(db)
+    revision_a = select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    revision_b = select_and_share(pair, db, NORTH_MAY)
+    assert revision_b > revision_a
+    stream_answer(pair, assistant, start)
+    entry = answer(pair)
+    assert entry["about"] == NORTH_MARCH
+    assert entry["text"].startswith(f"About {NORTH_MARCH}")
+    assert pair.dom.highlights[TABLE][NORTH_MARCH] == "focus"
+    assert NORTH_MAY not in pair.dom.highlights[TABLE]
+    assert {c["basisRevision"] for c in pair.sent_by("assistant", "command")} == {revision_a}
+    next_task = agui.read_task_context(RunAgentInput.model_validate_json(ask(pair).body))
+    assert next_task is not None
+    assert (next_task.resource_ref, next_task.basis_revision) == (NORTH_MAY, revision_b)
+
+
+def test_receipts_go_back_to_the_agent_as_tool_results(origins: Origins, db: Path) -> None:
+    _, assistant = origins
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    stream_answer(pair, assistant, ask(pair))
+    follow_up = RunAgentInput.model_validate_json(ask(pair, "And the month before?").body)
+    results = {
+        message.tool_call_id: json.loads(str(message.content))
+        for message in follow_up.messages
+        if isinstance(message, ToolMessage)
+    }
+    calls = answer(pair)  # the new answer is running: the results are of the last one
+    assert calls["state"] == "running"
+    statuses = sorted(result["status"] for result in results.values())
+    assert statuses == ["applied", "applied", "applied", "proposed"]
+    assert [m.role for m in follow_up.messages] == ["user", "assistant"] + ["tool"] * 4 + ["user"]
+
+
+def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins, db: Path) -> None:
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
+    events = [
+        {"type": "RUN_STARTED", **run},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "run_script"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "highlight"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c2", "delta": '{"componentId":"#x"}'},
+        {"type": "TOOL_CALL_END", "toolCallId": "c2"},
+        {"type": "RUN_FINISHED", **run},
+    ]
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, text))
+    pair.pump()
+    assert pair.sent_by("assistant", "command") == []
+    refused = {call["id"]: call["refused"] for call in answer(pair)["toolCalls"]}
+    assert refused == {"c1": "unknown-tool", "c2": "invalid-arguments"}
+
+
+# --- failures -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("agent-unreachable", "TypeError: Failed to fetch"),
+        ("http-403", "HTTP 403"),
+        ("timeout", ""),
+    ],
+)
+def test_a_failed_run_is_shown_and_nothing_in_the_conversation_is_lost(
+    origins: Origins, db: Path, code: str, message: str
+) -> None:
+    _, assistant = origins
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    stream_answer(pair, assistant, ask(pair))
+    before = json.loads(json.dumps(pair.assistant.composer.log))
+    start = ask(pair, "And the month before?")
+    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, 'data: {"type":"RUN_STA'))
+    pair.run("assistant", pair.assistant.on_agent_failed(start.run_id, code, message))
+    entry = answer(pair)
+    assert (entry["state"], entry["error"]) == ("failed", {"code": code, "message": message})
+    assert pair.assistant.composer.log[: len(before)] == before
+    # The user may ask again at once.
+    ask(pair, "Try again")
+
+
+def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(
+    origins: Origins, db: Path
+) -> None:
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    ask(pair)
+    saved = pair.assistant.edge_message("persist")["value"]
+    reloaded = ChannelPair(embedder="page", connect=False)
+    reloaded.assistant.restore(json.loads(json.dumps(saved)))
+    entry = answer(reloaded)
+    assert entry["state"] == "failed"
+    assert entry["error"]["code"] == "assistant-reloaded"
+    assert reloaded.assistant.answering is None
+
+
+# --- revocation ---------------------------------------------------------------------------
+
+
+def test_after_a_revoke_the_answer_says_so_and_no_snapshot_value_is_in_it(
+    origins: Origins, db: Path
+) -> None:
+    """Scenario 5 through the assistant: access revoked after the selection."""
+    _, assistant = origins
+    pair = sales_pair(db, BEN)
+    select_and_share(pair, db, NORTH_MARCH)
+    access.revoke(db, "ben", "region", "North")
+    stream_answer(pair, assistant, ask(pair))
+    entry = answer(pair)
+    assert entry["state"] == "done"
+    assert entry["text"].startswith(f"Access denied: I could not read {NORTH_MARCH}")
+    assert "4,231" not in entry["text"]
+    assert "4231" not in entry["text"]
+    assert entry["toolCalls"] == []
+    assert pair.sent_by("assistant", "command") == []
+
+
+# --- the business action -------------------------------------------------------------------
+
+
+def flag_proposal(pair: ChannelPair, db: Path, assistant: TestClient) -> dict[str, Any]:
+    select_and_share(pair, db, NORTH_MARCH)
+    stream_answer(pair, assistant, ask(pair))
+    [proposal] = log(pair, "action")
+    return proposal
+
+
+def test_a_highlight_applied_writes_nothing_and_the_flag_waits_for_the_user(
+    origins: Origins, db: Path
+) -> None:
+    """Scenario 8, first half: a UI receipt is not business success."""
+    _, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    assert all(c["ui"]["state"] == "applied" for c in log(pair, "command"))
+    assert (proposal["decision"], proposal["resourceRef"]) == ("proposed", NORTH_MARCH)
+    assert access.list_flags(db) == []
+    # Declined: nothing is ever sent.
+    assert [
+        e for e in pair.assistant.decline_action(proposal["id"]) if isinstance(e, ActionRequest)
+    ] == []
+    assert pair.assistant.confirm_action(proposal["id"]) == []
+    assert access.list_flags(db) == []
+
+
+def test_a_confirmed_flag_succeeds_only_from_the_servers_answer(origins: Origins, db: Path) -> None:
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    effects = pair.assistant.confirm_action(proposal["id"])
+    assert layers(pair, proposal["id"]) == {"received": "pending", "business": "pending"}
+    steps = run_action(pair, page, effects)
+    assert [step.step for step in steps] == ["confirm", "execute"]
+    assert layers(pair, proposal["id"]) == {"received": "applied", "business": "applied"}
+    [flag] = access.list_flags(db)
+    assert (flag["ref"], flag["user"], flag["taskId"]) == (
+        NORTH_MARCH,
+        "ana",
+        answer(pair)["taskId"],
+    )
+    pair.assistant.state()  # copies the ledger into the log
+    entry = log(pair, "action")[0]
+    assert entry["result"]["id"] == flag["id"]
+    assert entry["business"]["state"] == "applied"
+    # The token was used once and is in nothing saved.
+    token = json.loads(steps[1].body)["confirmationToken"]
+    assert token not in json.dumps(pair.assistant.edge_message("persist"))
+
+
+def test_a_user_without_the_permission_gets_the_servers_refusal(origins: Origins, db: Path) -> None:
+    page, assistant = origins
+    pair = sales_pair(db, BEN)
+    proposal = flag_proposal(pair, db, assistant)
+    run_action(pair, page, pair.assistant.confirm_action(proposal["id"]), BEN)
+    assert layers(pair, proposal["id"]) == {"received": "rejected", "business": "rejected"}
+    assert pair.assistant.ledger.get(proposal["id"])["received"].reason == "no-permission"
+    assert access.list_flags(db) == []
+
+
+def test_no_answer_is_unconfirmed_and_a_late_success_stays_late(origins: Origins, db: Path) -> None:
+    """Scenario 8, second half: `unconfirmed` where no answer came, never success."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    [confirm] = [
+        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
+    ]
+    status, body = call_api(page, confirm, ANA)
+    [execute] = [
+        e
+        for e in pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
+        if isinstance(e, ActionRequest)
+    ]
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+    assert layers(pair, proposal["id"])["business"] == "unconfirmed"
+    # The server answers after the deadline: recorded late, never as success.
+    status, body = call_api(page, execute, ANA)
+    assert status == 201
+    pair.assistant.on_action_answer(proposal["id"], "execute", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+
+
+def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:
+    _, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    pair.assistant.confirm_action(proposal["id"])
+    pair.assistant.on_action_failed(proposal["id"], "confirm", "timeout")
+    assert layers(pair, proposal["id"]) == {"received": "unconfirmed", "business": "unconfirmed"}
