@@ -15,11 +15,14 @@ from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Reque
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable
 from pagecontext.server.data import create_demo_db
 from pagecontext.server.run import free_port, serve_in_thread
+
+from .agents import ExternalAgent, Stall
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
@@ -30,11 +33,17 @@ STEP_TIMEOUT_MS = 15_000
 
 @dataclass(frozen=True)
 class Origins:
-    """The URLs of one running demo (page and assistant origins) and of a third origin."""
+    """The URLs of one running demo (page and assistant origins) and of a third origin.
+
+    `flag_stall` holds the page origin's `POST /api/actions/flag` while armed; `agent` is
+    the external AG-UI agent the assistant calls, when the demo was started with one.
+    """
 
     page: str
     assistant: str
     third: str
+    flag_stall: Stall
+    agent: ExternalAgent | None = None
 
 
 @pytest.fixture(scope="session")
@@ -54,28 +63,40 @@ def _with_test_pages(app: Starlette) -> Starlette:
 
 
 def _origins(
-    tmp_path_factory: pytest.TempPathFactory, *, sandboxed_panel: bool
+    tmp_path_factory: pytest.TempPathFactory, *, sandboxed_panel: bool, external_agent: bool = False
 ) -> Iterator[Origins]:
     site = ROOT / "build" / "site"
     if not (site / "py" / "runtime.json").is_file():
         pytest.exit("build/site is missing: run the e2e suite through `make test`", 2)
+    assistant_port, agent_port = free_port(), free_port()
+    agent = ExternalAgent(f"http://localhost:{assistant_port}") if external_agent else None
     config = ServerConfig(
         root=ROOT,
         db_path=tmp_path_factory.mktemp("db") / "demo.db",
         page_port=free_port(),
-        assistant_port=free_port(),
+        assistant_port=assistant_port,
         sandboxed_panel=sandboxed_panel,
+        agent_url=f"http://127.0.0.1:{agent_port}/agent" if agent is not None else None,
     )
     create_demo_db(config.db_path)
     third_port = free_port()
     third = Starlette()
-    apps = [
-        (_with_test_pages(create_page_app(config)), config.page_port),
+    stall = Stall(_with_test_pages(create_page_app(config)), "/api/actions/flag")
+    apps: list[tuple[ASGIApp, int]] = [
+        (stall, config.page_port),
         (_with_test_pages(create_assistant_app(config)), config.assistant_port),
         (_with_test_pages(third), third_port),
     ]
+    if agent is not None:
+        apps.append((agent.app(), agent_port))
     with serve_in_thread(apps):
-        yield Origins(config.page_origin, config.assistant_origin, f"http://127.0.0.1:{third_port}")
+        yield Origins(
+            config.page_origin,
+            config.assistant_origin,
+            f"http://127.0.0.1:{third_port}",
+            stall,
+            agent,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +104,12 @@ def origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
     """The demo on free ports (page on 127.0.0.1, assistant on localhost) and a third
     origin; every origin also serves the hostile test pages under /e2e/."""
     yield from _origins(tmp_path_factory, sandboxed_panel=False)
+
+
+@pytest.fixture(scope="session")
+def agent_origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
+    """The demo with its assistant pointed at an external AG-UI agent (`--agent-url`)."""
+    yield from _origins(tmp_path_factory, sandboxed_panel=False, external_agent=True)
 
 
 @pytest.fixture(scope="session")

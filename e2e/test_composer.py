@@ -11,9 +11,11 @@ from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     OTHER_ROW,
     ROW,
+    ask,
     html,
     open_workbench,
     panel,
+    question_entry,
     select_and_ask,
     show_and_expect,
 )
@@ -21,16 +23,6 @@ from .helpers import (
 
 def preview_text(assistant: Page | FrameLocator) -> Locator:
     return assistant.locator("[data-pc-preview] pre")
-
-
-def ask(assistant: Page | FrameLocator, question: str) -> Locator:
-    """Type and send `question`; return its entry in the conversation, once shown."""
-    before = assistant.locator('[data-pc-log-kind="question"]').count()
-    assistant.locator("[data-pc-question]").fill(question)
-    assistant.get_by_role("button", name="Send").click()
-    entry = assistant.locator('[data-pc-log-kind="question"]').nth(before)
-    expect(entry).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
-    return entry
 
 
 def sent_text(entry: Locator) -> str:
@@ -77,11 +69,11 @@ def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     select_and_ask(demo, ROW)
     expect(preview_text(assistant)).to_contain_text("<pagecontext-data>", timeout=STEP_TIMEOUT_MS)
     preview = preview_text(assistant).text_content() or ""
-    first = ask(assistant, "Why is this row so high?")
-    assert sent_text(first) == preview + "\n\nWhy is this row so high?"
+    ask(assistant, "Why is this row so high?")
+    assert sent_text(question_entry(assistant)) == preview + "\n\nWhy is this row so high?"
     expect(preview_text(assistant)).to_have_text("")
-    second = ask(assistant, "And compared with April?")
-    assert sent_text(second) == "And compared with April?"
+    ask(assistant, "And compared with April?")
+    assert sent_text(question_entry(assistant)) == "And compared with April?"
 
 
 @pytest.mark.scenario(23, 24)
@@ -96,16 +88,23 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     ask(page, "Why is this row so high?")
     show_and_expect(page, "applied")
+    # The answer's three highlights, then Show me's highlight and locate.
     commands = page.locator('[data-pc-log-kind="command"]')
-    expect(commands).to_have_count(2)
-    expect(commands.first).to_have_attribute("data-pc-log-status", "applied")
+    expect(commands).to_have_count(5)
+    for index in range(5):
+        expect(commands.nth(index)).to_have_attribute(
+            "data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS
+        )
 
     page.reload()
     wait_bound(page)
     wait_bound(business)
     restored = page.locator('[data-pc-log-kind="command"][data-pc-log-restored="true"]')
-    expect(restored).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    expect(restored).to_have_count(5, timeout=STEP_TIMEOUT_MS)
     expect(restored.first).to_have_attribute("data-pc-log-status", "applied")
+    expect(page.locator('[data-pc-log-kind="answer"][data-pc-answer-state="done"]')).to_have_count(
+        1
+    )
     expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(1)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_have_attribute(
         "data-pc-chip-restored", "true"

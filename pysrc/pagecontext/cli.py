@@ -95,6 +95,14 @@ def _build_parser() -> argparse.ArgumentParser:
         f"one at /agent (default: ${AGENT_URL_ENV} if set)",
     )
 
+    demo.add_argument(
+        "--user",
+        choices=("ana", "ben"),
+        default="ana",
+        help="the demo user the assistant acts for: ana reads every region and may flag "
+        "rows; ben reads North and South only and may not flag (default: %(default)s)",
+    )
+
     assemble = commands.add_parser(
         "assemble", help="assemble everything the browser loads into one folder"
     )
@@ -138,6 +146,7 @@ def _demo(args: argparse.Namespace) -> int:
         bind_host=args.host,
         sandboxed_panel=args.sandboxed_panel,
         agent_url=agent_url,
+        demo_user=args.user,
     )
     return serve(config)
 

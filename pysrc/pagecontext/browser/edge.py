@@ -150,6 +150,17 @@ class Edge:
             self.conversation_id = conversation_id
             init["conversationId"] = conversation_id
             init["restored"] = text
+            # Where the agent and the action API are, and as whom the assistant calls
+            # them; the agent URL resolved here, since a worker started from a data:
+            # URL (a sandboxed panel) has no base URL of its own.
+            settings = _plain(config) or {}
+            agent_url = settings.get("agentUrl")
+            if isinstance(agent_url, str) and agent_url:
+                init["agentUrl"] = str(js.URL.new(agent_url, js.location.href).href)
+            authorization = settings.get("authorization")
+            if isinstance(authorization, str) and authorization:
+                init["authorization"] = authorization
+            init["apiOrigin"] = self.peer_origin
         self._to_worker(init)
         if self.role == "page":
             self._start_page_dom()
@@ -495,6 +506,9 @@ class Edge:
         restore = doc.querySelector("[data-pc-restore-chips]")
         if restore is not None:
             self.owner.listen(restore, "click", self._on_restore_chips)
+        log = doc.querySelector("[data-pc-log]")
+        if log is not None:
+            self.owner.listen(log, "click", self._on_log_click)
 
     def _save(self, text: Any) -> None:
         # Storage may be denied (blocked third-party storage): the conversation then
@@ -515,11 +529,26 @@ class Edge:
     def _on_restore_chips(self, event: Any) -> None:
         self._to_worker({"kind": "restore-chips"})
 
+    def _on_log_click(self, event: Any) -> None:
+        """Confirm or decline a business action the agent proposed."""
+        button = event.target.closest("[data-pc-action-decision]")
+        if button is None:
+            return
+        entry = button.closest("[data-pc-log-id]")
+        if entry is None:
+            return
+        decision = button.getAttribute("data-pc-action-decision")
+        kind = "confirm-action" if decision == "confirm" else "decline-action"
+        # Answered once: the buttons go at once, before the worker's new state arrives.
+        for other in entry.querySelectorAll("[data-pc-action-decision]"):
+            other.disabled = True
+        self._to_worker({"kind": kind, "id": entry.getAttribute("data-pc-log-id")})
+
     def _on_ask(self, event: Any) -> None:
         event.preventDefault()
         field = js.document.querySelector("[data-pc-question]")
         question = str(field.value).strip()
-        if not question:
+        if not question or self.state.get("answering"):
             return
         self._to_worker({"kind": "ask", "question": question})
         field.value = ""
@@ -537,6 +566,11 @@ class Edge:
             chips.append(_text("p", "Select a row and press “Ask AI”.", "pc-empty"))
         # The last revision committed, chip or not (a removed chip stays removed).
         self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
+        answering = state.get("answering")
+        self.root.setAttribute("data-pc-answering", "true" if answering else "false")
+        send = doc.querySelector("[data-pc-send]")
+        if send is not None:
+            send.disabled = bool(answering)
         preview = doc.querySelector("[data-pc-preview] pre")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.
@@ -643,8 +677,9 @@ def _chip_element(chip: dict[str, Any]) -> Any:
 
 
 def _log_element(entry: dict[str, Any]) -> Any:
-    """One conversation entry: a question (with the exact text sent), or a command with
-    its receipt as it stands (restored ones as they were saved)."""
+    """One conversation entry: a question (with the exact text sent), an answer, a
+    command with its receipt as it stands (restored ones as they were saved), or a
+    business action the agent proposed."""
     el = js.document.createElement("li")
     kind = entry.get("kind")
     el.setAttribute("data-pc-log-kind", str(kind))
@@ -657,6 +692,10 @@ def _log_element(entry: dict[str, Any]) -> Any:
         sent.append(_text("pre", str(entry.get("sent") or "")))
         el.append(sent)
         return el
+    if kind == "answer":
+        return _answer_element(el, entry)
+    if kind == "action":
+        return _action_element(el, entry)
     status, text = _receipt_summary(entry)
     el.className = "pc-log-command"
     el.setAttribute("data-pc-log-status", status)
@@ -665,6 +704,100 @@ def _log_element(entry: dict[str, Any]) -> Any:
         text += " (before reload)"
     el.append(_text("p", str(entry.get("resourceRef") or "") + " · " + text))
     return el
+
+
+# What the panel says when an answer fails, by the failure's code.
+_FAILURES = {
+    "agent-unreachable": "The assistant could not reach its agent.",
+    "timeout": "The agent took too long to answer.",
+    "malformed-stream": "The agent's answer broke the protocol, so it was stopped.",
+    "incomplete": "The agent's answer was cut off.",
+    "run-error": "The agent reported an error.",
+    "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
+}
+
+
+def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
+    state = str(entry.get("state") or "running")
+    el.className = "pc-log-answer"
+    el.setAttribute("data-pc-answer-state", state)
+    if entry.get("about"):
+        el.setAttribute("data-pc-answer-about", str(entry.get("about")))
+    text = _text("p", str(entry.get("text") or ""), "pc-answer-text")
+    text.setAttribute("data-pc-answer-text", "")
+    el.append(text)
+    if state == "running":
+        el.setAttribute("aria-busy", "true")
+        el.append(_text("p", "Answering…", "pc-progress"))
+    for call in entry.get("toolCalls") or []:
+        if call.get("refused"):
+            note = "Refused the agent's " + str(call.get("name")) + " call"
+            el.append(_text("p", note + " (" + str(call.get("refused")) + ").", "pc-note"))
+    error = entry.get("error")
+    if state == "failed" and isinstance(error, dict):
+        code = str(error.get("code") or "")
+        if code.startswith("http-"):
+            summary = "The agent refused the request (HTTP " + code[5:] + ")."
+        else:
+            summary = _FAILURES.get(code, "The answer failed.")
+        failure = _text("p", summary, "pc-error")
+        failure.setAttribute("data-pc-answer-error", code)
+        failure.setAttribute("role", "alert")
+        el.append(failure)
+        if error.get("message"):
+            el.append(_text("p", str(error.get("message")), "pc-note"))
+    return el
+
+
+def _action_element(el: Any, entry: dict[str, Any]) -> Any:
+    state, text = _action_summary(entry)
+    el.className = "pc-log-action"
+    el.setAttribute("data-pc-action-state", state)
+    ref = str(entry.get("resourceRef") or "")
+    el.setAttribute("data-pc-action-ref", ref)
+    el.append(_text("p", "Flag " + ref + " for review?", "pc-action-title"))
+    if entry.get("note"):
+        el.append(_text("p", str(entry.get("note")), "pc-note"))
+    if state == "proposed":
+        for label, decision in (("Flag for review", "confirm"), ("Not now", "decline")):
+            button = _text("button", label)
+            button.setAttribute("type", "button")
+            button.setAttribute("data-pc-action-decision", decision)
+            el.append(button)
+    else:
+        status = _text("p", text, "pc-action-status")
+        status.setAttribute("data-pc-action-status", state)
+        el.append(status)
+    return el
+
+
+def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
+    """Return (state, text) for a business action: success only from the server."""
+    decision = entry.get("decision")
+    if decision == "proposed":
+        return "proposed", ""
+    if decision == "declined":
+        return "declined", "Not flagged: you declined."
+    # The ledger settles the business layer with the confirmation's failure too, so
+    # it alone says where the action stands.
+    layer = entry.get("business") or {}
+    state = layer.get("state") or "pending"
+    reason = str(layer.get("reason") or "")
+    if state == "applied":
+        result = entry.get("result") or {}
+        text = "Flagged for review by the server (flag " + str(result.get("id")) + ")."
+    elif state == "rejected":
+        text = "The server refused: " + reason + "."
+    elif state == "unconfirmed":
+        text = (
+            "Unconfirmed: no answer from the server (" + reason + "). It may or may not be flagged."
+        )
+    else:
+        state = "pending"
+        text = "Asking the server…"
+    if layer.get("late"):
+        text += " A late answer said " + str(layer.get("lateStatus")) + "."
+    return state, text
 
 
 def _receipt_summary(command: dict[str, Any]) -> tuple[str, str]:

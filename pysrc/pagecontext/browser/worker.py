@@ -12,29 +12,38 @@ is refused before it reaches the core) and hands them over in batches, as JSON t
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
 import js
 import pyodide_js
-from pyodide.ffi import JsProxy, create_once_callable, create_proxy, jsnull, to_js
+from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
 from pagecontext.session import (
+    ActionRequest,
     AssistantSession,
     ClosePort,
     Effect,
     PageSession,
     Refresh,
+    StartRun,
     ToEdge,
     ToPeer,
 )
 
 # Diagnostics after refused port messages are coalesced: at most one report this often.
 DIAGNOSTICS_EVERY_MS = 250
+# An answer that has not ended this long after it was asked for is failed as `timeout`.
+RUN_TIMEOUT_MS = 60_000
+# A request to the action API gets this long; its ledger layers have their own deadlines.
+ACTION_TIMEOUT_MS = 10_000
+# How much of a refused agent request's body the panel shows.
+_ERROR_BODY_CHARS = 200
 
 
 def to_plain(value: Any) -> Any:
@@ -103,6 +112,11 @@ class WorkerBinding:
         self._log_version: object = None
         # The conversation log as last posted to the panel: entry id -> its JSON.
         self._shown_log: dict[str, str] = {}
+        # The agent's URL and the page origin of the action API (assistant role).
+        self.agent_url = ""
+        self.api_origin = ""
+        # Requests in flight (agent runs, action API calls), kept until they finish.
+        self._requests: set[asyncio.Task[None]] = set()
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -148,6 +162,10 @@ class WorkerBinding:
                 new_id=_new_id,
             )
             session.restore(_saved_state(message.get("restored")))
+            authorization = message.get("authorization")
+            session.authorization = authorization if isinstance(authorization, str) else None
+            self.agent_url = str(message.get("agentUrl") or "")
+            self.api_origin = str(message.get("apiOrigin") or "")
             self.session = session
             self._run([Refresh("state")])
         self.scope.postMessage(_js({"kind": "ready"}))
@@ -190,7 +208,11 @@ class WorkerBinding:
             try:
                 return session.ask(str(question), at=str(js.Date.new().toISOString()))
             except ValueError:
-                return []  # empty or oversized: the composer keeps the text
+                return []  # empty, oversized, or an answer still running
+        if kind == "confirm-action":
+            return session.confirm_action(str(message.get("id")))
+        if kind == "decline-action":
+            return session.decline_action(str(message.get("id")))
         return []
 
     # -- the bound port -----------------------------------------------------------------
@@ -324,7 +346,92 @@ class WorkerBinding:
                 self._close_port()
                 if effect.refused:
                     self.scope.postMessage(_js({"kind": "refused", "reason": effect.reason}))
+            elif isinstance(effect, StartRun):
+                self._request(self._stream_run(effect))
+            elif isinstance(effect, ActionRequest):
+                self._request(self._call_action(effect))
         self._arm_timer()
+
+    # -- HTTP: the agent's stream and the action API -----------------------------------
+
+    def _request(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _stream_run(self, start: StartRun) -> None:
+        """POST the run input to the agent and feed its event stream to the session."""
+        session = self.session
+        if not isinstance(session, AssistantSession):
+            return
+        run_id = start.run_id
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        try:
+            response = await js.fetch(
+                self.agent_url,
+                _js(
+                    {
+                        "method": "POST",
+                        "headers": headers,
+                        "body": start.body,
+                        "signal": js.AbortSignal.timeout(RUN_TIMEOUT_MS),
+                    }
+                ),
+            )
+            if not response.ok:
+                detail = str(await response.text())[:_ERROR_BODY_CHARS]
+                code = f"http-{int(response.status)}"
+                self._run(session.on_agent_failed(run_id, code, detail))
+                return
+            reader = response.body.getReader()
+            decoder = js.TextDecoder.new()
+            while session.answering == run_id:
+                chunk = await reader.read()
+                if chunk.done:
+                    break
+                text = str(decoder.decode(chunk.value, _js({"stream": True})))
+                self._run(session.on_agent_text(run_id, text))
+            else:
+                await reader.cancel()  # the run ended (finished or refused): stop reading
+                return
+            self._run(session.on_agent_text(run_id, str(decoder.decode())))
+            self._run(session.on_agent_end(run_id))
+        except JsException as error:
+            code = "timeout" if error.name == "TimeoutError" else "agent-unreachable"
+            self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
+
+    async def _call_action(self, request: ActionRequest) -> None:
+        """POST one step of a business action to the page origin's action API."""
+        session = self.session
+        if not isinstance(session, AssistantSession):
+            return
+        headers = {"Content-Type": "application/json"}
+        if session.authorization:
+            headers["Authorization"] = session.authorization
+        try:
+            response = await js.fetch(
+                self.api_origin + request.path,
+                _js(
+                    {
+                        "method": "POST",
+                        "headers": headers,
+                        "body": request.body,
+                        "signal": js.AbortSignal.timeout(ACTION_TIMEOUT_MS),
+                    }
+                ),
+            )
+            status = int(response.status)
+            text = str(await response.text())
+        except JsException as error:
+            code = "timeout" if error.name == "TimeoutError" else "unreachable"
+            self._run(session.on_action_failed(request.action_id, request.step, code))
+            return
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = {}
+        answer = body if isinstance(body, dict) else {}
+        self._run(session.on_action_answer(request.action_id, request.step, status, answer))
 
     def _arm_timer(self) -> None:
         session = self.session

@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 # NO_STORE: live business data, where a cached answer would defeat the re-check on
 # every read. SALES_UNITS: the units of the sales columns.
 from pagecontext.confirmations import ConfirmationRegistry
+from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
 from pagecontext.server.data import create_demo_db, query_sales
@@ -70,6 +71,8 @@ SANDBOX_TEMPLATE_TOKEN: Final = "{{PANEL_SANDBOX}}"
 PANEL_TEMPLATE_TOKEN: Final = "{{PANEL}}"
 # Replaced by the agent URL, escaped for a JSON string inside a <script> element.
 AGENT_URL_TEMPLATE_TOKEN: Final = "{{AGENT_URL}}"
+# Replaced by the signed-in demo user's Authorization header value, escaped the same way.
+AUTHORIZATION_TEMPLATE_TOKEN: Final = "{{AUTHORIZATION}}"
 DEFAULT_AGENT_PATH: Final = "/agent"
 
 
@@ -80,6 +83,7 @@ class ServerConfig:
     `build_dir` defaults to ``root / "build"`` and `db_path` to
     ``build_dir / "demo.db"``. `agent_url` points the assistant at an external AG-UI
     agent; None means the built-in one at ``/agent`` on the assistant origin.
+    `demo_user` is the demo user the assistant acts for (``access.DEMO_TOKENS``).
     """
 
     root: Path
@@ -92,6 +96,7 @@ class ServerConfig:
     bind_host: str
     sandboxed_panel: bool
     agent_url: str | None
+    demo_user: str
 
     def __init__(
         self,
@@ -106,7 +111,11 @@ class ServerConfig:
         bind_host: str = "127.0.0.1",
         sandboxed_panel: bool = False,
         agent_url: str | None = None,
+        demo_user: str = "ana",
     ) -> None:
+        if demo_user not in access.DEMO_TOKENS:
+            known = ", ".join(sorted(access.DEMO_TOKENS))
+            raise ValueError(f"unknown demo user {demo_user!r}: one of {known}")
         # A hand-written __init__ because the defaults of build_dir and db_path
         # derive from other fields, which dataclass defaults cannot express.
         build = build_dir if build_dir is not None else root / "build"
@@ -121,6 +130,7 @@ class ServerConfig:
             "bind_host": bind_host,
             "sandboxed_panel": sandboxed_panel,
             "agent_url": agent_url,
+            "demo_user": demo_user,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -139,6 +149,11 @@ class ServerConfig:
     def assistant_agent_url(self) -> str:
         """The agent URL the assistant calls: `agent_url`, or ``/agent`` (built in)."""
         return self.agent_url if self.agent_url is not None else DEFAULT_AGENT_PATH
+
+    @property
+    def authorization(self) -> str:
+        """The Authorization header value the assistant sends for `demo_user`."""
+        return f"Bearer {access.DEMO_TOKENS[self.demo_user]}"
 
     @property
     def site_dir(self) -> Path:
@@ -243,6 +258,7 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
         (ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)),
         (SANDBOX_TEMPLATE_TOKEN, sandbox),
         (AGENT_URL_TEMPLATE_TOKEN, _json_string_text(config.assistant_agent_url)),
+        (AUTHORIZATION_TEMPLATE_TOKEN, _json_string_text(config.authorization)),
     ):
         text = text.replace(token, value)
     return HTMLResponse(text, headers={"Cache-Control": NO_CACHE})

@@ -1,0 +1,165 @@
+"""A second, independent AG-UI agent for the browser suites, and a stall for a route.
+
+`ExternalAgent` is a small AG-UI server written against the `ag_ui` package alone (no
+pagecontext code): it answers `POST /agent` for one assistant origin (CORS), reads the
+pinned task from the run's context, and streams its answer with chunk events, the way
+third-party agents often do. The test controls it:
+
+- `gate`: while cleared, an answer waits before streaming (an answer "still running");
+- `mode`: "answer", "forbidden" (HTTP 403), "malformed" (a content event for a message
+  never started), or "no-cors" (no CORS headers: the browser cannot read it);
+- `inputs`: every `RunAgentInput` it received, in order.
+
+`Stall` holds POST requests to one path while armed, as a server that does not answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from ag_ui.core import (
+    RunAgentInput,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageChunkEvent,
+    ToolCallChunkEvent,
+)
+from ag_ui.encoder import EventEncoder
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+Mode = Literal["answer", "forbidden", "malformed", "no-cors"]
+# How often a held request looks at its gate again (server side).
+_POLL_SECONDS = 0.02
+
+
+async def _wait(gate: threading.Event) -> None:
+    while not gate.is_set():
+        await asyncio.sleep(_POLL_SECONDS)
+
+
+class ExternalAgent:
+    """The test's own AG-UI agent for one assistant origin."""
+
+    def __init__(self, assistant_origin: str) -> None:
+        self.assistant_origin = assistant_origin
+        self.mode: Mode = "answer"
+        self.gate = threading.Event()
+        self.gate.set()
+        self.inputs: list[RunAgentInput] = []
+
+    def reset(self) -> None:
+        self.mode = "answer"
+        self.gate.set()
+        self.inputs.clear()
+
+    def _cors(self) -> dict[str, str]:
+        if self.mode == "no-cors":
+            return {}
+        return {
+            "Access-Control-Allow-Origin": self.assistant_origin,
+            "Access-Control-Allow-Methods": "POST",
+            "Access-Control-Allow-Headers": "Content-Type",
+            "Vary": "Origin",
+        }
+
+    async def preflight(self, _request: Request) -> Response:
+        return Response(status_code=204, headers=self._cors())
+
+    async def run(self, request: Request) -> Response:
+        run_input = RunAgentInput.model_validate_json(await request.body())
+        self.inputs.append(run_input)
+        if self.mode == "forbidden":
+            return JSONResponse({"error": "forbidden"}, status_code=403, headers=self._cors())
+        encoder = EventEncoder()
+        return StreamingResponse(
+            self._events(run_input, encoder),
+            media_type=encoder.get_content_type(),
+            headers=self._cors(),
+        )
+
+    async def _events(self, run_input: RunAgentInput, encoder: EventEncoder) -> AsyncIterator[str]:
+        thread, run = run_input.thread_id, run_input.run_id
+        yield encoder.encode(RunStartedEvent(thread_id=thread, run_id=run))
+        if self.mode == "malformed":
+            orphan = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "never-started", "delta": "x"}
+            yield f"data: {json.dumps(orphan)}\n\n"
+            return
+        await _wait(self.gate)
+        task = next(
+            (json.loads(c.value) for c in run_input.context if c.description == "pagecontext.task"),
+            None,
+        )
+        if task is None:
+            text = "External agent: no selection was pinned to this question."
+        else:
+            text = (
+                f"External agent: about {task['resourceRef']}, "
+                f"as you saw it at {task['observedAt']}."
+            )
+        for part in (text[: len(text) // 2], text[len(text) // 2 :]):
+            yield encoder.encode(
+                TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta=part)
+            )
+        if task is not None:
+            arguments = {
+                "componentId": task["componentId"],
+                "resourceRef": task["resourceRef"],
+                "tone": "focus",
+            }
+            yield encoder.encode(
+                ToolCallChunkEvent(
+                    tool_call_id=f"{run}-c",
+                    tool_call_name="highlight",
+                    parent_message_id=f"{run}-m",
+                    delta=json.dumps(arguments),
+                )
+            )
+        yield encoder.encode(RunFinishedEvent(thread_id=thread, run_id=run))
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/agent", self.run, methods=["POST"]),
+                Route("/agent", self.preflight, methods=["OPTIONS"]),
+            ]
+        )
+
+
+class Stall:
+    """ASGI middleware: while `armed` is set, POST requests to `path` wait until it is
+    cleared, then go on (the server acts late; the client may have given up)."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.path = path
+        self.armed = threading.Event()
+        self._released = threading.Event()
+        self._released.set()
+        self.held = 0
+
+    def arm(self) -> None:
+        self._released.clear()
+        self.armed.set()
+
+    def release(self) -> None:
+        self.armed.clear()
+        self._released.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == self.path
+            and scope["method"] == "POST"
+            and self.armed.is_set()
+        ):
+            self.held += 1
+            await _wait(self._released)
+        await self.app(scope, receive, send)

@@ -1,0 +1,228 @@
+"""The assistant answers in real frames: the built-in agent over AG-UI, an external
+agent set with --agent-url, tasks pinned while an answer runs, revocation, live values
+against the snapshot, the business action confirmed by the user, and failures shown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .agents import ExternalAgent
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import OTHER_ROW, ROW, admin, ask, html, panel, select_and_ask
+
+QUESTION = "Why is this row so high?"
+# The business layer's deadline, and a margin for a loaded machine.
+ACTION_TIMEOUT_MS = 10_000 + STEP_TIMEOUT_MS
+
+
+@pytest.fixture
+def agent_demo(page: Page, agent_origins: Origins) -> Iterator[tuple[Page, ExternalAgent]]:
+    """The demo whose assistant calls the test's external AG-UI agent."""
+    agent = agent_origins.agent
+    assert agent is not None
+    agent.reset()
+    page.goto(agent_origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    yield page, agent
+    agent.reset()
+
+
+# --- the built-in agent -----------------------------------------------------------------
+
+
+def test_the_answer_streams_in_explains_the_row_and_highlights_it(demo: Page) -> None:
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    answer = ask(assistant, QUESTION)
+    text = answer.locator("[data-pc-answer-text]")
+    expect(text).to_contain_text(f"About {ROW} (North, 2026-03)")
+    expect(text).to_contain_text("North sold 4,231 units in 2026-03, 2.94 times its average")
+    expect(answer).to_have_attribute("data-pc-answer-about", ROW)
+    # The agent's highlight tool calls became commands, applied on the page.
+    commands = assistant.locator('[data-pc-log-kind="command"]')
+    expect(commands).to_have_count(3)
+    for index in range(3):
+        expect(commands.nth(index)).to_have_attribute(
+            "data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS
+        )
+    expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "data-pc-highlight", "focus"
+    )
+    related = demo.locator('[data-pc-highlight="related"]')
+    expect(related).to_have_count(2)
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+
+
+@pytest.mark.scenario(5)
+def test_after_a_revoke_the_answer_says_access_revoked_without_the_snapshot(
+    demo: Page, origins: Origins
+) -> None:
+    """Scenario 5: access revoked on the server after the selection was made."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    admin(origins, "DELETE", "/admin/grants", {"user": "ana", "region": "North"})
+    try:
+        answer = ask(assistant, QUESTION)
+    finally:
+        admin(origins, "POST", "/admin/grants", {"user": "ana", "region": "North"})
+    text = answer.locator("[data-pc-answer-text]")
+    expect(text).to_contain_text(f"Access denied: I could not read {ROW}")
+    expect(text).to_contain_text("revoked")
+    expect(text).not_to_contain_text("4,231")
+    expect(text).not_to_contain_text("4231")
+    expect(assistant.locator('[data-pc-log-kind="command"]')).to_have_count(0)
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+
+
+@pytest.mark.scenario(7)
+def test_a_value_changed_on_the_server_is_stated_with_both_times(
+    demo: Page, origins: Origins
+) -> None:
+    """Scenario 7: the answer states what the user saw and the live value, with when."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    observed_at = (chip.locator(".pc-chip-meta").text_content() or "").split("seen ")[1]
+    observed_at = observed_at.split(" ")[0]
+    admin(origins, "POST", f"/admin/sales/{ROW}", {"unitsSold": 5000})
+    try:
+        answer = ask(assistant, QUESTION)
+    finally:
+        admin(origins, "POST", f"/admin/sales/{ROW}", {"unitsSold": 4231})
+    text = answer.locator("[data-pc-answer-text]")
+    expect(text).to_contain_text(f"You saw 4,231 units at {observed_at}; the live value read at ")
+    expect(text).to_contain_text("is 5,000 units")
+    expect(text).to_contain_text("I use the live values")
+
+
+@pytest.mark.scenario(8)
+def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
+    demo: Page, origins: Origins
+) -> None:
+    """Scenario 8: the highlights are applied and nothing is written; the flag happens
+    only when the user confirms, and shows success only from the server's answer."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    ask(assistant, QUESTION)
+    proposal = assistant.locator('[data-pc-log-kind="action"]')
+    expect(proposal).to_have_attribute("data-pc-action-state", "proposed")
+    expect(proposal).to_have_attribute("data-pc-action-ref", ROW)
+    expect(assistant.locator('[data-pc-log-status="applied"]')).to_have_count(3)
+    assert admin(origins, "GET", "/admin/flags")["flags"] == []
+
+    proposal.get_by_role("button", name="Flag for review").click()
+    expect(proposal).to_have_attribute("data-pc-action-state", "applied", timeout=STEP_TIMEOUT_MS)
+    flags = admin(origins, "GET", "/admin/flags")["flags"]
+    assert isinstance(flags, list)
+    [flag] = [f for f in flags if isinstance(f, dict) and f["ref"] == ROW]
+    assert flag["user"] == "ana"
+    expect(proposal.locator("[data-pc-action-status]")).to_contain_text(f"flag {flag['id']}")
+
+
+@pytest.mark.scenario(8)
+def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
+    demo: Page, origins: Origins
+) -> None:
+    """Scenario 8: no answer from the action API shows `unconfirmed`."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    ask(assistant, QUESTION)
+    proposal = assistant.locator('[data-pc-log-kind="action"]')
+    origins.flag_stall.arm()
+    try:
+        proposal.get_by_role("button", name="Flag for review").click()
+        expect(proposal).to_have_attribute("data-pc-action-state", "pending")
+        expect(proposal).to_have_attribute(
+            "data-pc-action-state", "unconfirmed", timeout=ACTION_TIMEOUT_MS
+        )
+        assert origins.flag_stall.held == 1
+    finally:
+        origins.flag_stall.release()
+    expect(proposal.locator("[data-pc-action-status]")).to_contain_text("may or may not")
+
+
+def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    ask(assistant, QUESTION)
+    proposals = assistant.locator('[data-pc-log-kind="action"]')
+    expect(proposals).to_have_attribute("data-pc-action-state", "proposed")
+    before = admin(origins, "GET", "/admin/flags")["flags"]
+    proposals.get_by_role("button", name="Not now").click()
+    expect(proposals).to_have_attribute("data-pc-action-state", "declined", timeout=STEP_TIMEOUT_MS)
+    assert admin(origins, "GET", "/admin/flags")["flags"] == before
+
+
+# --- an external AG-UI agent (--agent-url) ------------------------------------------------
+
+
+@pytest.mark.scenario(6)
+def test_a_selection_while_the_answer_runs_never_retargets_it(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """Scenario 6 against the external agent: ask about A, select B while the answer is
+    still running; the answer and its highlight stay on A; B goes with the next question."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "true")
+    expect(assistant.get_by_role("button", name="Send")).to_be_disabled()
+    select_and_ask(demo, OTHER_ROW)
+    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
+        timeout=STEP_TIMEOUT_MS
+    )
+    agent.gate.set()
+    expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
+    expect(answer.locator("[data-pc-answer-text]")).to_contain_text(f"External agent: about {ROW}")
+    expect(demo.locator('[data-pc-highlight="focus"]')).to_have_attribute(
+        "data-pc-resource-ref", ROW, timeout=STEP_TIMEOUT_MS
+    )
+    expect(demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')).not_to_have_attribute(
+        "data-pc-highlight", "focus"
+    )
+    ask(assistant, "And this one?")
+    tasks = [
+        next(c.value for c in run.context if c.description == "pagecontext.task")
+        for run in agent.inputs
+    ]
+    assert [ROW in tasks[0], OTHER_ROW in tasks[1]] == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("mode", "error", "shown"),
+    [
+        ("forbidden", "http-403", "HTTP 403"),
+        ("malformed", "malformed-stream", "broke the protocol"),
+        ("no-cors", "agent-unreachable", "could not reach its agent"),
+    ],
+)
+def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
+    agent_demo: tuple[Page, ExternalAgent], mode: str, error: str, shown: str
+) -> None:
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    first = ask(assistant, QUESTION)
+    expect(first.locator("[data-pc-answer-text]")).to_contain_text("External agent")
+    agent.mode = mode  # type: ignore[assignment]  # one of the modes above
+    failed = ask(assistant, "And now?", until="failed")
+    expect(failed.locator("[data-pc-answer-error]")).to_have_attribute(
+        "data-pc-answer-error", error
+    )
+    expect(failed.locator("[role=alert]")).to_contain_text(shown)
+    # Nothing already in the conversation is lost, and the user can ask again.
+    expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(2)
+    expect(first).to_have_attribute("data-pc-answer-state", "done")
+    agent.mode = "answer"
+    ask(assistant, "Once more?")
