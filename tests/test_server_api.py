@@ -262,6 +262,25 @@ def test_admin_refuses_any_request_with_an_origin_header(api: TestClient, origin
     assert api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA).json()["row"]["unitsSold"] == 4231
 
 
+def test_admin_lists_flags_to_loopback_clients_only_and_never_to_a_browser(
+    api: TestClient,
+) -> None:
+    """A same-origin GET from a page carries no Origin, but it carries Sec-Fetch-Site."""
+    json_type = {"Content-Type": "application/json"}
+    assert api.get("/admin/flags", headers=json_type).json() == {"flags": []}
+    token = confirm(api)
+    flagged = api.post(
+        "/api/actions/flag",
+        json={"ref": NORTH_MARCH, "taskId": "task-1", "confirmationToken": token},
+        headers=ANA,
+    )
+    assert flagged.status_code == 201
+    [flag] = api.get("/admin/flags", headers=json_type).json()["flags"]
+    assert (flag["ref"], flag["user"], flag["taskId"]) == (NORTH_MARCH, "ana", "task-1")
+    page = api.get("/admin/flags", headers={**json_type, "Sec-Fetch-Site": "same-origin"})
+    assert (page.status_code, page.json()["reason"]) == (403, "browser-request")
+
+
 # --- the flag action ------------------------------------------------------------------------
 
 

@@ -303,9 +303,15 @@ class _Api:
 
 
 def _admin_refusal(request: Request) -> JSONResponse | None:
-    """A 403 unless the request comes from loopback without an Origin header, else None."""
+    """A 403 unless the request comes from loopback and not from a browser, else None.
+
+    Browsers send `Origin` on every cross-origin request and on same-origin POST and
+    DELETE, and `Sec-Fetch-Site` on every request, same-origin GET included.
+    """
     if "origin" in request.headers:
         return _error(403, "forbidden", "origin-header", "the admin API is not for web pages")
+    if "sec-fetch-site" in request.headers:
+        return _error(403, "forbidden", "browser-request", "the admin API is not for web pages")
     host = request.client.host if request.client is not None else ""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
