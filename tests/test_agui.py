@@ -73,10 +73,18 @@ def test_page_tools_are_highlight_locate_refresh_with_generated_schemas() -> Non
     assert highlight["properties"]["tone"]["enum"] == ["focus", "related"]
 
 
-def test_assistant_tools_add_the_business_tool_last() -> None:
-    """The assistant also offers flag_for_review, whose schema needs only resourceRef."""
+def test_assistant_tools_add_the_context_tools_and_the_business_tool_last() -> None:
+    """The assistant also offers the context tools, then flag_for_review, whose schema
+    needs only resourceRef."""
     tools = agui.assistant_tools()
-    assert [tool.name for tool in tools] == ["highlight", "locate", "refresh", "flag_for_review"]
+    assert [tool.name for tool in tools] == [
+        "highlight",
+        "locate",
+        "refresh",
+        "get_context_item",
+        "list_context_items",
+        "flag_for_review",
+    ]
     assert tools[-1].parameters == FlagForReviewArgs.model_json_schema(by_alias=True)
     assert tools[-1].parameters["required"] == ["resourceRef"]
 
@@ -149,6 +157,7 @@ def test_tool_call_becomes_the_page_command(
         ("locate", '{"componentId": 1, "resourceRef": "r"}', "invalid-arguments"),
         ("refresh", '{"componentId": ""}', "invalid-arguments"),
         ("flag_for_review", '{"resourceRef": "r"}', "business-tool"),
+        ("get_context_item", '{"key": "k"}', "context-tool"),
     ],
 )
 def test_bad_tool_calls_are_refused_with_a_reason(name: str, arguments: str, reason: str) -> None:

@@ -16,10 +16,12 @@ from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from starlette.testclient import TestClient
 
 from pagecontext import agui
+from pagecontext.block import parse_block
+from pagecontext.selection_items import REFERENCE_TYPE, SNAPSHOT_TYPE
 from pagecontext.server import access
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import query_sales
-from pagecontext.session import ActionRequest, Effect, StartRun
+from pagecontext.session import MAX_FOLLOW_UPS, ActionRequest, Effect, StartRun
 from pagecontext.testing import ChannelPair
 
 NORTH_MARCH = "sales-2026-03-north"
@@ -143,6 +145,8 @@ def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
         "highlight",
         "locate",
         "refresh",
+        "get_context_item",
+        "list_context_items",
         "flag_for_review",
     ]
     [message] = run_input.messages
@@ -412,3 +416,98 @@ def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path
     pair.assistant.confirm_action(proposal["id"])
     pair.assistant.on_action_failed(proposal["id"], "confirm", "timeout")
     assert layers(pair, proposal["id"]) == {"received": "unconfirmed", "business": "unconfirmed"}
+
+
+# --- the context tools: what the budget elided, on request -----------------------------------
+
+
+def context_calls(pair: ChannelPair, run_id: str, calls: list[tuple[str, dict[str, str]]]) -> str:
+    """An agent stream that makes these context tool calls, then finishes."""
+    run = {"threadId": pair.assistant.conversation_id, "runId": run_id}
+    events: list[dict[str, object]] = [{"type": "RUN_STARTED", **run}]
+    for index, (name, arguments) in enumerate(calls):
+        call_id = f"{run_id}-c{index}"
+        events += [
+            {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments)},
+            {"type": "TOOL_CALL_END", "toolCallId": call_id},
+        ]
+    events.append({"type": "RUN_FINISHED", **run})
+    return "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+
+
+def test_context_tools_are_answered_by_the_assistant_in_a_follow_up_run(
+    origins: Origins, db: Path
+) -> None:
+    """get_context_item and list_context_items (named by the budget's elision markers)
+    are answered from the items in play, redacted, as untrusted data; the agent gets the
+    results in a run the assistant starts on its own."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    key = pair.assistant.composer.chips()[0].key
+    start = ask(pair)
+    text = context_calls(
+        pair,
+        start.run_id,
+        [
+            ("get_context_item", {"key": key}),
+            ("list_context_items", {}),
+            ("get_context_item", {"key": "nope"}),
+        ],
+    )
+    effects = pair.assistant.on_agent_text(start.run_id, text)
+    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
+    run_input = RunAgentInput.model_validate_json(follow_up.body)
+    results = [m for m in run_input.messages if isinstance(m, ToolMessage)]
+    got, listed, missing = (str(m.content) for m in results)
+    whole = parse_block(got)
+    assert [(line["type"], line["key"]) for line in whole] == [
+        (REFERENCE_TYPE, key),
+        (SNAPSHOT_TYPE, key),
+    ]
+    assert '"unitsSold": {"unit": "units", "value": 4231}' in json.dumps(whole[1], sort_keys=True)
+    assert [(line["type"], line["key"]) for line in parse_block(listed)] == [
+        (REFERENCE_TYPE, key),
+        (SNAPSHOT_TYPE, key),
+    ]
+    assert all("value" not in line for line in parse_block(listed))
+    assert json.loads(missing) == {"status": "not-found", "key": "nope"}
+    assert pair.sent_by("assistant", "command") == []
+    # The follow-up is pinned to the same task.
+    task = agui.read_task_context(run_input)
+    assert task is not None
+    assert task.resource_ref == NORTH_MARCH
+
+
+def test_a_dismissed_item_is_never_given_to_a_context_tool(origins: Origins, db: Path) -> None:
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    key = pair.assistant.composer.chips()[0].key
+    pair.assistant.remove_chip(key)
+    pair.assistant.restore_chips()
+    pair.assistant.remove_chip(key)
+    start = ask(pair)
+    effects = pair.assistant.on_agent_text(
+        start.run_id, context_calls(pair, start.run_id, [("get_context_item", {"key": key})])
+    )
+    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
+    [result] = [
+        m
+        for m in RunAgentInput.model_validate_json(follow_up.body).messages
+        if isinstance(m, ToolMessage)
+    ]
+    assert json.loads(str(result.content)) == {"status": "not-found", "key": key}
+
+
+def test_follow_up_runs_are_bounded(origins: Origins, db: Path) -> None:
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start: StartRun | None = ask(pair)
+    runs = 0
+    while start is not None:
+        runs += 1
+        text = context_calls(pair, start.run_id, [("list_context_items", {})])
+        effects = pair.assistant.on_agent_text(start.run_id, text)
+        start = next((effect for effect in effects if isinstance(effect, StartRun)), None)
+    assert runs == 1 + MAX_FOLLOW_UPS
+    assert pair.assistant.answering is None

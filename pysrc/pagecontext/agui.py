@@ -2,11 +2,14 @@
 
 This module owns what the assistant and an AG-UI agent agree on:
 
-- the page's UI tools (`highlight`, `locate`, `refresh`) and the one business tool
-  (`flag_for_review`) as AG-UI `Tool`s, their JSON Schemas generated from the pydantic
-  models below, and the mapping of a tool call (name + JSON arguments) to the page
-  command it stands for (`tool_call_command`) or to a business proposal that the user
-  must confirm (`business_proposal`): a business tool never becomes a page command;
+- the page's UI tools (`highlight`, `locate`, `refresh`), the assistant's context tools
+  (`get_context_item`, `list_context_items`: what the budget elided, answered by the
+  assistant itself) and the one business tool (`flag_for_review`) as AG-UI `Tool`s,
+  their JSON Schemas generated from the pydantic models below, and the mapping of a
+  tool call (name + JSON arguments) to the page command it stands for
+  (`tool_call_command`), to a business proposal that the user must confirm
+  (`business_proposal`), or to the context it asks for (`context_tool_call`): a
+  business tool never becomes a page command;
 - `build_run_input`, which composes a `RunAgentInput` (threadId = conversationId);
 - the pinned task's convention: one context entry described `pagecontext.task` holding
   `TaskContext` as JSON, and the user's bearer token in `forwardedProps.authorization`;
@@ -66,15 +69,21 @@ from pagecontext.store import ContextEntry
 __all__ = [
     "AUTHORIZATION_PROP",
     "BUSINESS_TOOL_NAMES",
+    "CONTEXT_TOOL_NAMES",
     "DEFAULT_MAX_IDS",
     "FLAG_TOOL",
+    "GET_CONTEXT_TOOL",
+    "LIST_CONTEXT_TOOL",
     "PAGE_TOOL_NAMES",
     "TASK_CONTEXT_DESCRIPTION",
     "BusinessProposal",
+    "ContextToolCall",
     "EventSequenceError",
     "EventSequenceVerifier",
     "FlagForReviewArgs",
+    "GetContextItemArgs",
     "HighlightArgs",
+    "ListContextItemsArgs",
     "LocateArgs",
     "PageCommandCall",
     "RefreshArgs",
@@ -84,6 +93,7 @@ __all__ = [
     "assistant_tools",
     "build_run_input",
     "business_proposal",
+    "context_tool_call",
     "page_tools",
     "parse_event",
     "read_authorization",
@@ -97,6 +107,10 @@ AUTHORIZATION_PROP: Final = "authorization"
 FLAG_TOOL: Final = "flag_for_review"
 PAGE_TOOL_NAMES: Final = ("highlight", "locate", "refresh")
 BUSINESS_TOOL_NAMES: Final = (FLAG_TOOL,)
+# The budget's elision markers name these (pagecontext.budget.Budget).
+GET_CONTEXT_TOOL: Final = "get_context_item"
+LIST_CONTEXT_TOOL: Final = "list_context_items"
+CONTEXT_TOOL_NAMES: Final = (GET_CONTEXT_TOOL, LIST_CONTEXT_TOOL)
 
 _MAX_ID_CHARS: Final = 256
 _MAX_NOTE_CHARS: Final = 500
@@ -143,10 +157,30 @@ class FlagForReviewArgs(_ToolArgs):
     )
 
 
+class GetContextItemArgs(_ToolArgs):
+    """Arguments of `get_context_item`: one item of the context, whole."""
+
+    key: _Id = Field(description="The item's key, as its line or an elision marker names it.")
+
+
+class ListContextItemsArgs(_ToolArgs):
+    """`list_context_items` takes no arguments."""
+
+
 _TOOL_DESCRIPTIONS: Final[Mapping[str, tuple[type[_ToolArgs], str]]] = {
     "highlight": (HighlightArgs, "Highlight an object on the user's page."),
     "locate": (LocateArgs, "Scroll an object on the user's page into view and focus it."),
     "refresh": (RefreshArgs, "Ask a component of the user's page to reload its data."),
+    GET_CONTEXT_TOOL: (
+        GetContextItemArgs,
+        "Fetch one context item in full (redacted as always), when the data block elided "
+        "parts of it. The result comes with the next turn.",
+    ),
+    LIST_CONTEXT_TOOL: (
+        ListContextItemsArgs,
+        "List the context items in play (type, key, label), when the data block left some "
+        "out. The result comes with the next turn.",
+    ),
     FLAG_TOOL: (
         FlagForReviewArgs,
         "Propose flagging a row for review. A business action: the assistant asks the "
@@ -159,7 +193,8 @@ class ToolCallError(PagecontextError):
     """A tool call from the agent cannot be used.
 
     `reason`: "unknown-tool", "business-tool" (a business tool is never a page
-    command), "ui-tool" (a UI tool is not a business proposal), "malformed-arguments"
+    command), "context-tool" (answered by the assistant, not the page), "ui-tool" (a
+    UI tool is not a business proposal), "not-a-context-tool", "malformed-arguments"
     (not a JSON object) or "invalid-arguments" (missing, extra or wrongly typed).
     """
 
@@ -181,6 +216,14 @@ class PageCommandCall:
     action: Literal["highlight", "locate", "refresh"]
     target: Target
     params: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContextToolCall:
+    """A context tool call: the assistant answers it from the context in play."""
+
+    name: Literal["get_context_item", "list_context_items"]
+    key: str | None
 
 
 @dataclass(frozen=True)
@@ -209,8 +252,9 @@ def page_tools() -> list[Tool]:
 
 
 def assistant_tools() -> list[Tool]:
-    """Return every tool the assistant offers an agent: the UI tools, then the business tool."""
-    return [_tool(name) for name in (*PAGE_TOOL_NAMES, *BUSINESS_TOOL_NAMES)]
+    """Return every tool the assistant offers an agent: the UI tools, the context tools,
+    then the business tool."""
+    return [_tool(name) for name in (*PAGE_TOOL_NAMES, *CONTEXT_TOOL_NAMES, *BUSINESS_TOOL_NAMES)]
 
 
 def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
@@ -248,7 +292,22 @@ def tool_call_command(name: str, arguments: str) -> PageCommandCall:
         return PageCommandCall("locate", target)
     if isinstance(args, RefreshArgs):
         return PageCommandCall("refresh", Target(component_id=args.component_id))
+    if isinstance(args, GetContextItemArgs | ListContextItemsArgs):
+        raise ToolCallError(name, "context-tool", "answered by the assistant, not the page")
     raise ToolCallError(name, "business-tool", "confirmed by the user, never a page command")
+
+
+def context_tool_call(name: str, arguments: str) -> ContextToolCall:
+    """Return what a context tool call asks for.
+
+    Raises ToolCallError for any other tool or for bad arguments, as `tool_call_command`.
+    """
+    args = _parse_arguments(name, arguments)
+    if isinstance(args, GetContextItemArgs):
+        return ContextToolCall("get_context_item", args.key)
+    if isinstance(args, ListContextItemsArgs):
+        return ContextToolCall("list_context_items", None)
+    raise ToolCallError(name, "not-a-context-tool")
 
 
 def business_proposal(name: str, arguments: str) -> BusinessProposal:

@@ -19,10 +19,12 @@ sent there (found in the log, which a reload restores) is not sent again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
+from pagecontext.agui import ContextToolCall
 from pagecontext.block import TRUSTED_TAG
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
 from pagecontext.dedup import SentItems
@@ -72,6 +74,7 @@ STANDING_INSTRUCTIONS: Final = (
         **{name: name for name in NAMED_TOOLS},
     ),
 )
+_NOTHING: Final = json.dumps({"status": "empty", "items": []})
 # Where a receipt is still pending when the log is saved, nobody will answer it after a
 # reload: it is shown as unconfirmed, never as success.
 _PENDING: Final = "pending"
@@ -213,6 +216,28 @@ class Composer:
         )
         return text
 
+    # -- the context tools: what the budget elided, on request --------------------------
+
+    def context_result(self, call: ContextToolCall) -> str:
+        """Answer a context tool call from the items in play now, redacted as always.
+
+        `get_context_item` gives the item whose key is asked for, whole within the
+        per-item budget, in an untrusted block; `list_context_items` gives every item's
+        type, key and label. A dismissed item is not in play: it is never given.
+        """
+        items = redact_items(list(self._registry.view().items), self._schemas)
+        if call.name == "list_context_items":
+            listed = [ContextItem(type=i.type, key=i.key, label=i.label) for i in items]
+            return fit_block([], listed, self._budget) if listed else _NOTHING
+        found = [item for item in items if item.key == call.key]
+        if not found:
+            return json.dumps({"status": "not-found", "key": call.key})
+        whole = Budget(
+            per_item_chars=self._budget.per_item_chars,
+            total_chars=max(self._budget.total_chars, self._budget.per_item_chars * 2),
+        )
+        return fit_block([], found, whole)
+
     # -- commands in the log ----------------------------------------------------------
 
     def record_command(
@@ -284,14 +309,24 @@ class Composer:
         self.log_version += 1
 
     def answer_tool_call(
-        self, run_id: str, call_id: str, name: str, arguments: str, refused: str | None
+        self,
+        run_id: str,
+        call_id: str,
+        name: str,
+        arguments: str,
+        *,
+        refused: str | None = None,
+        result: str | None = None,
     ) -> None:
-        """Record a tool call of the answer; `refused` says why it was not carried out."""
+        """Record a tool call of the answer: `refused` says why it was not carried out,
+        `result` is the answer to a call the assistant answered itself."""
         calls = self.entry(run_id)["toolCalls"]
         assert isinstance(calls, list)
         call: dict[str, JsonValue] = {"id": call_id, "name": name, "arguments": arguments}
         if refused is not None:
             call["refused"] = refused
+        if result is not None:
+            call["result"] = result
         calls.append(call)
         self.log_version += 1
 

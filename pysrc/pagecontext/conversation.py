@@ -9,7 +9,8 @@ becomes the `messages` of a `RunAgentInput`:
 - each of those tool calls is followed by a tool message, its result: the receipt of
   the page command it became (the `ui` layer once settled, else `received`), the state
   of the business action it proposed (the user's decision, then the server's answer),
-  or why the assistant refused it. So the receipts reach the agent as tool results.
+  the context a context tool asked for, or why the assistant refused it. So the
+  receipts reach the agent as tool results.
 
 Oldest entries are dropped first, a whole answer with its results at a time, to keep the
 messages within `max_chars`. Pure: reads the log, never changes it.
@@ -83,17 +84,15 @@ def _answer(
     ]
     for call in calls:
         call_id = str(call["id"])
-        if "refused" in call:
-            result: Mapping[str, JsonValue] = {"status": "rejected", "reason": call["refused"]}
+        if isinstance(call.get("result"), str):
+            content = str(call["result"])  # the assistant answered it (a context tool)
         else:
-            result = tool_result(results.get(call_id))
-        messages.append(
-            ToolMessage(
-                id=f"{call_id}-result",
-                tool_call_id=call_id,
-                content=json.dumps(result, separators=(",", ":"), sort_keys=True),
-            )
-        )
+            if "refused" in call:
+                result: Mapping[str, JsonValue] = {"status": "rejected", "reason": call["refused"]}
+            else:
+                result = tool_result(results.get(call_id))
+            content = json.dumps(result, separators=(",", ":"), sort_keys=True)
+        messages.append(ToolMessage(id=f"{call_id}-result", tool_call_id=call_id, content=content))
     return messages
 
 

@@ -32,11 +32,13 @@ from typing import Literal
 from pagecontext.agui import (
     AUTHORIZATION_PROP,
     BUSINESS_TOOL_NAMES,
+    CONTEXT_TOOL_NAMES,
     TaskContext,
     ToolCallError,
     assistant_tools,
     build_run_input,
     business_proposal,
+    context_tool_call,
     task_context_entry,
     tool_call_command,
 )
@@ -153,14 +155,24 @@ FLAG_PATH = "/api/actions/flag"
 _NO_CONNECTION = -1
 
 
-@dataclass(frozen=True)
+# Runs started on their own after an answer that asked for context, per question.
+MAX_FOLLOW_UPS = 3
+
+
+@dataclass
 class _Run:
-    """The run whose answer is streaming: the task it is pinned to, and its stream."""
+    """The run whose answer is streaming: the task it is pinned to, and its stream.
+
+    `follow_up` counts the runs before it for the same question; `wants_more` is set
+    when the agent called a context tool, whose result it gets in a follow-up run.
+    """
 
     run_id: str
     task: TaskContext | None
     page_instance_id: str | None
     stream: AnswerStream
+    follow_up: int = 0
+    wants_more: bool = False
 
 
 def _compact(value: Mapping[str, object]) -> str:
@@ -715,12 +727,19 @@ class AssistantSession:
                 snapshot=selection.snapshot or {},
             )
         self.composer.send(question, entry_id=question_id, at=at)
+        return self._start_run(task, pinned.page_instance_id if pinned is not None else None)
+
+    def _start_run(
+        self, task: TaskContext | None, page_instance_id: str | None, follow_up: int = 0
+    ) -> list[Effect]:
+        """Start a run for `task` with the conversation so far."""
         run_id = self._new_id()
         self._run = _Run(
             run_id,
             task,
-            pinned.page_instance_id if pinned is not None else None,
+            page_instance_id,
             AnswerStream(thread_id=self.conversation_id, run_id=run_id),
+            follow_up,
         )
         context = self.context_store.context_for(AGENT_ID)
         if task is not None:
@@ -778,17 +797,24 @@ class AssistantSession:
             else:
                 self.composer.answer_ended(run.run_id, update.code, update.message)
                 self._run = None
+                if update.ok and run.wants_more and run.follow_up < MAX_FOLLOW_UPS:
+                    # The agent asked for context: it gets the results in a new run.
+                    effects += self._start_run(run.task, run.page_instance_id, run.follow_up + 1)
         return [*effects, _STATE, _PERSIST] if updates else []
 
     def _tool_call(self, run: _Run, call: ToolCallMade) -> list[Effect]:
         """Carry out a tool call of the running answer, for the answer's pinned task."""
         task = run.task
         refused: str | None = None
+        result: str | None = None
         effects: list[Effect] = []
         try:
-            if task is None or run.page_instance_id is None:
+            if call.name in CONTEXT_TOOL_NAMES:
+                result = self.composer.context_result(context_tool_call(call.name, call.arguments))
+                run.wants_more = True
+            elif task is None or run.page_instance_id is None:
                 raise ToolCallError(call.name, "no-task", "the question had no pinned selection")
-            if call.name in BUSINESS_TOOL_NAMES:
+            elif call.name in BUSINESS_TOOL_NAMES:
                 proposal = business_proposal(call.name, call.arguments)
                 self.composer.record_action(
                     call.call_id,
@@ -809,7 +835,9 @@ class AssistantSession:
                 )
         except ToolCallError as error:
             refused = error.reason
-        self.composer.answer_tool_call(run.run_id, call.call_id, call.name, call.arguments, refused)
+        self.composer.answer_tool_call(
+            run.run_id, call.call_id, call.name, call.arguments, refused=refused, result=result
+        )
         return effects
 
     def _send_command(
