@@ -511,3 +511,26 @@ def test_follow_up_runs_are_bounded(origins: Origins, db: Path) -> None:
         start = next((effect for effect in effects if isinstance(effect, StartRun)), None)
     assert runs == 1 + MAX_FOLLOW_UPS
     assert pair.assistant.answering is None
+
+
+def test_the_context_stores_readables_reach_the_run_once_each_and_scoped(
+    origins: Origins, db: Path
+) -> None:
+    """Readables in the store go into the run's `context`, each serialized once, before
+    the task; one scoped to no agent, or posing as the task, is left out."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    store = pair.assistant.context_store
+    store.set("Sales glossary", {"unitsSold": "units shipped in the month"})
+    store.set_document("Pricing policy", title="Pricing", content="List prices apply.")
+    store.set("Hidden", "for nobody", agents=[])
+    store.set(agui.TASK_CONTEXT_DESCRIPTION, "{}")
+    run_input = RunAgentInput.model_validate_json(ask(pair).body)
+    assert [(c.description, c.value) for c in run_input.context][:2] == [
+        ("Sales glossary", '{"unitsSold":"units shipped in the month"}'),
+        ("Pricing policy", '{"title":"Pricing","content":"List prices apply."}'),
+    ]
+    assert [c.description for c in run_input.context][2:] == [agui.TASK_CONTEXT_DESCRIPTION]
+    task = agui.read_task_context(run_input)
+    assert task is not None
+    assert task.resource_ref == NORTH_MARCH

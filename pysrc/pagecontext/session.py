@@ -33,6 +33,7 @@ from pagecontext.agui import (
     AUTHORIZATION_PROP,
     BUSINESS_TOOL_NAMES,
     CONTEXT_TOOL_NAMES,
+    TASK_CONTEXT_DESCRIPTION,
     TaskContext,
     ToolCallError,
     assistant_tools,
@@ -43,6 +44,7 @@ from pagecontext.agui import (
     tool_call_command,
 )
 from pagecontext.answers import AnswerStream, TextDelta, ToolCallMade, Update
+from pagecontext.budget import DEFAULT_BUDGET
 from pagecontext.composer import Composer
 from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
@@ -741,7 +743,13 @@ class AssistantSession:
             AnswerStream(thread_id=self.conversation_id, run_id=run_id),
             follow_up,
         )
-        context = self.context_store.context_for(AGENT_ID)
+        # The readables within the block's total budget; the task's description is the
+        # assistant's own, so a readable registered under it is left out.
+        context = [
+            entry
+            for entry in self.context_store.context_for(AGENT_ID, DEFAULT_BUDGET.total_chars)
+            if entry.description != TASK_CONTEXT_DESCRIPTION
+        ]
         if task is not None:
             context.append(task_context_entry(task))
         run_input = build_run_input(
