@@ -14,9 +14,10 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
+from starlette.testclient import TestClient
 
 from pagecontext.cli import find_repo_root, main
-from pagecontext.server.app import ServerConfig
+from pagecontext.server.app import ServerConfig, create_assistant_app
 from pagecontext.server.run import PortUnavailableError, free_port, start_in_thread
 
 PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
@@ -217,3 +218,20 @@ def test_a_bad_agent_url_is_a_usage_error(
     monkeypatch.setenv("PAGECONTEXT_AGENT_URL", "ftp://x")
     assert _served_config(root, monkeypatch, []) == (2, None)
     assert "PAGECONTEXT_AGENT_URL" in capsys.readouterr().err
+
+
+def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--root", str(root), "--user", "eve"])
+    assert exited.value.code == 2
+    with pytest.raises(ValueError, match="unknown demo user 'eve'"):
+        ServerConfig(root=root, demo_user="eve")
+
+
+def test_the_assistant_page_carries_the_demo_users_authorization(root: Path) -> None:
+    (root / "web").mkdir(exist_ok=True)
+    (root / "web" / "assistant.html").write_text('{"authorization": "{{AUTHORIZATION}}"}')
+    app = create_assistant_app(ServerConfig(root=root, demo_user="ben"))
+    with TestClient(app) as client:
+        text = client.get("/assistant.html").text
+    assert text == '{"authorization": "Bearer pc-demo-token-ben"}'
