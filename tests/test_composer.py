@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -10,6 +11,7 @@ import wire
 from pagecontext.block import extract_instructions, parse_block
 from pagecontext.composer import (
     MAX_LOG_ENTRIES,
+    MAX_SAVED_CHARS,
     NAMED_TOOLS,
     NO_TASK,
     STANDING_INSTRUCTIONS,
@@ -169,6 +171,25 @@ def test_the_log_is_bounded_and_garbage_in_saved_state_is_dropped() -> None:
     reloaded = Composer()
     reloaded.restore({"log": [1, {"kind": "question"}, {"kind": "x", "id": "a"}, *composer.log]})
     assert len(reloaded.log) == MAX_LOG_ENTRIES
+
+
+def test_the_saved_log_stays_within_its_size_and_keeps_the_latest_entries() -> None:
+    """Long answers would outgrow browser storage: the saved copy drops the oldest
+    entries first, and the log in memory keeps everything."""
+    composer = composer_with()
+    for index in range(30):
+        composer.send(f"q{index}", entry_id=f"q{index}", at="t")
+        composer.start_answer(f"r{index}", task_id=None, about=None)
+        composer.answer_text(f"r{index}", "x" * 60_000)
+    saved = composer.to_json()
+    log = saved["log"]
+    assert isinstance(log, list)
+    assert len(json.dumps(log)) <= MAX_SAVED_CHARS
+    assert log[-1]["id"] == "r29"
+    assert len(composer.log) == 60
+    reloaded = Composer()
+    reloaded.restore(saved)
+    assert [entry["id"] for entry in reloaded.log] == [entry["id"] for entry in log]
 
 
 @pytest.mark.parametrize("question", ["", "   ", "x" * 4001])

@@ -57,8 +57,10 @@ __all__ = [
 
 SELECTION_PROVIDER: Final = "selection"
 NO_TASK: Final = "no-context"
-# The log keeps the latest entries only, so saved state stays small.
+# The log keeps the latest entries only, so saved state stays small: at most this many,
+# and the saved copy within MAX_SAVED_CHARS of JSON (browser storage holds a few MB).
 MAX_LOG_ENTRIES: Final = 100
+MAX_SAVED_CHARS: Final = 1_000_000
 MAX_QUESTION_CHARS: Final = 4000
 
 # The tools the standing instructions name; each must be one the agent is given.
@@ -375,11 +377,19 @@ class Composer:
     # -- saved state ------------------------------------------------------------------
 
     def to_json(self) -> dict[str, JsonValue]:
-        """The dismissals and the log, for the assistant's saved state."""
-        return {
-            "dismissed": json_copy(self._registry.dismissals.to_json()),
-            "log": json_copy(self.log),
-        }
+        """The dismissals and the log, for the assistant's saved state. The oldest
+        entries are left out of it where the log's JSON would pass MAX_SAVED_CHARS."""
+        log = json_copy(self.log)
+        assert isinstance(log, list)
+        if len(json.dumps(log)) > MAX_SAVED_CHARS:
+            sizes = [len(json.dumps(entry)) + 2 for entry in log]
+            total = sum(sizes)
+            start = 0
+            while total > MAX_SAVED_CHARS and start < len(log) - 1:
+                total -= sizes[start]
+                start += 1
+            log = log[start:]
+        return {"dismissed": json_copy(self._registry.dismissals.to_json()), "log": log}
 
     def restore(self, saved: Mapping[str, object]) -> None:
         """Restore what `to_json` saved. Pending receipts become unconfirmed: the page
