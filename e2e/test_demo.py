@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, open_workbench, panel, select_and_ask
+from .helpers import ROW, ask, open_workbench, panel, select_and_ask, show_and_expect
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -58,6 +58,28 @@ def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     expect(highlighted).to_have_attribute("data-pc-resource-ref", ROW)
     expect(highlighted).to_have_attribute("data-pc-highlight", "focus")
     expect(highlighted).to_be_focused()
+
+
+def test_the_workbench_gets_its_childs_context_and_commands_it_with_receipts(
+    page: Page, origins: Origins
+) -> None:
+    """The other topology: the assistant embeds the business page. The child's selection
+    reaches the workbench's chip; Show me and the agent's highlights are applied in the
+    child, each with its receipt."""
+    child = open_workbench(page, origins)
+    select_and_ask(child, ROW)
+    chip = page.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1")
+    show_and_expect(page, "applied")
+    focus = child.locator('[data-pc-highlight="focus"]')
+    expect(focus).to_have_attribute("data-pc-resource-ref", ROW)
+    answer = ask(page, "Why is this row so high?")
+    expect(answer).to_have_attribute("data-pc-answer-about", ROW)
+    expect(child.locator('[data-pc-highlight="related"]')).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    expect(
+        page.locator('[data-pc-log-kind="command"][data-pc-log-status="applied"]')
+    ).to_have_count(5, timeout=STEP_TIMEOUT_MS)
 
 
 def test_selection_made_while_python_boots_is_not_lost(page: Page, origins: Origins) -> None:
