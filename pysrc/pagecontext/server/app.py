@@ -41,6 +41,7 @@ from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
+from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 
 __all__ = ["ServerConfig", "create_assistant_app", "create_page_app"]
@@ -297,11 +298,14 @@ def _confirmation_token() -> str:
 def _build_app(
     routes: Sequence[BaseRoute],
     *,
+    csp: Callable[[str], str],
     lifespan: Lifespan[Starlette] | None = None,
 ) -> Starlette:
-    """Assemble an origin's app: its own routes, the shared static mounts, the policy."""
+    """Assemble an origin's app: its own routes, the shared static mounts, the policy
+    (`csp` gives the Content-Security-Policy of the HTML document at a path)."""
     middleware = [
         Middleware(_NoSniffMiddleware),
+        Middleware(CspMiddleware, policy_for=csp),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
     return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
@@ -364,7 +368,8 @@ def create_page_app(
         ),
         *_static_routes(config),
     ]
-    return _build_app(routes, lifespan=lifespan)
+    policy = page_policy(config.assistant_origin)
+    return _build_app(routes, csp=lambda _path: policy, lifespan=lifespan)
 
 
 def create_assistant_app(
@@ -397,4 +402,9 @@ def create_assistant_app(
         Route(DEFAULT_AGENT_PATH, agent_endpoint(reader), methods=["POST"]),
         *_static_routes(config),
     ]
-    return _build_app(routes)
+    policy = assistant_policy(config.page_origin)
+    # Only the panel runs sandboxed; the workbench keeps the strict policy.
+    panel_policy = assistant_policy(config.page_origin, sandboxed=config.sandboxed_panel)
+    return _build_app(
+        routes, csp=lambda path: panel_policy if path == "/assistant.html" else policy
+    )
