@@ -24,14 +24,15 @@ from typing import Final
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CspMiddleware", "assistant_policy", "page_policy", "policy"]
+__all__ = ["WORKER_POLICY", "CspMiddleware", "assistant_policy", "page_policy", "policy"]
 
-# The responses that carry a policy: documents, and scripts (a worker's is its policy).
-POLICED_TYPES: Final = ("text/html", "text/javascript")
 SCRIPT_SRC: Final = "script-src 'self' 'wasm-unsafe-eval'"
 WORKER_SRC: Final = "worker-src 'self'"
 # The sandboxed panel's worker starts from a data: URL that imports the real worker.
 SANDBOXED_WORKER_SRC: Final = "worker-src 'self' data:"
+# The policy of every JavaScript response: a worker started from a URL runs under the
+# policy of its script's response (frames mean nothing in a worker).
+WORKER_POLICY: Final = f"{SCRIPT_SRC}; {WORKER_SRC}"
 
 
 def policy(*, frames: str, framed_by: str, data_workers: bool = False) -> str:
@@ -54,8 +55,8 @@ def assistant_policy(page_origin: str, *, sandboxed: bool = False) -> str:
 
 
 class CspMiddleware:
-    """Adds ``Content-Security-Policy: policy_for(path)`` to every HTML and JavaScript
-    response.
+    """Adds ``Content-Security-Policy``: ``policy_for(path)`` to every HTML response,
+    `WORKER_POLICY` to every JavaScript response.
 
     A document takes its policy from its own response. So does a worker started from a
     URL: without the header on its script, the worker (Pyodide and all it loads) would
@@ -75,8 +76,11 @@ class CspMiddleware:
         async def send_with_policy(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                if headers.get("content-type", "").startswith(POLICED_TYPES):
+                media_type = headers.get("content-type", "").split(";")[0].strip()
+                if media_type == "text/html":
                     headers["Content-Security-Policy"] = self.policy_for(scope["path"])
+                elif media_type == "text/javascript":
+                    headers["Content-Security-Policy"] = WORKER_POLICY
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
