@@ -56,3 +56,13 @@ def test_build_needs_two_origins(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2
     assert "two origins" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_build_never_replaces_a_folder_that_holds_no_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A non-empty OUTDIR without a bundle's `_headers` is left alone."""
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["build", str(tmp_path)]) == 2
+    assert "holds no bundle" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"

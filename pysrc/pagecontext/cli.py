@@ -136,7 +136,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "the folder on both origins, with the headers in OUTDIR/_headers "
         "(docs/deploy.md).",
     )
-    build.add_argument("outdir", type=Path, metavar="OUTDIR", help="the folder to write")
+    build.add_argument(
+        "outdir",
+        type=Path,
+        metavar="OUTDIR",
+        help="the folder to write: new, empty, or a bundle written before (it is replaced)",
+    )
     build.add_argument(
         "--page-origin",
         type=_origin,
@@ -234,12 +239,19 @@ def _build(args: argparse.Namespace) -> int:
     if args.page_origin == args.assistant_origin:
         print("pagecontext: the page and the assistant need two origins", file=sys.stderr)
         return EXIT_USAGE
+    out: Path = args.outdir
+    if out.exists() and any(out.iterdir()) and not (out / "_headers").is_file():
+        print(
+            f"pagecontext: {out} is not empty and holds no bundle; it would be replaced",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     root: Path = args.root if args.root is not None else find_repo_root()
     wheels: Path = args.wheels if args.wheels is not None else root / "build" / "wheels"
     try:
         bundle = build_bundle(
             root,
-            args.outdir,
+            out,
             wheels,
             page_origin=args.page_origin,
             assistant_origin=args.assistant_origin,
