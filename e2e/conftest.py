@@ -57,9 +57,12 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
 
 
 def _with_test_pages(app: Starlette) -> Starlette:
-    """Serve e2e/pages under /e2e/ too: hostile frames need every origin in play."""
-    app.router.routes.append(Mount("/e2e", StaticFiles(directory=ROOT / "e2e" / "pages")))
-    return app
+    """Serve e2e/pages under /e2e/ too, beside `app` rather than inside it: hostile
+    frames need every origin in play, and a hostile page is not sent the demo's
+    Content-Security-Policy (its inline scripts would not run under it). The demo's
+    database is created before, since a mounted app's lifespan does not run."""
+    pages = Mount("/e2e", StaticFiles(directory=ROOT / "e2e" / "pages"))
+    return Starlette(routes=[pages, Mount("", app=app)])
 
 
 def _origins(

@@ -4,9 +4,10 @@ agent, and the loopback-only admin API."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
-from playwright.sync_api import FrameLocator, Locator, Page, expect
+from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 
@@ -81,3 +82,76 @@ def admin(origins: Origins, method: str, path: str, body: object = None) -> dict
         answer = json.loads(response.read())
     assert isinstance(answer, dict)
     return answer
+
+
+# Counts the Content-Security-Policy violations of a document and publishes the count on
+# its <html data-csp-violations> (and the violations on window.__cspViolations). Added
+# with BrowserContext.add_init_script, which the policy does not govern.
+CSP_WATCH_DOCUMENT = """
+(() => {
+  const seen = (window.__cspViolations = []);
+  const publish = () => {
+    const root = document.documentElement;
+    if (root) root.dataset.cspViolations = String(seen.length);
+  };
+  addEventListener("securitypolicyviolation", (event) => {
+    const { violatedDirective, blockedURI, sourceFile, lineNumber } = event;
+    seen.push(`${violatedDirective} ${blockedURI} ${sourceFile}:${lineNumber}`);
+    publish();
+  });
+  addEventListener("DOMContentLoaded", publish);
+})();
+"""
+# The same, for a worker: prepended to its script (see watch_csp).
+CSP_WATCH_WORKER = (
+    "self.__cspViolations = []; self.addEventListener('securitypolicyviolation', (event) => "
+    "self.__cspViolations.push(`${event.violatedDirective} ${event.blockedURI} "
+    "${event.sourceFile}:${event.lineNumber}`));\n"
+)
+
+
+def watch_csp(context: BrowserContext) -> None:
+    """Record the CSP violations of every document and every pagecontext worker of
+    `context`: documents publish theirs on <html data-csp-violations>, workers keep them
+    in `self.__cspViolations`. The worker's script is served as it is, headers and all,
+    with the listener prepended."""
+    context.add_init_script(CSP_WATCH_DOCUMENT)
+
+    def prepend(route: Route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=CSP_WATCH_WORKER + response.text())
+
+    context.route(re.compile(r"/web/worker(-[0-9a-f]+)?\.mjs$"), prepend)
+
+
+def worker_violations(worker: Worker) -> list[str]:
+    """The CSP violations a watched worker has seen."""
+    seen: list[str] = worker.evaluate("self.__cspViolations")
+    return seen
+
+
+def expect_no_csp_violations(page: Page, workers: list[Worker]) -> None:
+    """No document of `page` and none of its two core `workers` saw a CSP violation
+    (they are watched with watch_csp)."""
+    for frame in page.frames:
+        if frame.url.startswith("http"):
+            expect(frame.locator("html")).to_have_attribute("data-csp-violations", "0")
+    assert len(workers) == 2, "one core worker per frame"
+    for worker in workers:
+        assert worker_violations(worker) == [], worker.url
+
+
+def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Worker]:
+    """Watch CSP violations (watch_csp), open the demo page at `url`, wait until both
+    frames are bound, select a row, Ask AI, Show me, and wait for `applied`; return the
+    core workers that started."""
+    watch_csp(context)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    page.goto(url)
+    wait_bound(page)
+    wait_bound(panel(page))
+    select_and_ask(page, ROW)
+    expect(panel(page).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(panel(page), "applied")
+    return workers

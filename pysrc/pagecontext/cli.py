@@ -1,4 +1,5 @@
-"""The `pagecontext` command line: `demo` serves the two origins, `assemble` builds the site.
+"""The `pagecontext` command line: `demo` serves the two origins, `assemble` builds the
+site the demo server serves, `build` writes the static bundle for any static host.
 
 This module owns argument parsing and turning failures into one-line messages and
 exit codes. The server is imported only when a command needs it, so `--help`
@@ -46,6 +47,17 @@ def _agent_url(text: str) -> str:
     if not text.startswith(("http://", "https://", "/")) or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(
             f"the agent URL must be an http(s) URL or a path on the assistant origin: {text!r}"
+        )
+    return text
+
+
+def _origin(text: str) -> str:
+    from pagecontext.windowrules import is_exact_origin
+
+    if not is_exact_origin(text):
+        raise argparse.ArgumentTypeError(
+            f"not an exact origin (scheme://host[:port], lower case, no path or "
+            f"trailing slash): {text!r}"
         )
     return text
 
@@ -113,6 +125,54 @@ def _build_parser() -> argparse.ArgumentParser:
     assemble.add_argument(
         "--root", type=Path, default=None, help="the repository (default: found from the package)"
     )
+
+    build = commands.add_parser(
+        "build",
+        help="write the static bundle (the demo pages and everything they load) for any "
+        "static host",
+        description="Write a self-contained static bundle into OUTDIR: the runtimes, the "
+        "wheels, the boot script, the edge, the worker's snapshot, content-hashed file "
+        "names, integrity hashes, and the demo pages filled for the two origins. Serve "
+        "the folder on both origins, with the headers in OUTDIR/_headers "
+        "(docs/deploy.md).",
+    )
+    build.add_argument(
+        "outdir",
+        type=Path,
+        metavar="OUTDIR",
+        help="the folder to write: new, empty, or a bundle written before (it is replaced)",
+    )
+    build.add_argument(
+        "--page-origin",
+        type=_origin,
+        default="http://127.0.0.1:8000",
+        help="the exact origin the business page is served from; the assistant accepts "
+        "and frames only this origin (default: %(default)s)",
+    )
+    build.add_argument(
+        "--assistant-origin",
+        type=_origin,
+        default="http://localhost:8001",
+        help="the exact origin the assistant is served from; the page frames, and is "
+        "framed by, only this origin (default: %(default)s)",
+    )
+    build.add_argument(
+        "--agent-url",
+        type=_agent_url,
+        default=None,
+        help="the AG-UI agent the assistant calls; a static host has none, so name one "
+        "that answers CORS for the assistant origin (default: /agent on the assistant "
+        "origin)",
+    )
+    build.add_argument(
+        "--wheels",
+        type=Path,
+        default=None,
+        help="folder of the downloaded browser wheels (default: ROOT/build/wheels)",
+    )
+    build.add_argument(
+        "--root", type=Path, default=None, help="the repository (default: found from the package)"
+    )
     return parser
 
 
@@ -170,6 +230,44 @@ def _assemble(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from pagecontext.server.bundle import build_bundle
+    from pagecontext.server.site import SiteError
+
+    if args.page_origin == args.assistant_origin:
+        print("pagecontext: the page and the assistant need two origins", file=sys.stderr)
+        return EXIT_USAGE
+    out: Path = args.outdir
+    if out.exists() and any(out.iterdir()) and not (out / "_headers").is_file():
+        print(
+            f"pagecontext: {out} is not empty and holds no bundle; it would be replaced",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    root: Path = args.root if args.root is not None else find_repo_root()
+    wheels: Path = args.wheels if args.wheels is not None else root / "build" / "wheels"
+    try:
+        bundle = build_bundle(
+            root,
+            out,
+            wheels,
+            page_origin=args.page_origin,
+            assistant_origin=args.assistant_origin,
+            agent_url=args.agent_url,
+            brotli_cache=root / "build" / "cache" / "brotli",
+        )
+    except (SiteError, subprocess.CalledProcessError) as error:
+        print(f"pagecontext: cannot build the bundle: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"pagecontext: wrote {bundle.out}: serve it on {bundle.page_origin} and "
+        f"{bundle.assistant_origin} with the headers in {bundle.out / '_headers'}"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); return the exit code."""
     parser = _build_parser()
@@ -178,5 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _demo(args)
     if args.command == "assemble":
         return _assemble(args)
+    if args.command == "build":
+        return _build(args)
     parser.print_help(sys.stderr)
     return EXIT_USAGE

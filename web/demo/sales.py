@@ -89,12 +89,23 @@ def render_chart(rows):
         chart.append(rect)
 
 
+def in_view(row, view):
+    """True if `row` passes the filters, as /api/sales applies them. A static host
+    serves every row whatever the query, so the page applies them again itself."""
+    region = view.get("region")
+    return (
+        (not region or row["region"] == region)
+        and (not view["from"] or row["month"] >= view["from"])
+        and (not view["to"] or row["month"] <= view["to"])
+    )
+
+
 async def load():
     view = filters()
     query = "&".join(k + "=" + js.encodeURIComponent(v) for k, v in view.items())
     response = await js.fetch("/api/sales?" + query)
     data = await response.json()
-    rows = json.loads(js.JSON.stringify(data.rows))
+    rows = [row for row in json.loads(js.JSON.stringify(data.rows)) if in_view(row, view)]
     await render_table(rows, view)
     render_chart(rows)
 

@@ -7,6 +7,8 @@ two different origins so that the browser enforces the boundary the protocol
 relies on. The only cross-origin calls are the assistant's to the page origin's
 resource and action APIs (`pagecontext.server.api`), which answer CORS for the
 assistant origin alone; the assistant origin also serves the agent (`POST /agent`).
+
+The Content-Security-Policy each response carries is `pagecontext.server.csp`'s.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
+from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 
-__all__ = ["ServerConfig", "create_assistant_app", "create_page_app"]
+__all__ = ["ServerConfig", "create_assistant_app", "create_page_app", "fill_template"]
 
 # Registered at import because FileResponse asks `mimetypes`, and the system
 # tables disagree between machines (.mjs and .wasm are often missing, and .py
@@ -241,27 +244,53 @@ def _json_string_text(value: str) -> str:
     return quoted.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def fill_template(
+    text: str,
+    *,
+    root: Path,
+    page_origin: str,
+    assistant_origin: str,
+    sandboxed_panel: bool,
+    agent_url: str,
+    authorization: str,
+) -> str:
+    """Return a page template (index.html, web/assistant.html, web/workbench.html) with
+    its tokens replaced: the panel's controls, the origins, the panel's sandbox, the
+    agent URL and the Authorization header value ("" for none). The demo server and the
+    static bundle (`pagecontext.server.bundle`) both fill their pages here."""
+    sandbox = 'sandbox="allow-scripts"' if sandboxed_panel else ""
+    if PANEL_TEMPLATE_TOKEN in text:
+        # The panel's controls, one file for both pages that show them.
+        text = text.replace(
+            PANEL_TEMPLATE_TOKEN, (root / "web" / "panel.html").read_text(encoding="utf-8")
+        )
+    for token, value in (
+        (PAGE_TEMPLATE_TOKEN, html.escape(page_origin)),
+        (ASSISTANT_TEMPLATE_TOKEN, html.escape(assistant_origin)),
+        (SANDBOX_TEMPLATE_TOKEN, sandbox),
+        (AGENT_URL_TEMPLATE_TOKEN, _json_string_text(agent_url)),
+        (AUTHORIZATION_TEMPLATE_TOKEN, _json_string_text(authorization)),
+    ):
+        text = text.replace(token, value)
+    return text
+
+
 def _render_template(path: Path, config: ServerConfig) -> Response:
     """Serve an HTML file with its tokens (origins, panel sandbox) replaced, or a 404."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return HTMLResponse("Not Found", status_code=404)
-    sandbox = 'sandbox="allow-scripts"' if config.sandboxed_panel else ""
-    if PANEL_TEMPLATE_TOKEN in text:
-        # The panel's controls, one file for both pages that show them.
-        text = text.replace(
-            PANEL_TEMPLATE_TOKEN, (config.root / "web" / "panel.html").read_text(encoding="utf-8")
-        )
-    for token, value in (
-        (PAGE_TEMPLATE_TOKEN, html.escape(config.page_origin)),
-        (ASSISTANT_TEMPLATE_TOKEN, html.escape(config.assistant_origin)),
-        (SANDBOX_TEMPLATE_TOKEN, sandbox),
-        (AGENT_URL_TEMPLATE_TOKEN, _json_string_text(config.assistant_agent_url)),
-        (AUTHORIZATION_TEMPLATE_TOKEN, _json_string_text(config.authorization)),
-    ):
-        text = text.replace(token, value)
-    return HTMLResponse(text, headers={"Cache-Control": NO_CACHE})
+    filled = fill_template(
+        text,
+        root=config.root,
+        page_origin=config.page_origin,
+        assistant_origin=config.assistant_origin,
+        sandboxed_panel=config.sandboxed_panel,
+        agent_url=config.assistant_agent_url,
+        authorization=config.authorization,
+    )
+    return HTMLResponse(filled, headers={"Cache-Control": NO_CACHE})
 
 
 class _NoSniffMiddleware:
@@ -297,11 +326,14 @@ def _confirmation_token() -> str:
 def _build_app(
     routes: Sequence[BaseRoute],
     *,
+    csp: Callable[[str], str],
     lifespan: Lifespan[Starlette] | None = None,
 ) -> Starlette:
-    """Assemble an origin's app: its own routes, the shared static mounts, the policy."""
+    """Assemble an origin's app: its own routes, the shared static mounts, the policy
+    (`csp` gives the Content-Security-Policy of the HTML document at a path)."""
     middleware = [
         Middleware(_NoSniffMiddleware),
+        Middleware(CspMiddleware, policy_for=csp),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
     return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
@@ -364,7 +396,8 @@ def create_page_app(
         ),
         *_static_routes(config),
     ]
-    return _build_app(routes, lifespan=lifespan)
+    policy = page_policy(config.assistant_origin)
+    return _build_app(routes, csp=lambda _path: policy, lifespan=lifespan)
 
 
 def create_assistant_app(
@@ -397,4 +430,9 @@ def create_assistant_app(
         Route(DEFAULT_AGENT_PATH, agent_endpoint(reader), methods=["POST"]),
         *_static_routes(config),
     ]
-    return _build_app(routes)
+    policy = assistant_policy(config.page_origin)
+    # Only the panel runs sandboxed; the workbench keeps the strict policy.
+    panel_policy = assistant_policy(config.page_origin, sandboxed=config.sandboxed_panel)
+    return _build_app(
+        routes, csp=lambda path: panel_policy if path == "/assistant.html" else policy
+    )

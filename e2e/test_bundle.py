@@ -1,0 +1,153 @@
+"""The static bundle (`python -m pagecontext build`) served by a plain static server on
+two origins: Python's http.server, sending only the headers the bundle's `_headers` file
+names. No pagecontext server code runs; the demo flow works under the bundle's policy."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from pagecontext.cli import main
+from pagecontext.server.run import free_port
+
+from .conftest import STEP_TIMEOUT_MS
+from .helpers import ROW, expect_no_csp_violations, watched_demo_flow
+
+pytestmark = pytest.mark.e2e
+
+# What a module script and streaming wasm compilation require, whatever the system says.
+MIME_TYPES = {".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
+
+
+def read_headers_file(path: Path) -> list[tuple[str, str, str]]:
+    """(path pattern, header, value) rows of a `_headers` file: a path on its own line,
+    then its headers indented."""
+    rows = []
+    pattern = ""
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            name, _, value = line.strip().partition(": ")
+            rows.append((pattern, name, value))
+        else:
+            pattern = line.strip()
+    return rows
+
+
+def matches(pattern: str, path: str) -> bool:
+    return path.startswith(pattern[:-1]) if pattern.endswith("/*") else path == pattern
+
+
+class StaticHandler(http.server.SimpleHTTPRequestHandler):
+    """http.server's file handler, with the MIME types a module script and wasm need and
+    the headers of the bundle's `_headers` file."""
+
+    rules: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+
+    def guess_type(self, path: str | os.PathLike[str]) -> str:
+        return MIME_TYPES.get(Path(path).suffix) or super().guess_type(path)
+
+    def end_headers(self) -> None:
+        path = self.path.split("?", 1)[0]
+        for pattern, name, value in self.rules:
+            if matches(pattern, path):
+                self.send_header(name, value)
+        super().end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class BundleOrigins:
+    page: str
+    assistant: str
+    out: Path
+
+
+@pytest.fixture(scope="session")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BundleOrigins]:
+    """The bundle built for two free ports, served from one folder on both origins."""
+    out = tmp_path_factory.mktemp("bundle") / "site"
+    ports = free_port(), free_port()
+    page, assistant = f"http://127.0.0.1:{ports[0]}", f"http://localhost:{ports[1]}"
+    code = main(["build", str(out), "--page-origin", page, "--assistant-origin", assistant])
+    assert code == 0
+    handler = type(
+        "Handler", (StaticHandler,), {"rules": tuple(read_headers_file(out / "_headers"))}
+    )
+    servers = [
+        http.server.ThreadingHTTPServer(
+            ("127.0.0.1", port), functools.partial(handler, directory=str(out))
+        )
+        for port in ports
+    ]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    yield BundleOrigins(page, assistant, out)
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
+    bundle: BundleOrigins,
+) -> None:
+    """Only the pages and the demo data keep their names; the pages load their script and
+    stylesheet with integrity, and each page is sent exactly the documented policy."""
+    expected = {
+        bundle.page + "/": (bundle.assistant, "/index.html"),
+        bundle.assistant + "/assistant.html": (bundle.page, "/assistant.html"),
+        bundle.assistant + "/workbench.html": (bundle.page, "/workbench.html"),
+    }
+    for url, (frames, _name) in expected.items():
+        with urllib.request.urlopen(url) as response:
+            policy = response.headers["Content-Security-Policy"]
+            text = response.read().decode()
+        assert policy == (
+            "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
+            f"frame-src {frames}; frame-ancestors {frames}"
+        ), url
+        assert 'integrity="sha384-' in text
+        assert "{{" not in text
+    web = sorted(p.name for p in (bundle.out / "web").iterdir())
+    assert [name.split("-")[0] for name in web] == ["boot", "snapshot", "styles", "worker"]
+    assert all(len(name.split("-")[1].split(".")[0]) == 16 for name in web)
+    assert not (bundle.out / "py" / "runtime.json").exists()
+
+
+def test_the_demo_flow_runs_from_the_bundle(
+    page: Page, context: BrowserContext, bundle: BundleOrigins
+) -> None:
+    """Served by http.server: both frames boot from the snapshot and bind, a selected row
+    reaches the panel, Show me is `applied`, and nothing raised a CSP violation."""
+    workers = watched_demo_flow(page, context, bundle.page + "/")
+    expect(page.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
+    expect_no_csp_violations(page, workers)
+    for worker in workers:
+        loaded = worker.evaluate(
+            """() => performance.getEntriesByName("pagecontext:runtime-loaded")[0].detail"""
+        )
+        assert loaded == "snapshot"
+
+
+def test_the_bundle_filters_on_the_page(page: Page, bundle: BundleOrigins) -> None:
+    """A static host answers /api/sales with every row, whatever the query: the page
+    applies its filters itself."""
+    page.goto(bundle.page + "/")
+    rows = page.locator("#sales-table tbody tr[data-pc-resource-ref]")
+    expect(rows).to_have_count(60, timeout=STEP_TIMEOUT_MS)
+    page.locator("select[name=region]").select_option("North")
+    expect(rows).to_have_count(12, timeout=STEP_TIMEOUT_MS)

@@ -1,0 +1,171 @@
+"""The demo under its Content-Security-Policy, in real Chromium: every page and script
+sends exactly the documented policy, a full demo flow raises no violation in any frame
+or worker, and the policy refuses what it names (eval, blob: workers, foreign frames)."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, Worker, expect
+
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import (
+    ROW,
+    expect_no_csp_violations,
+    html,
+    open_workbench,
+    panel,
+    select_and_ask,
+    show_and_expect,
+    watch_csp,
+    watched_demo_flow,
+    worker_violations,
+)
+
+pytestmark = pytest.mark.e2e
+
+WORKER_POLICY = "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'"
+
+
+def document_policy(frames: str, *, workers: str = "'self'") -> str:
+    """The documented policy of a page that frames, and is framed by, only `frames`."""
+    return (
+        f"script-src 'self' 'wasm-unsafe-eval'; worker-src {workers}; "
+        f"frame-src {frames}; frame-ancestors {frames}"
+    )
+
+
+def headers(url: str) -> dict[str, str]:
+    with urllib.request.urlopen(url) as response:
+        return {name.lower(): value for name, value in response.headers.items()}
+
+
+def test_every_page_and_script_sends_exactly_the_documented_policy(origins: Origins) -> None:
+    """The page frames and is framed by the assistant origin only, the assistant's panel
+    and workbench the page origin only; scripts carry the worker policy; no page sends
+    COOP or COEP."""
+    expected = {
+        origins.page + "/": document_policy(origins.assistant),
+        origins.assistant + "/assistant.html": document_policy(origins.page),
+        origins.assistant + "/workbench.html": document_policy(origins.page),
+        origins.page + "/web/worker.mjs": WORKER_POLICY,
+        origins.assistant + "/web/boot.mjs": WORKER_POLICY,
+    }
+    for url, policy in expected.items():
+        sent = headers(url)
+        assert sent.get("content-security-policy") == policy, url
+        assert "cross-origin-opener-policy" not in sent, url
+        assert "cross-origin-embedder-policy" not in sent, url
+    assert "content-security-policy" not in headers(origins.page + "/py/runtime.json")
+
+
+def test_only_the_sandboxed_panel_may_start_a_data_worker(sandboxed_origins: Origins) -> None:
+    """With --sandboxed-panel, the panel's document also allows data: workers (its opaque
+    origin cannot start one from a URL); the workbench and the page keep the strict policy."""
+    origins = sandboxed_origins
+    panel_policy = document_policy(origins.page, workers="'self' data:")
+    assert headers(origins.assistant + "/assistant.html")["content-security-policy"] == (
+        panel_policy
+    )
+    assert headers(origins.assistant + "/workbench.html")["content-security-policy"] == (
+        document_policy(origins.page)
+    )
+    assert headers(origins.page + "/")["content-security-policy"] == (
+        document_policy(origins.assistant)
+    )
+
+
+def test_a_full_demo_flow_raises_no_violation(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Boot from the snapshot, bind, select, ask, show (`applied`): no frame and no
+    worker reports a CSP violation. The watch itself works: eval in a worker and a blob:
+    worker in the page are refused and counted."""
+    workers = watched_demo_flow(page, context, origins.page + "/")
+    expect_no_csp_violations(page, workers)
+
+    refused = workers[0].evaluate(
+        """() => new Promise((resolve) => setTimeout(() => {
+             try { eval("1"); resolve(false); } catch { resolve(true); } }))"""
+    )
+    assert refused is True
+    assert [v.split()[:2] for v in worker_violations(workers[0])] == [["script-src", "eval"]]
+    page.evaluate("new Worker(URL.createObjectURL(new Blob([''], {type: 'text/javascript'})))")
+    expect(html(page)).to_have_attribute("data-csp-violations", "1")
+    assert page.evaluate("window.__cspViolations[0]").startswith("worker-src blob")
+
+
+def test_the_fresh_boot_raises_no_violation(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Without the snapshot both workers boot Pyodide normally (loading the wheels and
+    pydantic-core's library): the demo flow still raises no violation."""
+    context.route("**/vendor/snapshot/**", lambda route: route.fulfill(status=404))
+    workers = watched_demo_flow(page, context, origins.page + "/")
+    marks = [
+        w.evaluate("""() => performance.getEntriesByName("pagecontext:runtime-loaded")[0].detail""")
+        for w in workers
+    ]
+    assert marks == ["fresh", "fresh"]
+    expect_no_csp_violations(page, workers)
+
+
+def test_the_sandboxed_panel_raises_no_violation(
+    page: Page, context: BrowserContext, sandboxed_origins: Origins
+) -> None:
+    """The panel in a sandboxed iframe starts its worker from a data: URL, which its
+    policy alone allows: the flow raises no violation, and that worker may not eval."""
+    workers = watched_demo_flow(page, context, sandboxed_origins.page + "/")
+    expect_no_csp_violations(page, workers)
+    panel_worker = next(w for w in workers if w.url.startswith("data:"))
+    refused = panel_worker.evaluate(
+        """() => new Promise((resolve) => setTimeout(() => {
+             try { eval("1"); resolve(false); } catch { resolve(true); } }))"""
+    )
+    assert refused is True
+
+
+def test_the_workbench_raises_no_violation(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The other topology: the assistant's workbench frames the page; the flow raises
+    no violation in either document or worker."""
+    watch_csp(context)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    business = open_workbench(page, origins)
+    select_and_ask(business, ROW)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(page, "applied")
+    expect(html(page)).to_have_attribute("data-csp-violations", "0")
+    expect(html(business)).to_have_attribute("data-csp-violations", "0")
+    assert len(workers) == 2
+    for worker in workers:
+        assert worker_violations(worker) == [], worker.url
+
+
+def test_the_page_frames_only_its_assistant(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """A frame from a third origin, or from the page's own origin, added to the page is
+    refused by `frame-src`: the page counts two violations, neither frame loads, and the
+    bound channel never hears from them."""
+    watch_csp(context)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    for base in (origins.third, origins.page):
+        page.evaluate(
+            """url => { const f = document.createElement('iframe');
+                 f.src = url; document.body.append(f); }""",
+            base + "/e2e/attacker.html",
+        )
+    expect(html(page)).to_have_attribute("data-csp-violations", "2", timeout=STEP_TIMEOUT_MS)
+    refused = [v.split()[:2] for v in page.evaluate("window.__cspViolations")]
+    # A cross-origin blocked URL is reported as its origin alone.
+    assert [directive for directive, _url in refused] == ["frame-src", "frame-src"]
+    assert refused[0][1].startswith(origins.third)
+    assert refused[1][1].startswith(origins.page)
+    assert not any("attacker.html" in frame.url for frame in page.frames)
+    assert page.locator("html").get_attribute("data-pc-window-rejected") is None

@@ -1,0 +1,228 @@
+"""The static bundle: everything the demo needs, for any static host (`pagecontext build`).
+
+The bundle is one folder that both origins serve (the page's and the assistant's), as
+they do under the demo server, so that every URL is the same:
+
+    index.html, assistant.html, workbench.html   the demo pages, filled for the origins
+                                    (no-cache: the only names that never change)
+    api/sales                       the demo's rows, as /api/sales answers without filters
+                                    (the page applies its filters itself)
+    web/<name>-<sha>.mjs|.css       the boot script, the worker, the snapshot helpers and
+                                    the styles, named by content hash
+    py/runtime-<sha>.json, py/pyodide-lock-<sha>.json, py/edge-<sha>/, py/apps-<sha>/
+    vendor/, wheels/                as `pagecontext.server.site` assembles them (names
+                                    versioned or content-hashed)
+    _headers                        the headers a host sends: the Content-Security-Policy
+                                    of each page and of the scripts, and the caching
+    integrity.json                  the sha384 of every file (the pages' script and
+                                    stylesheet carry theirs as `integrity`)
+
+Every name except the pages' and `api/sales` changes with its content, so a host may
+cache it forever. A reference from one file to another is rewritten only where the build
+expects it, and the build fails if an expected reference is missing.
+
+A static host runs no code: the resource and action APIs and the built-in agent
+(`POST /agent`) are not there. What the bundle's demo does without them is in
+docs/deploy.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from pagecontext.server.api import SALES_UNITS
+from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill_template
+from pagecontext.server.compress import precompress
+from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
+from pagecontext.server.data import create_demo_db, query_sales
+from pagecontext.server.site import SiteError, assemble
+
+__all__ = ["Bundle", "build_bundle", "headers_file"]
+
+# The files served under their own names, with the references each holds to others, in
+# an order where every file comes after those it names.
+HASHED_FILES: Final = (
+    ("web/snapshot.mjs", ()),
+    ("web/styles.css", ()),
+    ("py/pyodide-lock.json", ()),
+    ("py/runtime.json", ("/py/pyodide-lock.json", "/py/edge/", "/py/apps/")),
+    ("web/worker.mjs", ("/py/runtime.json", "/web/snapshot.mjs")),
+    ("web/boot.mjs", ("/web/worker.mjs", "/py/runtime.json")),
+)
+# Folders of the site named by the hash of their files.
+HASHED_FOLDERS: Final = ("py/edge", "py/apps")
+# (page, template in the repository, the origin it is served from).
+PAGES: Final = (
+    ("index.html", "index.html", "page"),
+    ("assistant.html", "web/assistant.html", "assistant"),
+    ("workbench.html", "web/workbench.html", "assistant"),
+)
+# The pages name these (attribute values), and get them with their integrity.
+PAGE_ASSETS: Final = (("src", "/web/boot.mjs"), ("href", "/web/styles.css"))
+SALES_PATH: Final = "api/sales"
+IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What `build_bundle` wrote: the folder, the page and assistant origins, and each
+    page's Content-Security-Policy by URL path."""
+
+    out: Path
+    page_origin: str
+    assistant_origin: str
+    policies: dict[str, str]
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _sri(data: bytes) -> str:
+    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
+
+
+def _rewrite(text: str, where: str, names: Iterable[str], urls: dict[str, str]) -> str:
+    """Replace each quoted URL of `names` in `text` by its new URL; raise SiteError if
+    one is not there."""
+    for old in names:
+        if f'"{old}"' not in text:
+            raise SiteError(f"{where} no longer names {old!r}: update HASHED_FILES")
+        text = text.replace(f'"{old}"', f'"{urls[old]}"')
+    return text
+
+
+def _hash_names(root: Path, out: Path) -> dict[str, str]:
+    """Give the site's mutable names content hashes: copy the web files into `out`,
+    rename the folders and files of `out`/py, rewrite the references between them.
+    Return the old URL -> new URL map."""
+    urls: dict[str, str] = {}
+    for folder in HASHED_FOLDERS:
+        files = sorted(p for p in (out / folder).rglob("*") if p.is_file())
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.relative_to(out / folder).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+        renamed = f"{folder}-{digest.hexdigest()[:16]}"
+        (out / folder).rename(out / renamed)
+        urls[f"/{folder}/"] = f"/{renamed}/"
+    for rel, names in HASHED_FILES:
+        source = out / rel if rel.startswith("py/") else root / rel
+        text = _rewrite(source.read_text(encoding="utf-8"), rel, names, urls)
+        data = text.encode()
+        stem, dot, suffix = rel.rpartition(".")
+        target = out / f"{stem}-{_digest(data)}{dot}{suffix}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if source.parent == out / "py":
+            source.unlink()
+        urls[f"/{rel}"] = "/" + target.relative_to(out).as_posix()
+    return urls
+
+
+def _write_pages(
+    root: Path, out: Path, urls: dict[str, str], origins: dict[str, str], agent_url: str
+) -> dict[str, str]:
+    """Write the demo pages filled for `origins`; return each page's policy by path."""
+    policies: dict[str, str] = {}
+    for name, template, origin in PAGES:
+        text = fill_template(
+            (root / template).read_text(encoding="utf-8"),
+            root=root,
+            page_origin=origins["page"],
+            assistant_origin=origins["assistant"],
+            sandboxed_panel=False,
+            agent_url=agent_url,
+            # No signed-in user: a static host has no API that would read a token.
+            authorization="",
+        )
+        for attribute, old in PAGE_ASSETS:
+            if f'{attribute}="{old}"' not in text:
+                raise SiteError(f"{template} no longer loads {old!r}: update PAGE_ASSETS")
+            new = urls[old]
+            integrity = _sri((out / new.lstrip("/")).read_bytes())
+            text = text.replace(
+                f'{attribute}="{old}"', f'{attribute}="{new}" integrity="{integrity}"'
+            )
+        (out / name).write_text(text, encoding="utf-8")
+        policy = (
+            page_policy(origins["assistant"])
+            if origin == "page"
+            else assistant_policy(origins["page"])
+        )
+        policies["/" + name] = policy
+    policies["/"] = policies["/index.html"]
+    return policies
+
+
+def _write_sales(out: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "demo.db"
+        create_demo_db(db)
+        rows = query_sales(db)
+    (out / SALES_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (out / SALES_PATH).write_text(json.dumps({"rows": rows, "units": SALES_UNITS}))
+
+
+def headers_file(policies: dict[str, str]) -> str:
+    """Return the `_headers` file (the format of Netlify and Cloudflare Pages): each page's
+    policy, the scripts' policy, and the cache policy of the rest."""
+    blocks = [
+        (path, [("Content-Security-Policy", policy), ("Cache-Control", NO_CACHE)])
+        for path, policy in sorted(policies.items())
+    ]
+    blocks.append(("/api/*", [("Cache-Control", NO_CACHE)]))
+    # The worker's script is in /web: its response carries the worker's policy.
+    blocks.append(
+        ("/web/*", [("Content-Security-Policy", WORKER_POLICY), ("Cache-Control", IMMUTABLE)])
+    )
+    blocks.extend((folder, [("Cache-Control", IMMUTABLE)]) for folder in IMMUTABLE_FOLDERS)
+    lines = []
+    for path, headers in blocks:
+        lines.append(path)
+        lines.extend(f"  {name}: {value}" for name, value in headers)
+    return "\n".join(lines) + "\n"
+
+
+def build_bundle(
+    root: Path,
+    out: Path,
+    wheels_dir: Path,
+    *,
+    page_origin: str,
+    assistant_origin: str,
+    agent_url: str | None = None,
+    brotli_cache: Path | None = None,
+) -> Bundle:
+    """Write the static bundle for the two origins into `out` (replacing it) and return
+    what was written. `agent_url` is the agent the assistant calls (default: ``/agent``
+    on the assistant origin, which a static host does not serve). `brotli_cache` keeps
+    the brotli variants of the runtime between builds (default: no variants).
+
+    Raises SiteError when an input is missing or a file no longer names what the build
+    rewrites, and subprocess.CalledProcessError when the project wheel cannot be built.
+    """
+    assemble(root, out, wheels_dir)
+    if brotli_cache is not None:
+        precompress(out, brotli_cache)
+    urls = _hash_names(root, out)
+    origins = {"page": page_origin, "assistant": assistant_origin}
+    policies = _write_pages(
+        root, out, urls, origins, agent_url if agent_url is not None else DEFAULT_AGENT_PATH
+    )
+    _write_sales(out)
+    (out / "_headers").write_text(headers_file(policies), encoding="utf-8")
+    integrity = {
+        "/" + path.relative_to(out).as_posix(): _sri(path.read_bytes())
+        for path in sorted(out.rglob("*"))
+        if path.is_file()
+    }
+    (out / "integrity.json").write_text(json.dumps(integrity, indent=1), encoding="utf-8")
+    return Bundle(out, page_origin, assistant_origin, policies)

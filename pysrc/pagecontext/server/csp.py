@@ -1,0 +1,86 @@
+"""The Content-Security-Policy of the demo pages, and the middleware that sends it.
+
+One policy per HTML document, chosen by where the document runs:
+
+- Scripts and workers come only from the document's own origin (`'self'`); WebAssembly
+  may be compiled (`'wasm-unsafe-eval'`: Pyodide and MicroPython are wasm). No
+  `'unsafe-eval'`, no `'unsafe-inline'`, no `blob:`.
+- Frames name exact origins: the business page may frame only its assistant, and be
+  framed only by it (the assistant's workbench embeds the page); the assistant may frame
+  only the page (the workbench) and be framed only by it.
+- A sandboxed panel (an opaque origin) cannot start a worker from its own origin's URL,
+  so its document alone also allows `data:` workers (docs/security.md says what that
+  costs).
+
+The static bundle (`pagecontext.server.bundle`) writes the same policies for a static
+host to send; this module is the one place they are spelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["WORKER_POLICY", "CspMiddleware", "assistant_policy", "page_policy", "policy"]
+
+SCRIPT_SRC: Final = "script-src 'self' 'wasm-unsafe-eval'"
+WORKER_SRC: Final = "worker-src 'self'"
+# The sandboxed panel's worker starts from a data: URL that imports the real worker.
+SANDBOXED_WORKER_SRC: Final = "worker-src 'self' data:"
+# The policy of every JavaScript response: a worker started from a URL runs under the
+# policy of its script's response (frames mean nothing in a worker).
+WORKER_POLICY: Final = f"{SCRIPT_SRC}; {WORKER_SRC}"
+
+
+def policy(*, frames: str, framed_by: str, data_workers: bool = False) -> str:
+    """Return the policy of a document that may frame only `frames` and be framed only by
+    `framed_by` (exact origins), optionally allowing `data:` workers."""
+    workers = SANDBOXED_WORKER_SRC if data_workers else WORKER_SRC
+    return f"{SCRIPT_SRC}; {workers}; frame-src {frames}; frame-ancestors {framed_by}"
+
+
+def page_policy(assistant_origin: str) -> str:
+    """The business page's policy: it frames its assistant and is framed only by it."""
+    return policy(frames=assistant_origin, framed_by=assistant_origin)
+
+
+def assistant_policy(page_origin: str, *, sandboxed: bool = False) -> str:
+    """The assistant's policy (panel and workbench): it frames the page and is framed only
+    by it. `sandboxed` is for the panel in a sandboxed iframe, which needs `data:`
+    workers."""
+    return policy(frames=page_origin, framed_by=page_origin, data_workers=sandboxed)
+
+
+class CspMiddleware:
+    """Adds ``Content-Security-Policy``: ``policy_for(path)`` to every HTML response,
+    `WORKER_POLICY` to every JavaScript response.
+
+    A document takes its policy from its own response. So does a worker started from a
+    URL: without the header on its script, the worker (Pyodide and all it loads) would
+    run under no policy at all, whatever the document's. On a script a document imports,
+    the header has no effect.
+    """
+
+    def __init__(self, app: ASGIApp, *, policy_for: Callable[[str], str]) -> None:
+        self.app = app
+        self.policy_for = policy_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_policy(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                media_type = headers.get("content-type", "").split(";")[0].strip()
+                if media_type == "text/html":
+                    headers["Content-Security-Policy"] = self.policy_for(scope["path"])
+                elif media_type == "text/javascript":
+                    headers["Content-Security-Policy"] = WORKER_POLICY
+            await send(message)
+
+        await self.app(scope, receive, send_with_policy)

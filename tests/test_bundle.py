@@ -1,0 +1,68 @@
+"""The static bundle's pieces (server/bundle.py) that need no build: the headers file,
+the reference rewriting, and the command line's checks. e2e/test_bundle.py builds one
+and serves it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pagecontext.cli import main
+from pagecontext.server.bundle import _rewrite, headers_file
+from pagecontext.server.csp import WORKER_POLICY, page_policy
+from pagecontext.server.site import SiteError
+
+
+def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() -> None:
+    """Pages: their policy, revalidated; /web (the worker's script): the worker policy,
+    immutable; the runtimes and wheels: immutable."""
+    policy = page_policy("https://assistant.example")
+    text = headers_file({"/": policy, "/index.html": policy})
+    blocks = {block.splitlines()[0]: block.splitlines()[1:] for block in text.split("\n/")}
+    assert blocks["/"] == [f"  Content-Security-Policy: {policy}", "  Cache-Control: no-cache"]
+    assert f"  Content-Security-Policy: {WORKER_POLICY}" in blocks["web/*"]
+    for folder in ("web/*", "vendor/*", "wheels/*", "py/*"):
+        assert "  Cache-Control: public, max-age=31536000, immutable" in blocks[folder]
+
+
+def test_a_reference_the_build_expects_must_be_there() -> None:
+    """Rewriting replaces quoted URLs only, and fails loudly on a missing one."""
+    urls = {"/py/runtime.json": "/py/runtime-0123.json"}
+    text = 'fetch("/py/runtime.json"); // not "/py/runtime.jsonx"'
+    assert _rewrite(text, "boot", ["/py/runtime.json"], urls) == (
+        'fetch("/py/runtime-0123.json"); // not "/py/runtime.jsonx"'
+    )
+    with pytest.raises(SiteError, match="no longer names"):
+        _rewrite("fetch(other)", "boot", ["/py/runtime.json"], urls)
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://example.com/", "example.com", "http://Example.com", "null", "*"]
+)
+def test_build_takes_exact_origins_only(tmp_path: Path, origin: str) -> None:
+    """An origin with a path, no scheme, upper case, "null" or "*" is a usage error."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", str(tmp_path / "out"), "--page-origin", origin])
+    assert exit_info.value.code == 2
+
+
+def test_build_needs_two_origins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same origin for page and assistant is refused before anything is written."""
+    origin = "https://app.example"
+    code = main(
+        ["build", str(tmp_path / "out"), "--page-origin", origin, "--assistant-origin", origin]
+    )
+    assert code == 2
+    assert "two origins" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_build_never_replaces_a_folder_that_holds_no_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A non-empty OUTDIR without a bundle's `_headers` is left alone."""
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["build", str(tmp_path)]) == 2
+    assert "holds no bundle" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
