@@ -62,7 +62,14 @@ def ask(assistant: Page | FrameLocator, question: str, *, until: str = "done") -
     assistant.get_by_role("button", name="Send").click()
     expect(questions.nth(before[0])).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
     answer = answers.nth(before[1])
-    expect(answer).to_have_attribute("data-pc-answer-state", until, timeout=STEP_TIMEOUT_MS)
+    if until != "running":
+        # Wait for the end, then say how it ended if that was not the one expected.
+        expect(answer).not_to_have_attribute(
+            "data-pc-answer-state", "running", timeout=STEP_TIMEOUT_MS
+        )
+        state = answer.get_attribute("data-pc-answer-state")
+        assert state == until, f"the answer is {state}: {answer.text_content()}"
+    expect(answer).to_have_attribute("data-pc-answer-state", until)
     return answer
 
 
