@@ -63,6 +63,13 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
     assert (limits.max_string_chars, limits.max_snapshot_fields) == (512, 16)
 
 
+def test_a_child_accepts_a_child_url_it_does_not_use() -> None:
+    """With position "auto" one config serves the page on its own and framed by a
+    workbench, so a child's config may name the assistant it would embed."""
+    checked = parse_config(config_with(position="child", childUrl=ASSISTANT + "/a"))
+    assert checked["childUrl"] == ASSISTANT + "/a"
+
+
 def test_every_limit_name_sets_a_limits_field() -> None:
     """The config's limit names cover Limits exactly, so no limit is unreachable."""
     assert set(LIMIT_FIELDS.values()) == {f.name for f in dataclasses.fields(Limits)}
@@ -96,7 +103,6 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(childUrl="https://evil.example.com/a"), "childUrl", ASSISTANT),
         (config_with(childUrl=ASSISTANT + ".evil.com/a"), "childUrl", "on peerOrigin"),
         (config_with(childUrl="/assistant.html"), "childUrl", "absolute URL"),
-        (config_with(position="child", childUrl=ASSISTANT + "/a"), "childUrl", "embedder"),
         (config_with(share="always"), "share", '"ask", "select"'),
         (config_with(limits=[]), "limits", "must be an object"),
         (config_with(limits={"maxRows": 5}), "limits.maxRows", "unknown limit"),

@@ -130,9 +130,8 @@ def parse_config(raw: object) -> dict[str, Any]:
             ", got " + _shown(peer),
         )
     child_url = config.get("childUrl")
+    # A child ignores it: with position "auto" one config serves both placements.
     if child_url is not None:
-        if position != "embedder":
-            raise ConfigError("childUrl", "only an embedder loads a child frame")
         if not url_on_origin(child_url, peer):
             raise ConfigError(
                 "childUrl",
