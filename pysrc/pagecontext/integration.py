@@ -131,12 +131,11 @@ def parse_config(raw: object) -> dict[str, Any]:
         )
     child_url = config.get("childUrl")
     # A child ignores it: with position "auto" one config serves both placements.
-    if child_url is not None:
-        if not url_on_origin(child_url, peer):
-            raise ConfigError(
-                "childUrl",
-                "must be an absolute URL on peerOrigin " + peer + ", got " + _shown(child_url),
-            )
+    if child_url is not None and not url_on_origin(child_url, peer):
+        raise ConfigError(
+            "childUrl",
+            "must be an absolute URL on peerOrigin " + peer + ", got " + _shown(child_url),
+        )
     share = _choice("share", config.get("share", "ask"), SHARE_MODES)
     limits = {}
     for name, value in _object("limits", config.get("limits", {})).items():
