@@ -38,6 +38,8 @@ def test_a_minimal_config_is_completed_with_the_defaults() -> None:
         "history": DEFAULT_HISTORY,
         "timeouts": dict(TIMEOUTS),
         "apps": [],
+        "agentUrl": "",
+        "authorization": "",
     }
 
 
@@ -61,6 +63,15 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
     assert checked["apps"] == ["orders", "_shop2"]
     limits = Limits(**checked["limits"])
     assert (limits.max_string_chars, limits.max_snapshot_fields) == (512, 16)
+
+
+@pytest.mark.parametrize("agent_url", ["", "/agent", "http://localhost:9000/run"])
+def test_an_assistant_names_its_agent_and_authorization(agent_url: str) -> None:
+    """An assistant's config may give the agent's URL (a path or http(s)) and the
+    Authorization value it sends; both come back as given."""
+    assistant = {**PAGE, "role": "assistant", "agentUrl": agent_url, "authorization": "Bearer x"}
+    checked = parse_config(assistant)
+    assert (checked["agentUrl"], checked["authorization"]) == (agent_url, "Bearer x")
 
 
 def test_a_child_accepts_a_child_url_it_does_not_use() -> None:
@@ -115,6 +126,11 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(apps="sales"), "apps", "list of module names"),
         (config_with(apps=["sales; import os"]), "apps[0]", "not a module name"),
         (config_with(peerorigin=ASSISTANT), "peerorigin", "unknown option"),
+        (config_with(agentUrl="/agent"), "agentUrl", "only an assistant"),
+        (config_with(role="assistant", agentUrl="javascript:x"), "agentUrl", "http(s) URL"),
+        (config_with(role="assistant", agentUrl="//evil.example/"), "agentUrl", "a path"),
+        (config_with(role="assistant", agentUrl="http://"), "agentUrl", "http(s) URL"),
+        (config_with(role="assistant", authorization=7), "authorization", "header's value"),
     ],
 )
 def test_a_bad_config_names_the_field_and_why(raw: object, field: str, words: str) -> None:

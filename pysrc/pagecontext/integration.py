@@ -4,7 +4,8 @@ Owns what a page hands pagecontext in its own terms, checked before anything is 
 
 - the config object (the JSON in `<script type="application/json" id="pc-config">`):
   role, position, the peer's exact origin, the child URL, the share mode, limits,
-  timeouts and the page's own modules. `parse_config` returns it complete, with
+  timeouts and the page's own modules; for an assistant, its agent URL and the
+  Authorization it sends. `parse_config` returns it complete, with
   defaults, or raises `ConfigError` naming the first field that is wrong;
 - the detail of `pagecontext:select` (a page that keeps the selection in its own state
   reports it) and of `pagecontext:command-done` (a page that carried out a command itself
@@ -55,7 +56,12 @@ _KEYS = (
     "history",
     "timeouts",
     "apps",
+    "agentUrl",
+    "authorization",
 )
+# The options only an assistant reads.
+_ASSISTANT_KEYS = ("agentUrl", "authorization")
+MAX_AUTHORIZATION_CHARS = 4096
 _NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _NAME_CHARS = _NAME_START + "0123456789"
 _REASON_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -150,6 +156,23 @@ def parse_config(raw: object) -> dict[str, Any]:
             names = ", ".join(sorted(TIMEOUTS))
             raise ConfigError("timeouts." + str(name), "unknown timeout (timeouts: " + names + ")")
         timeouts[name] = _bounded_int("timeouts." + name, value, 1, TIMEOUT_MAX)
+    for key in _ASSISTANT_KEYS:
+        if role != "assistant" and key in config:
+            raise ConfigError(key, "only an assistant calls an agent (role is " + role + ")")
+    agent_url = config.get("agentUrl", "")
+    if not _is_agent_url(agent_url):
+        raise ConfigError(
+            "agentUrl",
+            "must be a path such as /agent or an http(s) URL, or empty; got " + _shown(agent_url),
+        )
+    authorization = config.get("authorization", "")
+    if not isinstance(authorization, str) or len(authorization) > MAX_AUTHORIZATION_CHARS:
+        raise ConfigError(
+            "authorization",
+            "must be the Authorization header's value, at most "
+            + str(MAX_AUTHORIZATION_CHARS)
+            + " characters",
+        )
     apps = config.get("apps", [])
     if not isinstance(apps, list):
         raise ConfigError("apps", "must be a list of module names")
@@ -166,7 +189,22 @@ def parse_config(raw: object) -> dict[str, Any]:
         "history": history,
         "timeouts": timeouts,
         "apps": list(apps),
+        "agentUrl": agent_url,
+        "authorization": authorization,
     }
+
+
+def _is_agent_url(value: object) -> bool:
+    # Checked here because the edge resolves it with `new URL()`, which throws on
+    # malformed input, and MicroPython cannot catch a JavaScript exception.
+    if not isinstance(value, str) or any(ch in value for ch in " \t\r\n\\"):
+        return False
+    if value == "" or (value.startswith("/") and not value.startswith("//")):
+        return True
+    for scheme in ("http://", "https://"):
+        if value.startswith(scheme) and len(value) > len(scheme) and value[len(scheme)] != "/":
+            return True
+    return False
 
 
 def _is_name(value: object) -> bool:

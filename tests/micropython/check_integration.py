@@ -26,6 +26,14 @@ CONFIGS = (
     {"role": "page", "position": "embedder", "peerOrigin": PAGE, "timeouts": {"bootMs": 1.5}},
     {"role": "page", "position": "embedder", "peerOrigin": PAGE, "apps": ["a-b"]},
     {"role": "page", "peerOrigin": PAGE},
+    {
+        "role": "assistant",
+        "position": "child",
+        "peerOrigin": PAGE,
+        "agentUrl": "/agent",
+        "authorization": "Bearer abc",
+    },
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE, "agentUrl": "//x"},
     [],
 )
 SELECTS = (

@@ -224,12 +224,12 @@ class Edge:
             # Where the agent and the action API are, and as whom the assistant calls
             # them; the agent URL resolved here, since a worker started from a data:
             # URL (a sandboxed panel) has no base URL of its own.
-            settings = _plain(config) or {}
-            agent_url = settings.get("agentUrl")
-            if isinstance(agent_url, str) and agent_url:
+            # (integration.parse_config checked both: strings, the URL a path or http(s).)
+            agent_url = config["agentUrl"]
+            if agent_url:
                 init["agentUrl"] = str(js.URL.new(agent_url, js.location.href).href)
-            authorization = settings.get("authorization")
-            if isinstance(authorization, str) and authorization:
+            authorization = config["authorization"]
+            if authorization:
                 init["authorization"] = authorization
             init["apiOrigin"] = self.peer_origin
         self._to_worker(init)
