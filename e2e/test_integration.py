@@ -189,3 +189,25 @@ def test_share_mode_select_shares_every_selection(page: Page, origins: Origins) 
     expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
     expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("12.5 EUR")
     expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
+
+
+def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(
+    demo: Page,
+) -> None:
+    """A render reported with a generation that is not a whole number is refused and
+    counted; the table keeps the view it had, so Show me for its row still applies."""
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    demo.evaluate(
+        """() => {
+          const table = document.getElementById("sales-table");
+          table.setAttribute("data-pc-generation", "next");
+          table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-rendered", "1")
+    show_and_expect(assistant, "applied")
+    expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "data-pc-highlight", "focus"
+    )

@@ -15,6 +15,7 @@ from pagecontext.integration import (
     parse_command_done,
     parse_config,
     parse_select,
+    parse_view,
     url_on_origin,
 )
 from pagecontext.models import Limits
@@ -211,3 +212,36 @@ def test_a_page_can_only_report_applied_or_not_found(detail: dict[str, Any]) -> 
     """The page reports its UI work; any other status, or a bad reason, is refused."""
     with pytest.raises(ValueError, match="detail"):
         parse_command_done(detail)
+
+
+def test_a_components_view_attributes_give_filters_and_generation() -> None:
+    """data-pc-filters and data-pc-generation are read as given; absent, they mean no
+    filters and generation 0."""
+    filters = '{"region": "North", "months": ["2026-01", "2026-02"], "all": false}'
+    assert parse_view(filters, "12") == (
+        {"region": "North", "months": ["2026-01", "2026-02"], "all": False},
+        12,
+    )
+    assert parse_view(None, None) == ({}, 0)
+
+
+@pytest.mark.parametrize(
+    ("filters", "generation", "words"),
+    [
+        ("not json", "1", "data-pc-filters must be a JSON object"),
+        ("[1]", "1", "data-pc-filters must be a JSON object"),
+        ('{"a": {"b": 1}}', "1", "data-pc-filters.a"),
+        ('{"a": [[1]]}', "1", "data-pc-filters.a"),
+        ("{}", "", "data-pc-generation"),
+        ("{}", "1.5", "data-pc-generation"),
+        ("{}", "-1", "data-pc-generation"),
+        ("{}", "9007199254740992", "data-pc-generation"),
+    ],
+)
+def test_bad_view_attributes_are_refused_naming_the_attribute(
+    filters: str, generation: str, words: str
+) -> None:
+    """Filters that are not a flat JSON object, or a generation that is not a safe whole
+    number, raise ValueError naming the attribute (the edge then keeps the last view)."""
+    with pytest.raises(ValueError, match=words.replace(".", r"\.")):
+        parse_view(filters, generation)

@@ -7,7 +7,8 @@ Owns what a page hands pagecontext in its own terms, checked before anything is 
   timeouts and the page's own modules; for an assistant, its agent URL and the
   Authorization it sends. `parse_config` returns it complete, with
   defaults, or raises `ConfigError` naming the first field that is wrong;
-- the detail of `pagecontext:select` (a page that keeps the selection in its own state
+- a component's view attributes (`data-pc-filters`, `data-pc-generation`), and the
+  detail of `pagecontext:select` (a page that keeps the selection in its own state
   reports it) and of `pagecontext:command-done` (a page that carried out a command itself
   reports the outcome); each parser returns the checked values or raises `ValueError`.
 
@@ -15,6 +16,8 @@ docs/integration.md describes every option. The main-thread edge runs this modul
 MicroPython and the CPython tests import it, so it is written in the subset both run,
 like `windowrules`: no `typing`, `re`, `dataclasses` or `__future__` imports.
 """
+
+import json
 
 from pagecontext.windowrules import is_exact_origin
 
@@ -243,6 +246,38 @@ def _detail(detail: object, event: str, keys: tuple[str, ...]) -> dict[str, Any]
         if key not in keys:
             raise ValueError("detail." + str(key) + " is not part of " + event)
     return detail
+
+
+MAX_GENERATION = 9007199254740991  # 2**53 - 1: a safe integer in JavaScript too
+
+
+def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str, Any], int]:
+    """Return (filters, generation) from a component's `data-pc-filters` and
+    `data-pc-generation` attributes (None when absent: no filters, generation 0).
+
+    Filters are a JSON object of scalars or lists of scalars; the generation is a whole
+    number written in decimal. Raises ValueError, naming the attribute, otherwise.
+    """
+    filters: object = {}
+    if filters_text is not None:
+        try:
+            filters = json.loads(filters_text)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            filters = None
+    if not isinstance(filters, dict):
+        raise ValueError("data-pc-filters must be a JSON object")
+    for name, value in filters.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(_is_scalar(item) for item in items):
+            raise ValueError("data-pc-filters." + name + " must be a scalar or a list of scalars")
+    generation = 0
+    if generation_text is not None:
+        text = str(generation_text)
+        ok = 1 <= len(text) <= 16 and all(ch in "0123456789" for ch in text)
+        if not ok or int(text) > MAX_GENERATION:
+            raise ValueError("data-pc-generation must be a whole number, got " + _shown(text))
+        generation = int(text)
+    return filters, generation
 
 
 def parse_select(detail: object) -> tuple[str, str, dict[str, Any]]:

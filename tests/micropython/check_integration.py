@@ -60,7 +60,15 @@ def outcome(parse, raw):
     return ["ok", list(result) if isinstance(result, tuple) else result]
 
 
+VIEWS = (
+    ('{"region": "North", "months": ["2026-01"], "x": 1.5}', "7"),
+    (None, None),
+    ('{"a": {"b": 1}}', "1"),
+    ("{}", "1e3"),
+    ("nope", "1"),
+)
 cases = {
+    "view": [outcome(lambda raw: i.parse_view(raw[0], raw[1]), raw) for raw in VIEWS],
     "config": [outcome(i.parse_config, raw) for raw in CONFIGS],
     "select": [outcome(i.parse_select, raw) for raw in SELECTS],
     "done": [outcome(i.parse_command_done, raw) for raw in DONES],

@@ -36,6 +36,7 @@ from pagecontext.integration import (
     parse_command_done,
     parse_config,
     parse_select,
+    parse_view,
     url_on_origin,
 )
 from pagecontext.windowrules import (
@@ -506,6 +507,15 @@ class Edge:
         component_id = component.getAttribute("data-pc-component")
         if not component_id:
             return
+        try:
+            filters, generation = parse_view(
+                component.getAttribute("data-pc-filters"),
+                component.getAttribute("data-pc-generation"),
+            )
+        except ValueError as error:
+            # Nothing of it changes: its objects and view stay as last reported.
+            self._refuse_event("rendered", component_id + ": " + str(error))
+            return
         rows = component.querySelectorAll("[data-pc-resource-ref]")
         refs = {}
         for i in range(rows.length):
@@ -517,17 +527,13 @@ class Edge:
         for item in (component.getAttribute("data-pc-shareable") or "").split():
             name, _, unit = item.partition(":")
             shareable.append([name, unit or None])
-        try:
-            filters = json.loads(component.getAttribute("data-pc-filters") or "{}")
-        except ValueError:
-            filters = {}
         self._to_worker(
             {
                 "kind": "view",
                 "componentId": component_id,
                 "pageId": component.getAttribute("data-pc-page") or "page",
-                "filters": filters if isinstance(filters, dict) else {},
-                "generation": int(component.getAttribute("data-pc-generation") or "0"),
+                "filters": filters,
+                "generation": generation,
                 "refs": list(refs.keys()),
                 "shareable": shareable,
             }
