@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import json
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import BrowserContext, Page, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, ask, html, panel, question_entry, receipt, show_and_expect
+from .helpers import (
+    ROW,
+    ask,
+    expect_no_csp_violations,
+    html,
+    panel,
+    question_entry,
+    receipt,
+    show_and_expect,
+    watch_csp,
+)
 
 MONTHS = "#review-months"
 
@@ -20,11 +30,15 @@ def open_review(page: Page, origins: Origins) -> None:
     wait_bound(panel(page))
 
 
-def test_select_ask_and_show_a_month(page: Page, origins: Origins) -> None:
+def test_select_ask_and_show_a_month(page: Page, context: BrowserContext, origins: Origins) -> None:
     """Click a month and ask: the chip shows what the page shows for it (with its own
     change on the month before, in %); a question sends that month's block and the agent
     answers about it; Show me is `applied`, the page drew the highlight itself and
-    pagecontext moved focus to the month."""
+    pagecontext moved focus to the month. Under the page's Content-Security-Policy,
+    nothing was refused."""
+    watch_csp(context)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
     open_review(page, origins)
     item = page.locator(f'{MONTHS} [data-pc-resource-ref="{ROW}"]')
     seen = json.loads(item.get_attribute("data-pc-values") or "")
@@ -49,6 +63,7 @@ def test_select_ask_and_show_a_month(page: Page, origins: Origins) -> None:
     expect(item).to_have_class("is-pointed-at")
     expect(item).to_be_focused()
     expect(page.locator("[data-pc-highlight]")).to_have_count(0)
+    expect_no_csp_violations(page, workers)
 
 
 def test_the_keyboard_selection_reaches_the_assistant_and_a_filter_makes_it_stale(
