@@ -162,3 +162,15 @@ def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Wor
     expect(panel(page).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     show_and_expect(panel(page), "applied")
     return workers
+
+
+def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
+    """Point the demo's panel frame at `url` (on the assistant's origin), reload it, wait
+    until the page binds it as connection `connection`, and return it."""
+    page.evaluate(
+        "url => document.querySelector('[data-pc-assistant]').setAttribute('data-pc-src', url)",
+        url,
+    )
+    page.frames[1].evaluate("location.reload()")
+    wait_bound(page, connection=connection)
+    return panel(page)

@@ -11,7 +11,15 @@ import pytest
 from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, html, panel, select_and_ask, show_and_expect
+from .helpers import (
+    OTHER_ROW,
+    ROW,
+    html,
+    panel,
+    select_and_ask,
+    show_and_expect,
+    swap_assistant,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -320,13 +328,7 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
         f"{origins.assistant}/e2e/hostile-assistant.html?page={origins.page}"
         f"&n=10000&ref={ROW}&revision=1"
     )
-    demo.evaluate(
-        "url => document.querySelector('[data-pc-assistant]').setAttribute('data-pc-src', url)",
-        hostile,
-    )
-    demo.frames[1].evaluate("location.reload()")
-    wait_bound(demo, connection=2)
-    child = panel(demo)
+    child = swap_assistant(demo, hostile)
     expect(html(child)).to_have_attribute("data-final", "applied", timeout=BOOT_TIMEOUT_MS)
     expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
     receipts = json.loads(html(child).get_attribute("data-receipts") or "{}")

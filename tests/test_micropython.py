@@ -3,6 +3,8 @@ window rules must decide exactly as they do under CPython."""
 
 from __future__ import annotations
 
+import json
+import runpy
 from pathlib import Path
 
 import pytest
@@ -35,3 +37,20 @@ def test_edge_modules_run_under_micropython_with_the_same_answers() -> None:
         "edge": "pagecontext:assistant",
     }
     assert _run_micropython() == expected
+
+
+def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The config and event checks the edge runs give the same results and the same
+    messages under MicroPython as under CPython, for accepted and refused input alike."""
+    script = Path(__file__).parent / "micropython" / "check_integration.py"
+    if not MICROPYTHON.is_dir():
+        pytest.fail("node and the npm runtime packages are needed: run `make unit`")
+    micro = run_node(str(Path(__file__).parent / "micropython" / "run.mjs"), str(ROOT), str(script))
+    runpy.run_path(str(script), run_name="__main__")
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    cpython = json.loads(line.removeprefix("RESULT "))
+    assert micro == cpython
+    outcomes = [case[0] for case in cpython["config"]]
+    assert outcomes == ["ok", "ok"] + ["ConfigError"] * 6 + ["ok", "ConfigError", "ConfigError"]

@@ -233,6 +233,21 @@ def test_assistant_root_redirects_to_assistant_html(assistant: TestClient) -> No
     assert response.headers["location"] == "/assistant.html"
 
 
+def test_an_example_page_is_served_with_its_tokens_replaced(root: Path) -> None:
+    """GET /examples/NAME serves web/examples/NAME as a template; any other name is 404,
+    whatever it looks like."""
+    examples = root / "web" / "examples"
+    examples.mkdir()
+    (examples / "orders.html").write_text(INDEX_HTML)
+    (examples / "orders.mjs").write_text("export {};\n")
+    with TestClient(create_page_app(ServerConfig(root=root))) as client:
+        response = client.get("/examples/orders.html")
+        assert response.status_code == 200
+        assert 'src="http://localhost:8001/assistant.html"' in response.text
+        for name in ("missing.html", "orders.mjs", "..%2Findex.html", "%2E%2E"):
+            assert client.get("/examples/" + name).status_code == 404, name
+
+
 def test_missing_template_is_404(tmp_path: Path) -> None:
     """Without index.html the page origin answers 404, not a server error."""
     with TestClient(create_page_app(ServerConfig(root=tmp_path))) as client:

@@ -1,10 +1,21 @@
 // Boot script for a pagecontext frame: starts the core's Worker first (so Pyodide loads
 // while the page renders), then MicroPython on the main thread with the edge's Python
 // sources. The browser forces this file to be JavaScript; the edge itself is Python.
-const config = JSON.parse(document.getElementById("pc-config").textContent);
-// "auto": a page framed by an assistant workbench is its child; on its own it embeds
-// its assistant panel.
-if (config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
+// The config object (docs/integration.md). The edge checks every option; only what it
+// cannot see is checked here: the block must exist and hold a JSON object.
+let config;
+try {
+  config = JSON.parse(document.getElementById("pc-config").textContent);
+  if (config === null || typeof config !== "object" || Array.isArray(config)) throw new Error("not an object");
+} catch (error) {
+  const reason = `config: the <script type="application/json" id="pc-config"> block must hold a JSON object (${error.message})`;
+  Object.assign(document.documentElement.dataset, { pcState: "failed", pcError: reason });
+  document.dispatchEvent(new CustomEvent("pagecontext:state", { detail: { state: "failed", error: reason } }));
+  throw new Error(`pagecontext: ${reason}`);
+}
+// "auto" (the default): a page framed by an assistant workbench is its child; on its
+// own it embeds its assistant panel.
+if (config.position === undefined || config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
 document.documentElement.dataset.pcState = "booting";
 document.documentElement.dataset.pcPosition = config.position;
 const workerURL = new URL("/web/worker.mjs", import.meta.url).href;
@@ -56,7 +67,10 @@ globalThis.pagecontext = edge.start(config, worker, globalThis.pagecontextHost);
 performance.mark("pagecontext:edge-started");
 await nextTask();
 // The page's own MicroPython modules (config.apps), each with an async main().
-for (const app of config.apps || []) {
+// They run even when the edge refused the config (the page works without its assistant),
+// so a name is used only if it is a plain module name: it becomes Python source below.
+const moduleName = /^[A-Za-z_][A-Za-z0-9_]*$/;
+for (const app of (Array.isArray(config.apps) ? config.apps : []).filter((name) => moduleName.test(name))) {
   const code = new Uint8Array(await (await fetch(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
   mp.FS.writeFile(`/lib/${app}.mpy`, code);
   await mp.runPythonAsync(`import ${app}\nawait ${app}.main()`);

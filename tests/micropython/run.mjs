@@ -12,6 +12,7 @@ const files = {
   "pagecontext/__init__.py": "",
   "pagecontext/browser/__init__.py": "",
   "pagecontext/windowrules.py": readFileSync(join(root, "pysrc/pagecontext/windowrules.py"), "utf8"),
+  "pagecontext/integration.py": readFileSync(join(root, "pysrc/pagecontext/integration.py"), "utf8"),
   "pagecontext/browser/edge.py": readFileSync(join(root, "pysrc/pagecontext/browser/edge.py"), "utf8"),
 };
 for (const [file, text] of Object.entries(files)) {

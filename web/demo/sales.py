@@ -1,7 +1,9 @@
 # The demo business page's own code: a sales table and a chart, rendered from the
 # server's /api/sales under the filters the user picks. It knows pagecontext only
-# through the documented DOM surface: data-pc-* attributes on what it renders, the
-# `pagecontext:rendered` event after each render, and `pagecontext:refresh` in.
+# through the documented DOM surface (docs/integration.md): data-pc-* attributes on
+# what it renders, the `pagecontext:rendered` event after each render, and
+# `pagecontext:refresh` in. The chart is a component like the table: each bar segment
+# is one sales row (its resource ref), with the series, month and value it shows.
 # Runs under MicroPython on the main thread, after the pagecontext edge: the boot
 # script imports this module (compiled to bytecode) and awaits main().
 
@@ -14,9 +16,12 @@ from jsffi import create_proxy
 doc = js.document
 table = doc.getElementById("sales-table")
 chart = doc.getElementById("sales-chart")
+chart_title = doc.getElementById("sales-chart-title")
+legend = doc.getElementById("sales-chart-legend")
 form = doc.querySelector(".pc-filters")
 SVG = "http://www.w3.org/2000/svg"
-state = {"generation": 0, "loading": None}
+# Each component's data generation, bumped on every render.
+state = {"table": 0, "chart": 0}
 
 
 def cell(text, field=None, value=None, numeric=False):
@@ -61,32 +66,60 @@ async def render_table(rows, view):
         tr.append(cell("No rows match these filters."))
         body.append(tr)
     table.querySelector("tbody").replaceWith(body)
-    state["generation"] += 1
-    table.setAttribute("data-pc-filters", json.dumps(view))
-    table.setAttribute("data-pc-generation", str(state["generation"]))
+    rendered(table, "table", view)
     table.setAttribute("data-demo-rows", str(len(rows)))
-    table.dispatchEvent(js.CustomEvent.new("pagecontext:rendered", {"bubbles": True}))
 
 
-def render_chart(rows):
+def rendered(component, name, view):
+    """Publish a component's new view and tell pagecontext it re-rendered."""
+    state[name] += 1
+    component.setAttribute("data-pc-filters", json.dumps(view))
+    component.setAttribute("data-pc-generation", str(state[name]))
+    component.dispatchEvent(js.CustomEvent.new("pagecontext:rendered", {"bubbles": True}))
+
+
+def render_chart(rows, view):
+    """Revenue by month, one stacked segment per region: a segment is one sales row."""
     totals = {}
     for row in rows:
         totals[row["month"]] = totals.get(row["month"], 0) + row["revenueEur"]
-    chart.replaceChildren()
     months = sorted(totals)
     top = max(totals.values()) if totals else 1
     width = 600 / max(1, len(months))
-    for i, month in enumerate(months):
-        height = 150 * totals[month] / top
+    tops = {}
+    regions = []
+    chart.replaceChildren()
+    for row in rows:
+        month, region, revenue = row["month"], row["region"], row["revenueEur"]
+        if region not in regions:
+            regions.append(region)
+        height = 150 * revenue / top
+        base = tops.get(month, 160)
+        tops[month] = base - height
         rect = doc.createElementNS(SVG, "rect")
-        rect.setAttribute("x", str(i * width + 4))
-        rect.setAttribute("y", str(160 - height))
+        rect.setAttribute("x", str(months.index(month) * width + 4))
+        rect.setAttribute("y", str(base - height))
         rect.setAttribute("width", str(max(1, width - 8)))
         rect.setAttribute("height", str(height))
+        rect.setAttribute("class", "pc-series-" + region.lower())
+        rect.setAttribute("tabindex", "-1")
+        rect.setAttribute("data-pc-resource-ref", row["ref"])
+        values = {"series": region, "month": month, "revenueEur": revenue}
+        rect.setAttribute("data-pc-values", json.dumps(values))
         title = doc.createElementNS(SVG, "title")
-        title.textContent = month + ": " + "{:,.0f}".format(totals[month]) + " EUR"
+        title.textContent = region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR"
         rect.append(title)
         chart.append(rect)
+    legend.replaceChildren()
+    for region in regions:
+        item = doc.createElement("span")
+        item.className = "pc-series-" + region.lower()
+        item.textContent = region
+        legend.append(item)
+    # The chart's title as the user reads it goes with every mark they select.
+    chart.setAttribute("data-pc-values", json.dumps({"chart": chart_title.textContent}))
+    chart.setAttribute("data-demo-marks", str(len(rows)))
+    rendered(chart, "chart", view)
 
 
 def in_view(row, view):
@@ -107,19 +140,23 @@ async def load():
     data = await response.json()
     rows = [row for row in json.loads(js.JSON.stringify(data.rows)) if in_view(row, view)]
     await render_table(rows, view)
-    render_chart(rows)
+    render_chart(rows, view)
 
 
 def reload(event=None):
     asyncio.create_task(load())
 
 
-# The page keeps these two listeners for its whole life; they are never removed.
+# The page keeps these listeners for its whole life; they are never removed.
 LISTENERS = []
 
 
 async def main():
-    for target, name in ((form, "change"), (table, "pagecontext:refresh")):
+    for target, name in (
+        (form, "change"),
+        (table, "pagecontext:refresh"),
+        (chart, "pagecontext:refresh"),
+    ):
         proxy = create_proxy(reload)
         target.addEventListener(name, proxy)
         LISTENERS.append(proxy)

@@ -6,9 +6,12 @@ Owns what must happen on the main thread and nothing more:
   navigating the child (embedder), reading and removing the nonce (child), and the
   exact-origin and `event.source` checks on `ready` and `connect`;
 - handing the bound MessagePort to the core's Worker, which holds it from then on;
-- the DOM adapter: reading the page's registry of rendered objects and its selection
-  events, applying highlight, locate, clear-highlight and refresh to the objects the
-  registry holds (never through a selector built from a message);
+- the DOM adapter, the page's integration surface (docs/integration.md): reading the
+  page's registry of rendered objects (`data-pc-*` attributes) and its selections
+  (clicks, or `pagecontext:select` from a page that keeps the selection itself),
+  publishing `pagecontext:state` and `pagecontext:command`, and applying highlight,
+  locate, clear-highlight and refresh to the objects the registry holds (never through
+  a selector built from a message) unless the page carries a command out itself;
 - the assistant panel's few elements: the chip, the receipt, the buttons;
 - publishing state on `<html>` for styles and tests (`data-pc-state` and counters).
 
@@ -28,6 +31,14 @@ try:  # noqa: SIM105
 except ImportError:
     pass
 
+from pagecontext.integration import (
+    ConfigError,
+    parse_command_done,
+    parse_config,
+    parse_select,
+    parse_view,
+    url_on_origin,
+)
 from pagecontext.windowrules import (
     NONCE_BYTES,
     child_url,
@@ -53,6 +64,7 @@ class ProxyOwner:
 
     def __init__(self) -> None:
         self._entries: list[tuple[Any, str, Any]] = []
+        self._timers: dict[int, Any] = {}
 
     def listen(self, target: Any, event_name: str, handler: Any) -> Any:
         """Add `handler` as a listener and keep its proxy; return the proxy."""
@@ -61,11 +73,33 @@ class ProxyOwner:
         self._entries.append((target, event_name, proxy))
         return proxy
 
+    def later(self, delay_ms: int, handler: Any) -> int:
+        """Call `handler()` once after `delay_ms`, keeping its proxy until then; return
+        the timer's id for `cancel`."""
+        holder: list[int] = []
+
+        def fire() -> None:
+            self._timers.pop(holder[0], None)
+            handler()
+
+        proxy = create_proxy(fire)
+        timer: int = js.setTimeout(proxy, delay_ms)
+        holder.append(timer)
+        self._timers[timer] = proxy
+        return timer
+
+    def cancel(self, timer: int) -> None:
+        """Cancel a timer from `later` (if it has not fired) and drop its proxy."""
+        if self._timers.pop(timer, None) is not None:
+            js.clearTimeout(timer)
+
     def release(self) -> None:
-        """Remove every listener this owner added and drop the proxies."""
+        """Remove every listener this owner added, cancel its timers, drop the proxies."""
         for target, event_name, proxy in self._entries:
             target.removeEventListener(event_name, proxy)
         self._entries = []
+        for timer in list(self._timers):
+            self.cancel(timer)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -106,14 +140,37 @@ def _attr_value(text: str) -> Any:
     return text
 
 
+def _attr_values(element: Any, into: dict[str, Any]) -> None:
+    """Add the scalars of an element's `data-pc-values` (a JSON object) to `into`."""
+    text = element.getAttribute("data-pc-values")
+    if not text:
+        return
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(found, dict):
+        return
+    for name, value in found.items():
+        if value is None or isinstance(value, (bool, int, float, str)):
+            into[name] = value
+
+
+# How many commands the page may be carrying out itself at once; the oldest beyond it
+# are forgotten (their receipts stay unconfirmed at the assistant).
+DELEGATED_MAX = 256
+
+
 class Edge:
     """One frame's main-thread edge. `start()` makes it; `close()` undoes everything."""
 
-    def __init__(self, config: Any, worker: Any, host: Any) -> None:
+    def __init__(self, config: dict[str, Any], worker: Any, host: Any) -> None:
+        """`config` is the frame's config as `integration.parse_config` returns it."""
         self.host = host
-        self.role = config.role
-        self.position = config.position
-        self.peer_origin = config.peerOrigin
+        self.config = config
+        self.role = config["role"]
+        self.position = config["position"]
+        self.peer_origin = config["peerOrigin"]
         self.worker = worker
         self.root = js.document.documentElement
         self.owner = ProxyOwner()
@@ -126,7 +183,16 @@ class Edge:
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
+        # Commands the page carries out itself (it cancelled `pagecontext:command`).
+        self.delegated: list[str] = []
+        # The command whose pagecontext:command is being dispatched, and an answer the
+        # page gave for it during the dispatch.
+        self.dispatching: str | None = None
+        self.early_answer: tuple[str, str] | None = None
         self.state: dict[str, Any] = {}
+        # What `pagecontext:state` last told the page.
+        self.public: dict[str, Any] = {"state": "booting"}
+        self.published: str = ""
         self.owner.listen(worker, "message", self._from_worker)
         self.owner.listen(js.window, "message", self._from_window)
         self.owner.listen(js.window, "pagehide", self._on_pagehide)
@@ -138,8 +204,14 @@ class Edge:
         if details is not None:
             self.owner.listen(details, "toggle", self._render_diagnostics)
         self._set_state("booting")
+        self.boot_timer: int | None = self.owner.later(
+            config["timeouts"]["bootMs"], self._on_boot_timeout
+        )
         self.instance_id = _random_id()
         init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
+        if self.role == "page":
+            init["limits"] = config["limits"]
+            init["history"] = config["history"]
         if self.role == "assistant":
             # The saved text goes to the worker as it is: MicroPython's dicts do not keep
             # key order, and the core compares saved lines with what it renders.
@@ -153,12 +225,12 @@ class Edge:
             # Where the agent and the action API are, and as whom the assistant calls
             # them; the agent URL resolved here, since a worker started from a data:
             # URL (a sandboxed panel) has no base URL of its own.
-            settings = _plain(config) or {}
-            agent_url = settings.get("agentUrl")
-            if isinstance(agent_url, str) and agent_url:
+            # (integration.parse_config checked both: strings, the URL a path or http(s).)
+            agent_url = config["agentUrl"]
+            if agent_url:
                 init["agentUrl"] = str(js.URL.new(agent_url, js.location.href).href)
-            authorization = settings.get("authorization")
-            if isinstance(authorization, str) and authorization:
+            authorization = config["authorization"]
+            if authorization:
                 init["authorization"] = authorization
             init["apiOrigin"] = self.peer_origin
         self._to_worker(init)
@@ -175,6 +247,34 @@ class Edge:
 
     def _set_state(self, state: str) -> None:
         self.root.setAttribute("data-pc-state", state)
+        if state != "failed":
+            self.root.removeAttribute("data-pc-error")
+        self._publish(state=state)
+
+    def _publish(self, **changes: Any) -> None:
+        """Update what `pagecontext:state` reports and dispatch it if anything changed."""
+        public = self.public
+        for name in changes:
+            public[name] = changes[name]
+        if public.get("state") != "failed":
+            public.pop("error", None)
+        text = json.dumps([public.get(k) for k in _PUBLIC_KEYS])
+        if text == self.published:
+            return
+        self.published = text
+        _dispatch(js.document, "pagecontext:state", public, False)
+
+    def _fail(self, error: str) -> None:
+        """Publish `failed` with its reason (`data-pc-error`), loudly."""
+        js.console.error("pagecontext: " + error)
+        self.root.setAttribute("data-pc-error", error)
+        self.public["error"] = error
+        self._set_state("failed")
+
+    def _on_boot_timeout(self) -> None:
+        self.boot_timer = None
+        ms = self.config["timeouts"]["bootMs"]
+        self._fail("boot-timeout: the worker was not ready within " + str(ms) + " ms")
 
     def _reject(self, reason: str) -> None:
         count = self.rejected.get(reason, 0) + 1
@@ -196,6 +296,7 @@ class Edge:
     # -- handshake: embedder ------------------------------------------------------------
 
     def _start_embedder(self) -> None:
+        # start() checked that the frame exists and its URL is on the peer's origin.
         self.frame = js.document.querySelector("[data-pc-child]")
         # A frame this page sandboxed without allow-same-origin runs in an opaque origin.
         sandboxed = self.frame.hasAttribute("sandbox")
@@ -306,9 +407,14 @@ class Edge:
             return
         kind = message.get("kind")
         if kind == "ready":
+            if self.boot_timer is not None:
+                self.owner.cancel(self.boot_timer)
+                self.boot_timer = None
             self._set_state("ready")
         elif kind == "bound":
-            self.root.setAttribute("data-pc-connection", str(message.get("connection")))
+            connection = message.get("connection")
+            self.root.setAttribute("data-pc-connection", str(connection))
+            self.public["connection"] = connection
             self._set_state("bound")
         elif kind == "unbound":
             self._set_state("ready")
@@ -318,14 +424,15 @@ class Edge:
             # The worker closed a port whose handshake failed (nonce, role, identity).
             self._reject("handshake-" + str(message.get("reason")))
         elif kind == "failed":
-            self._set_state("failed")
-            js.console.error("pagecontext worker failed: " + str(message.get("error")))
+            self._fail("worker: " + str(message.get("error")))
         elif kind == "apply":
             self._apply(message)
         elif kind == "selected":
             self.root.setAttribute("data-pc-revision", str(message.get("revision")))
+            self._publish(revision=message.get("revision"))
         elif kind == "shared":
             self.root.setAttribute("data-pc-shared-revision", str(message.get("revision")))
+            self._publish(sharedRevision=message.get("revision"))
         elif kind == "state":
             self.state = message
             self._set_state("bound" if message.get("bound") else "ready")
@@ -385,6 +492,9 @@ class Edge:
         doc = js.document
         self.owner.listen(doc, "pagecontext:rendered", self._on_rendered)
         self.owner.listen(doc, "click", self._on_click)
+        self.owner.listen(doc, "pagecontext:select", self._on_select_event)
+        self.owner.listen(doc, "pagecontext:share", self._on_share_event)
+        self.owner.listen(doc, "pagecontext:command-done", self._on_command_done)
         components = doc.querySelectorAll("[data-pc-component]")
         for i in range(components.length):
             self._scan(components[i])
@@ -397,6 +507,15 @@ class Edge:
         component_id = component.getAttribute("data-pc-component")
         if not component_id:
             return
+        try:
+            filters, generation = parse_view(
+                component.getAttribute("data-pc-filters"),
+                component.getAttribute("data-pc-generation"),
+            )
+        except ValueError as error:
+            # Nothing of it changes: its objects and view stay as last reported.
+            self._refuse_event("rendered", component_id + ": " + str(error))
+            return
         rows = component.querySelectorAll("[data-pc-resource-ref]")
         refs = {}
         for i in range(rows.length):
@@ -408,17 +527,13 @@ class Edge:
         for item in (component.getAttribute("data-pc-shareable") or "").split():
             name, _, unit = item.partition(":")
             shareable.append([name, unit or None])
-        try:
-            filters = json.loads(component.getAttribute("data-pc-filters") or "{}")
-        except ValueError:
-            filters = {}
         self._to_worker(
             {
                 "kind": "view",
                 "componentId": component_id,
                 "pageId": component.getAttribute("data-pc-page") or "page",
-                "filters": filters if isinstance(filters, dict) else {},
-                "generation": int(component.getAttribute("data-pc-generation") or "0"),
+                "filters": filters,
+                "generation": generation,
                 "refs": list(refs.keys()),
                 "shareable": shareable,
             }
@@ -441,7 +556,11 @@ class Edge:
         ref = row.getAttribute("data-pc-resource-ref")
         if self.registry.get(component_id, {}).get(ref) != row:
             return  # not an object this component reported as rendered
-        values = {}
+        # What the user sees of the object: the component's values (a chart's title),
+        # the object's own (a mark's series, bucket and value), then its cells.
+        values: dict[str, Any] = {}
+        _attr_values(component, values)
+        _attr_values(row, values)
         cells = row.querySelectorAll("[data-pc-field]")
         for i in range(cells.length):
             cell = cells[i]
@@ -451,9 +570,48 @@ class Edge:
         for el in self.registry[component_id].values():
             el.removeAttribute("aria-selected")
         row.setAttribute("aria-selected", "true")
+        self._select(component_id, ref, values)
+
+    def _select(self, component_id: str, ref: str, values: dict[str, Any]) -> None:
         self._to_worker(
             {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
         )
+        if self.config["share"] == "select":
+            self._to_worker({"kind": "share"})
+
+    def _refuse_event(self, name: str, why: str) -> None:
+        """Count and report an integration event the page sent wrong; nothing is done."""
+        attribute = "data-pc-refused-" + name
+        count = int(self.root.getAttribute(attribute) or "0") + 1
+        self.root.setAttribute(attribute, str(count))
+        js.console.error("pagecontext: " + name + " refused: " + why)
+
+    def _read_detail(self, event: Any, name: str, parse: Any) -> Any:
+        """Return `parse(event.detail)`, or None after refusing the event if it fails."""
+        try:
+            return parse(_plain(event.detail))
+        except ValueError as error:
+            self._refuse_event(name, str(error))
+            return None
+
+    def _on_select_event(self, event: Any) -> None:
+        """`pagecontext:select` from a page that keeps the selection in its own state."""
+        found = self._read_detail(event, "select", parse_select)
+        if found is None:
+            return
+        component_id, ref, values = found
+        if component_id not in self.components:
+            self._refuse_event("select", "no data-pc-component=" + component_id + " on the page")
+            return
+        component = self.components[component_id]
+        merged: dict[str, Any] = {}
+        _attr_values(component, merged)
+        for name in values:
+            merged[name] = values[name]
+        self._select(component_id, ref, merged)
+
+    def _on_share_event(self, event: Any) -> None:
+        self._to_worker({"kind": "share"})
 
     def _apply(self, message: dict[str, Any]) -> None:
         command_id = message["commandId"]
@@ -464,6 +622,31 @@ class Edge:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         action = message["action"]
+        detail = {
+            "commandId": command_id,
+            "action": action,
+            "componentId": component_id,
+            "resourceRef": message.get("resourceRef"),
+            "tone": message.get("tone"),
+        }
+        # A listener may answer at once, inside dispatchEvent: that answer is kept until
+        # it is known whether the listener cancelled the event.
+        self.dispatching = command_id
+        cancelled = not _dispatch(component, "pagecontext:command", detail, True)
+        early, self.early_answer = self.early_answer, None
+        self.dispatching = None
+        if cancelled:
+            # The page carries it out itself and answers with pagecontext:command-done;
+            # until then (or if it never does) no UI receipt is sent.
+            if early is not None:
+                self._ui_done(command_id, early[0], early[1])
+                return
+            self.delegated.append(command_id)
+            if len(self.delegated) > DELEGATED_MAX:
+                self.delegated.pop(0)
+            return
+        if early is not None:
+            self._refuse_event("command-done", command_id + " was not cancelled by the page")
         if action == "clear-highlight":
             for el in objects.values():
                 el.removeAttribute("data-pc-highlight")
@@ -488,6 +671,21 @@ class Edge:
             element.scrollIntoView(to_js({"block": "nearest"}))
             element.focus(to_js({"preventScroll": True}))
         self._ui_done(command_id, "applied", "ok")
+
+    def _on_command_done(self, event: Any) -> None:
+        """The page finished (or could not do) a command it took over."""
+        found = self._read_detail(event, "command-done", parse_command_done)
+        if found is None:
+            return
+        command_id, status, reason = found
+        if command_id == self.dispatching:
+            self.early_answer = (status, reason)
+            return
+        if command_id not in self.delegated:
+            self._refuse_event("command-done", command_id + " is not a command the page took")
+            return
+        self.delegated.remove(command_id)
+        self._ui_done(command_id, status, reason)
 
     def _ui_done(self, command_id: str, status: str, reason: str) -> None:
         self._to_worker(
@@ -814,13 +1012,65 @@ def _receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
     return status, text
 
 
+# The fields of `pagecontext:state`'s detail.
+_PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
+
+
+def _dispatch(target: Any, name: str, detail: dict[str, Any], cancelable: bool) -> bool:
+    """Dispatch a bubbling CustomEvent with plain data as its detail; return False if a
+    listener cancelled it (a listener's exception is reported, never raised here)."""
+    init = {"detail": detail, "bubbles": True, "cancelable": cancelable}
+    return bool(target.dispatchEvent(js.CustomEvent.new(name, to_js(init))))
+
+
+def _check_child_frame(config: dict[str, Any]) -> None:
+    """Check the embedder's `<iframe data-pc-child>` and give it `childUrl` as its
+    `data-pc-src` if it has none. Raises ConfigError if it is missing or its URL is not
+    on the peer's origin."""
+    frame = js.document.querySelector("[data-pc-child]")
+    if frame is None:
+        raise ConfigError("position", "an embedder needs an <iframe data-pc-child>")
+    if not frame.getAttribute("data-pc-src") and config["childUrl"]:
+        frame.setAttribute("data-pc-src", config["childUrl"])
+    src = frame.getAttribute("data-pc-src")
+    if src is None:
+        raise ConfigError("childUrl", "missing: give childUrl or the iframe's data-pc-src")
+    if not url_on_origin(src, config["peerOrigin"]):
+        raise ConfigError(
+            "childUrl",
+            "the child frame's URL must be on peerOrigin "
+            + config["peerOrigin"]
+            + ", got "
+            + str(src),
+        )
+
+
 _EDGE: list["Edge"] = []
 
 
-def start(config: Any, worker: Any, host: Any) -> "Edge":
-    """Start this frame's edge with its config, the core's Worker and the boot host."""
+def start(config: Any, worker: Any, host: Any) -> "Edge | None":
+    """Start this frame's edge with its config, the core's Worker and the boot host.
+
+    A config that `integration.parse_config` refuses fails loudly: the worker is
+    stopped, `<html data-pc-state="failed" data-pc-error="config: FIELD: why">` is
+    published (and `pagecontext:state`), and None is returned.
+    """
     _HOST[:] = [host]
-    edge = Edge(config, worker, host)
+    try:
+        checked = parse_config(_plain(config))
+        if checked["position"] == "embedder":
+            _check_child_frame(checked)
+    except ConfigError as error:
+        worker.terminate()
+        message = "config: " + str(error)
+        js.console.error("pagecontext: " + message)
+        root = js.document.documentElement
+        root.setAttribute("data-pc-error", message)
+        root.setAttribute("data-pc-error-field", error.field)
+        root.setAttribute("data-pc-state", "failed")
+        _dispatch(js.document, "pagecontext:state", {"state": "failed", "error": message}, False)
+        return None
+    edge = Edge(checked, worker, host)
     _EDGE.append(edge)
     return edge
 

@@ -24,6 +24,8 @@ import js
 import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
+from pagecontext.integration import DEFAULT_HISTORY
+from pagecontext.models import Limits
 from pagecontext.session import (
     ActionRequest,
     AssistantSession,
@@ -151,8 +153,13 @@ class WorkerBinding:
 
     def _init(self, message: dict[str, Any]) -> None:
         if message["role"] == "page":
+            # limits and history as integration.parse_config checked them on the edge.
             self.session = PageSession(
-                page_instance_id=message["instanceId"], clock=_now, new_id=_new_id
+                page_instance_id=message["instanceId"],
+                clock=_now,
+                new_id=_new_id,
+                limits=Limits(**message.get("limits", {})),
+                history=message.get("history", DEFAULT_HISTORY),
             )
         else:
             session = AssistantSession(

@@ -345,7 +345,8 @@ def create_page_app(
     clock: Callable[[], float] | None = None,
     token_factory: Callable[[], str] | None = None,
 ) -> Starlette:
-    """The business page's origin: ``/``, ``/api/sales``, the resource, action and admin
+    """The business page's origin: ``/``, the example pages of ``web/examples`` under
+    ``/examples/``, ``/api/sales``, the resource, action and admin
     APIs (`pagecontext.server.api`) and the static mounts.
 
     The demo database is created at startup if it is missing. `clock` (epoch ms) and
@@ -365,6 +366,14 @@ def create_page_app(
 
     def index(_request: Request) -> Response:
         return _render_template(config.root / "index.html", config)
+
+    def example(request: Request) -> Response:
+        # Only a page that is in web/examples, named exactly: the name is never a path.
+        folder = config.root / "web" / "examples"
+        name = request.path_params["name"]
+        if name not in {path.name for path in folder.glob("*.html")}:
+            return HTMLResponse("Not Found", status_code=404)
+        return _render_template(folder / name, config)
 
     def sales(request: Request) -> Response:
         params = request.query_params
@@ -387,6 +396,7 @@ def create_page_app(
     # SQLite reads never block the event loop.
     routes: list[BaseRoute] = [
         Route("/", index, methods=["GET"]),
+        Route("/examples/{name}", example, methods=["GET"]),
         Route("/api/sales", sales, methods=["GET"]),
         *api_routes(
             config.db_path,

@@ -51,10 +51,14 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
 MICROPYTHON_PACKAGE = "@micropython/micropython-webassembly-pyscript"
 
-# The modules the main-thread edge runs under MicroPython: the window-facing rules and
-# the edge itself. Package __init__ files are written empty, since the CPython package
-# initialisers may use what MicroPython lacks.
-EDGE_MODULES = ("pagecontext/windowrules.py", "pagecontext/browser/edge.py")
+# The modules the main-thread edge runs under MicroPython: the window-facing rules, the
+# integration surface's rules and the edge itself. Package __init__ files are written
+# empty, since the CPython package initialisers may use what MicroPython lacks.
+EDGE_MODULES = (
+    "pagecontext/windowrules.py",
+    "pagecontext/integration.py",
+    "pagecontext/browser/edge.py",
+)
 EDGE_PACKAGES = ("pagecontext/__init__.py", "pagecontext/browser/__init__.py")
 # The demo pages' own code, run by the same MicroPython after the edge.
 APPS_DIR = "web/demo"

@@ -1,0 +1,12 @@
+// Puts the `config` query parameter into the page's config block (configured.html), and
+// with `frame=1` adds the <iframe data-pc-child> an embedder needs (its URL comes from
+// the config's childUrl).
+const query = new URLSearchParams(location.search);
+document.getElementById("pc-config").textContent = query.get("config") || "";
+if (query.get("frame") === "1") {
+  const frame = document.createElement("iframe");
+  frame.setAttribute("data-pc-child", "");
+  frame.setAttribute("data-pc-assistant", "");
+  frame.title = "AI assistant";
+  document.body.append(frame);
+}

@@ -1,0 +1,97 @@
+"""The review example (web/examples/review.html), a page built only from the documented
+integration surface: select a month, ask about it, and have the assistant show it."""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import BrowserContext, Page, Worker, expect
+
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import (
+    ROW,
+    ask,
+    expect_no_csp_violations,
+    html,
+    panel,
+    question_entry,
+    receipt,
+    show_and_expect,
+    watch_csp,
+)
+
+MONTHS = "#review-months"
+
+
+def open_review(page: Page, origins: Origins) -> None:
+    """Open the example and wait until it and its assistant are bound."""
+    page.goto(origins.page + "/examples/review.html")
+    wait_bound(page)
+    wait_bound(panel(page))
+
+
+def test_select_ask_and_show_a_month(page: Page, context: BrowserContext, origins: Origins) -> None:
+    """Click a month and ask: the chip shows what the page shows for it (with its own
+    change on the month before, in %); a question sends that month's block and the agent
+    answers about it; Show me is `applied`, the page drew the highlight itself and
+    pagecontext moved focus to the month. Under the page's Content-Security-Policy,
+    nothing was refused."""
+    watch_csp(context)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    open_review(page, origins)
+    item = page.locator(f'{MONTHS} [data-pc-resource-ref="{ROW}"]')
+    seen = json.loads(item.get_attribute("data-pc-values") or "")
+    item.click()
+    expect(page.locator("#review-detail")).to_have_attribute("data-month", ROW)
+    page.get_by_role("button", name="Ask AI").click()
+    assistant = panel(page)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_text(
+        f"{seen['revenueEur']} EUR"
+    )
+    expect(chip.locator('[data-pc-chip-field="changePct"]')).to_have_text(f"{seen['changePct']} %")
+
+    answer = ask(assistant, "Why did this month change?")
+    expect(answer).to_have_attribute("data-pc-answer-about", ROW)
+    sent = question_entry(assistant).locator("pre").text_content() or ""
+    assert f'"resourceRef":"{ROW}"' in sent
+    assert '"component":"review-months"' in sent
+
+    show_and_expect(assistant, "applied")
+    expect(item).to_have_class("is-pointed-at")
+    expect(item).to_be_focused()
+    expect(page.locator("[data-pc-highlight]")).to_have_count(0)
+    expect_no_csp_violations(page, workers)
+
+
+def test_the_keyboard_selection_reaches_the_assistant_and_a_filter_makes_it_stale(
+    page: Page, origins: Origins
+) -> None:
+    """Arrow keys move the page's own selection, which it reports with
+    `pagecontext:select`: the assistant gets the month the page shows. After the user
+    picks another region, Show me for that month is `stale-context`, nothing drawn."""
+    open_review(page, origins)
+    months = page.locator(f"{MONTHS} [data-pc-resource-ref]")
+    expect(months).to_have_count(12)
+    second = months.nth(1).get_attribute("data-pc-resource-ref")
+    page.locator(MONTHS).focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#review-detail")).to_have_attribute("data-month", str(second))
+    expect(html(page)).to_have_attribute("data-pc-revision", "2")
+    page.get_by_role("button", name="Ask AI").click()
+    assistant = panel(page)
+    chip = assistant.locator(f'[data-pc-chip="{second}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("North")
+
+    page.locator("#review-region").select_option("East")
+    expect(page.locator(f'{MONTHS} [data-pc-resource-ref="{second}"]')).to_have_count(0)
+    assistant.get_by_role("button", name="Show me").click()
+    expect(receipt(assistant)).to_have_attribute(
+        "data-pc-receipt-status", "stale-context", timeout=STEP_TIMEOUT_MS
+    )
+    expect(receipt(assistant)).to_contain_text("view-changed")
+    expect(page.locator(".is-pointed-at")).to_have_count(0)

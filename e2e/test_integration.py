@@ -1,0 +1,213 @@
+"""The page integration surface in Chromium (docs/integration.md): a bad config fails
+loudly and names its field; `pagecontext:state` follows the connection and the
+selection; a page that keeps its own selection shares it with `pagecontext:select`; a
+page that carries out a command itself gets an honest receipt; share mode `select`."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import OTHER_ROW, ROW, html, panel, receipt, select_and_ask, show_and_expect
+
+RECORD_STATES = """
+window.__pcStates = [];
+document.addEventListener("pagecontext:state", (event) => window.__pcStates.push(event.detail));
+"""
+
+
+def failed_with(page: Page, field: str) -> str:
+    """Wait for `failed` with a reason naming `field`; return the reason."""
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    error = html(page).get_attribute("data-pc-error") or ""
+    assert error.startswith(f"config: {field}: "), error
+    return error
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"peerOrigin": "{assistant}/"}, "peerOrigin"),
+        ({"peerOrigin": "*"}, "peerOrigin"),
+        ({"peerOrigin": "{assistant}", "share": "always"}, "share"),
+        ({"peerOrigin": "{assistant}", "limits": {"maxRows": 5}}, "limits.maxRows"),
+        ({"peerOrigin": "{assistant}", "timeouts": {"bootMs": 0}}, "timeouts.bootMs"),
+        ({"peerOrigin": "{assistant}", "childUrl": "http://elsewhere.test/a"}, "childUrl"),
+        ({"peerOrigin": "{assistant}", "assistantUrl": "{assistant}/"}, "assistantUrl"),
+        # Valid options, but an embedder page without its <iframe data-pc-child>.
+        ({"peerOrigin": "{assistant}"}, "position"),
+    ],
+)
+def test_a_bad_config_fails_loudly_naming_the_field(
+    page: Page, origins: Origins, config: dict[str, Any], field: str
+) -> None:
+    """The page publishes data-pc-state="failed" with the reason naming the option, the
+    same in `pagecontext:state`, and logs it as an error."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.add_init_script(RECORD_STATES)
+    text = json.dumps({"role": "page", **config}).replace("{assistant}", origins.assistant)
+    page.goto(f"{origins.page}/e2e/configured.html?config={quote(text)}")
+    error = failed_with(page, field)
+    expect(html(page)).to_have_attribute("data-pc-error-field", field)
+    assert page.evaluate("window.__pcStates.at(-1)") == {"state": "failed", "error": error}
+    assert any(error in message for message in errors), errors
+
+
+def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:
+    """Text that is not a JSON object fails before Python starts, saying where the config is."""
+    page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^config: the <script"))
+
+
+def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:
+    """`pagecontext:state` goes booting, ready, bound (connection 1), then carries the
+    selection's revision and the revision shared with the assistant."""
+    page.add_init_script(RECORD_STATES)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    select_and_ask(page, ROW)
+    expect(panel(page).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    states: list[dict[str, Any]] = page.evaluate("window.__pcStates")
+    order = [
+        s["state"] for i, s in enumerate(states) if i == 0 or states[i - 1]["state"] != s["state"]
+    ]
+    assert order == ["booting", "ready", "bound"], states
+    last = states[-1]
+    assert (last["state"], last["connection"], last["revision"]) == ("bound", 1, 1), states
+    assert last["sharedRevision"] == 1, states
+
+
+def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:
+    """`pagecontext:select` then `pagecontext:share`: the chip shows the page's values with
+    the component's units and nothing it does not declare shareable; a select for an
+    unknown component is refused and counted, and changes nothing."""
+    demo.evaluate(
+        """ref => {
+          const values = {region: "East", month: "2026-05", unitsSold: 12, revenueEur: 3.5,
+                          internalNote: "not shareable"};
+          document.dispatchEvent(new CustomEvent("pagecontext:select",
+            {detail: {componentId: "sales-table", resourceRef: ref, values}}));
+          document.dispatchEvent(new CustomEvent("pagecontext:share"));
+        }""",
+        OTHER_ROW,
+    )
+    chip = panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text("12 units")
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_text("3.5 EUR")
+    expect(chip.locator('[data-pc-chip-field="internalNote"]')).to_have_count(0)
+    demo.evaluate(
+        """() => document.dispatchEvent(new CustomEvent("pagecontext:select",
+             {detail: {componentId: "no-such-table", resourceRef: "x"}}))"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-select", "1")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+
+
+TAKE_HIGHLIGHTS = """answer => {
+  window.__pcCommands = [];
+  document.addEventListener("pagecontext:command", (event) => {
+    window.__pcCommands.push(event.detail);
+    if (event.detail.action !== "highlight") return;  // locate: pagecontext does it
+    event.preventDefault();
+    const row = event.target.querySelector(
+      `[data-pc-resource-ref="${CSS.escape(event.detail.resourceRef)}"]`);
+    row.classList.add("page-highlight");
+    if (answer) document.dispatchEvent(new CustomEvent("pagecontext:command-done",
+      {detail: {commandId: event.detail.commandId, status: "applied"}}));
+  });
+}"""
+
+
+def test_a_page_that_highlights_itself_answers_and_gets_an_applied_receipt(demo: Page) -> None:
+    """The page cancels `pagecontext:command` for highlight, draws its own highlight and
+    answers `pagecontext:command-done`: the receipt is `applied`, pagecontext set no
+    highlight of its own, and the command's detail named the pinned row."""
+    demo.evaluate(TAKE_HIGHLIGHTS, True)
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_have_class("page-highlight")
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+    commands: list[dict[str, Any]] = demo.evaluate("window.__pcCommands")
+    highlight = next(c for c in commands if c["action"] == "highlight")
+    assert (highlight["componentId"], highlight["resourceRef"]) == ("sales-table", ROW)
+    assert highlight["tone"] == "focus"
+    # An answer for a command the page did not take is refused, and counted.
+    demo.evaluate(
+        """() => document.dispatchEvent(new CustomEvent("pagecontext:command-done",
+             {detail: {commandId: "never-sent", status: "applied"}}))"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-command-done", "1")
+
+
+def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
+    demo: Page,
+) -> None:
+    """A page that cancels `pagecontext:command` and never answers: no UI receipt is sent
+    for it, so the assistant records it `unconfirmed` at its deadline, never `applied`."""
+    demo.evaluate(TAKE_HIGHLIGHTS, False)
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    assistant.get_by_role("button", name="Show me").click()
+    expect(receipt(assistant)).to_have_attribute(
+        "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
+    )
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+
+
+def test_share_mode_select_shares_every_selection(page: Page, origins: Origins) -> None:
+    """A page configured with `"share": "select"` and a `childUrl` binds its assistant, and
+    a selection alone reaches it, with no Ask AI."""
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+        "share": "select",
+    }
+    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    wait_bound(page)
+    wait_bound(panel(page))
+    page.evaluate(
+        """() => document.dispatchEvent(new CustomEvent("pagecontext:select",
+             {detail: {componentId: "orders", resourceRef: "order-7",
+                       values: {status: "open", total: 12.5}}}))"""
+    )
+    chip = panel(page).locator('[data-pc-chip="order-7"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("12.5 EUR")
+    expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
+
+
+def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(
+    demo: Page,
+) -> None:
+    """A render reported with a generation that is not a whole number is refused and
+    counted; the table keeps the view it had, so Show me for its row still applies."""
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    demo.evaluate(
+        """() => {
+          const table = document.getElementById("sales-table");
+          table.setAttribute("data-pc-generation", "next");
+          table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-rendered", "1")
+    show_and_expect(assistant, "applied")
+    expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "data-pc-highlight", "focus"
+    )

@@ -1,0 +1,311 @@
+"""The rules of the page integration surface: the config object and the events' details.
+
+Owns what a page hands pagecontext in its own terms, checked before anything is used:
+
+- the config object (the JSON in `<script type="application/json" id="pc-config">`):
+  role, position, the peer's exact origin, the child URL, the share mode, limits,
+  timeouts and the page's own modules; for an assistant, its agent URL and the
+  Authorization it sends. `parse_config` returns it complete, with
+  defaults, or raises `ConfigError` naming the first field that is wrong;
+- a component's view attributes (`data-pc-filters`, `data-pc-generation`), and the
+  detail of `pagecontext:select` (a page that keeps the selection in its own state
+  reports it) and of `pagecontext:command-done` (a page that carried out a command itself
+  reports the outcome); each parser returns the checked values or raises `ValueError`.
+
+docs/integration.md describes every option. The main-thread edge runs this module under
+MicroPython and the CPython tests import it, so it is written in the subset both run,
+like `windowrules`: no `typing`, `re`, `dataclasses` or `__future__` imports.
+"""
+
+import json
+
+from pagecontext.windowrules import is_exact_origin
+
+# For the type checker only: MicroPython has no typing and never evaluates annotations.
+try:  # noqa: SIM105 - MicroPython has no contextlib either
+    from typing import Any
+except ImportError:
+    pass
+
+ROLES = ("page", "assistant")
+POSITIONS = ("embedder", "child")
+SHARE_MODES = ("ask", "select")
+# The config's limit names and the `pagecontext.models.Limits` fields they set.
+LIMIT_FIELDS = {
+    "maxIdChars": "max_id_chars",
+    "maxFilterKeys": "max_filter_keys",
+    "maxSnapshotFields": "max_snapshot_fields",
+    "maxStringChars": "max_string_chars",
+    "maxMessageBytes": "max_message_bytes",
+    "maxDepth": "max_depth",
+    "maxDetailChars": "max_detail_chars",
+}
+LIMIT_MAX = 1048576
+DEFAULT_HISTORY = 256
+HISTORY_MAX = 65536
+# Timeouts in milliseconds, with their defaults.
+TIMEOUTS = {"bootMs": 60000}
+TIMEOUT_MAX = 600000
+UI_STATUSES = ("applied", "not-found")
+UI_REASONS = {"applied": "ok", "not-found": "not-rendered"}
+MAX_ID_CHARS = 256
+_KEYS = (
+    "role",
+    "position",
+    "peerOrigin",
+    "childUrl",
+    "share",
+    "limits",
+    "history",
+    "timeouts",
+    "apps",
+    "agentUrl",
+    "authorization",
+)
+# The options only an assistant reads.
+_ASSISTANT_KEYS = ("agentUrl", "authorization")
+MAX_AUTHORIZATION_CHARS = 4096
+_NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+_NAME_CHARS = _NAME_START + "0123456789"
+_REASON_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+class ConfigError(ValueError):
+    """The config object is wrong; `field` names the option, the message says why."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(field + ": " + problem)
+        self.field = field
+        self.problem = problem
+
+
+def _bounded_int(field: str, value: object, low: int, high: int) -> int:
+    # bool is an int subclass in both Pythons; a limit of `true` is not a number.
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(field, "must be a whole number from " + str(low) + " to " + str(high))
+    return value
+
+
+def _choice(field: str, value: object, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        quoted = ", ".join('"' + item + '"' for item in allowed)
+        raise ConfigError(field, "must be one of " + quoted + ", got " + _shown(value))
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _object(field: str, value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(field, "must be an object")
+    return value
+
+
+def url_on_origin(url: object, origin: str) -> bool:
+    """Return True if `url` is an absolute URL on exactly `origin` (a path may follow)."""
+    if not isinstance(url, str) or not is_exact_origin(origin):
+        return False
+    if url == origin:
+        return True
+    return url.startswith(origin) and url[len(origin)] in "/?#"
+
+
+def parse_config(raw: object) -> dict[str, Any]:
+    """Return the config object checked and complete (every option, defaults filled in).
+
+    `position` must already be resolved: the boot script turns a missing or `"auto"`
+    position into `"embedder"` or `"child"` before the edge starts. Raises ConfigError,
+    naming the field, for an unknown option or a value that is missing or wrong.
+    """
+    config = _object("config", raw)
+    for key in config:
+        if key not in _KEYS:
+            raise ConfigError(str(key), "unknown option (options: " + ", ".join(_KEYS) + ")")
+    if "role" not in config:
+        raise ConfigError("role", 'missing: "page" or "assistant"')
+    role = _choice("role", config["role"], ROLES)
+    position = _choice("position", config.get("position"), POSITIONS)
+    if "peerOrigin" not in config:
+        raise ConfigError("peerOrigin", "missing: the exact origin of the other frame")
+    peer = config["peerOrigin"]
+    if not is_exact_origin(peer):
+        raise ConfigError(
+            "peerOrigin",
+            "must be an exact origin such as https://assistant.example.com "
+            "(lower-case scheme, host and port; no path, no trailing slash, never * or null)"
+            ", got " + _shown(peer),
+        )
+    child_url = config.get("childUrl")
+    # A child ignores it: with position "auto" one config serves both placements.
+    if child_url is not None and not url_on_origin(child_url, peer):
+        raise ConfigError(
+            "childUrl",
+            "must be an absolute URL on peerOrigin " + peer + ", got " + _shown(child_url),
+        )
+    share = _choice("share", config.get("share", "ask"), SHARE_MODES)
+    limits = {}
+    for name, value in _object("limits", config.get("limits", {})).items():
+        if name not in LIMIT_FIELDS:
+            names = ", ".join(sorted(LIMIT_FIELDS))
+            raise ConfigError("limits." + str(name), "unknown limit (limits: " + names + ")")
+        limits[LIMIT_FIELDS[name]] = _bounded_int("limits." + name, value, 1, LIMIT_MAX)
+    history = _bounded_int("history", config.get("history", DEFAULT_HISTORY), 1, HISTORY_MAX)
+    timeouts = dict(TIMEOUTS)
+    for name, value in _object("timeouts", config.get("timeouts", {})).items():
+        if name not in TIMEOUTS:
+            names = ", ".join(sorted(TIMEOUTS))
+            raise ConfigError("timeouts." + str(name), "unknown timeout (timeouts: " + names + ")")
+        timeouts[name] = _bounded_int("timeouts." + name, value, 1, TIMEOUT_MAX)
+    for key in _ASSISTANT_KEYS:
+        if role != "assistant" and key in config:
+            raise ConfigError(key, "only an assistant calls an agent (role is " + role + ")")
+    agent_url = config.get("agentUrl", "")
+    if not _is_agent_url(agent_url):
+        raise ConfigError(
+            "agentUrl",
+            "must be a path such as /agent or an http(s) URL, or empty; got " + _shown(agent_url),
+        )
+    authorization = config.get("authorization", "")
+    if not isinstance(authorization, str) or len(authorization) > MAX_AUTHORIZATION_CHARS:
+        raise ConfigError(
+            "authorization",
+            "must be the Authorization header's value, at most "
+            + str(MAX_AUTHORIZATION_CHARS)
+            + " characters",
+        )
+    apps = config.get("apps", [])
+    if not isinstance(apps, list):
+        raise ConfigError("apps", "must be a list of module names")
+    for index, app in enumerate(apps):
+        if not _is_name(app):
+            raise ConfigError("apps[" + str(index) + "]", "not a module name: " + _shown(app))
+    return {
+        "role": role,
+        "position": position,
+        "peerOrigin": peer,
+        "childUrl": child_url,
+        "share": share,
+        "limits": limits,
+        "history": history,
+        "timeouts": timeouts,
+        "apps": list(apps),
+        "agentUrl": agent_url,
+        "authorization": authorization,
+    }
+
+
+def _is_agent_url(value: object) -> bool:
+    # Checked here because the edge resolves it with `new URL()`, which throws on
+    # malformed input, and MicroPython cannot catch a JavaScript exception.
+    if not isinstance(value, str) or any(ch in value for ch in " \t\r\n\\"):
+        return False
+    if value == "" or (value.startswith("/") and not value.startswith("//")):
+        return True
+    for scheme in ("http://", "https://"):
+        if value.startswith(scheme) and len(value) > len(scheme) and value[len(scheme)] != "/":
+            return True
+    return False
+
+
+def _is_name(value: object) -> bool:
+    if not isinstance(value, str) or not value or value[0] not in _NAME_START:
+        return False
+    return all(ch in _NAME_CHARS for ch in value)
+
+
+def _identifier(field: str, value: object) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID_CHARS:
+        raise ValueError(field + " must be a string of 1 to " + str(MAX_ID_CHARS) + " characters")
+    return value
+
+
+def _is_scalar(value: object) -> bool:
+    if value is None or isinstance(value, (bool, str, int)):
+        return True
+    # A float from JSON is finite, but a page's number may still be NaN or an infinity.
+    return isinstance(value, float) and value == value and value - value == 0.0
+
+
+def _values(field: str, raw: object) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(field + " must be an object of field -> scalar")
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _is_scalar(value):
+            raise ValueError(field + "." + str(name) + " must be a string, number, bool or null")
+    return raw
+
+
+def _detail(detail: object, event: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """Return an event's detail if it is an object with no key but `keys`."""
+    if not isinstance(detail, dict):
+        raise ValueError("detail must be an object with " + ", ".join(keys))
+    for key in detail:
+        if key not in keys:
+            raise ValueError("detail." + str(key) + " is not part of " + event)
+    return detail
+
+
+MAX_GENERATION = 9007199254740991  # 2**53 - 1: a safe integer in JavaScript too
+
+
+def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str, Any], int]:
+    """Return (filters, generation) from a component's `data-pc-filters` and
+    `data-pc-generation` attributes (None when absent: no filters, generation 0).
+
+    Filters are a JSON object of scalars or lists of scalars; the generation is a whole
+    number written in decimal. Raises ValueError, naming the attribute, otherwise.
+    """
+    filters: object = {}
+    if filters_text is not None:
+        try:
+            filters = json.loads(filters_text)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            filters = None
+    if not isinstance(filters, dict):
+        raise ValueError("data-pc-filters must be a JSON object")
+    for name, value in filters.items():
+        items = value if isinstance(value, list) else [value]
+        if not all(_is_scalar(item) for item in items):
+            raise ValueError("data-pc-filters." + name + " must be a scalar or a list of scalars")
+    generation = 0
+    if generation_text is not None:
+        text = str(generation_text)
+        ok = 1 <= len(text) <= 16 and all(ch in "0123456789" for ch in text)
+        if not ok or int(text) > MAX_GENERATION:
+            raise ValueError("data-pc-generation must be a whole number, got " + _shown(text))
+        generation = int(text)
+    return filters, generation
+
+
+def parse_select(detail: object) -> tuple[str, str, dict[str, Any]]:
+    """Return (componentId, resourceRef, values) from a `pagecontext:select` detail.
+
+    `values` (optional) is a flat object of field -> JSON scalar. Raises ValueError,
+    naming the field, for anything else.
+    """
+    found = _detail(detail, "pagecontext:select", ("componentId", "resourceRef", "values"))
+    component_id = _identifier("detail.componentId", found.get("componentId"))
+    resource_ref = _identifier("detail.resourceRef", found.get("resourceRef"))
+    return component_id, resource_ref, _values("detail.values", found.get("values", {}))
+
+
+def parse_command_done(detail: object) -> tuple[str, str, str]:
+    """Return (commandId, status, reason) from a `pagecontext:command-done` detail.
+
+    `status` is "applied" or "not-found"; `reason` is a short code (lower-case letters,
+    digits, hyphens; at most 64), "ok" or "not-rendered" when omitted. Raises ValueError,
+    naming the field, for anything else.
+    """
+    found = _detail(detail, "pagecontext:command-done", ("commandId", "status", "reason"))
+    command_id = _identifier("detail.commandId", found.get("commandId"))
+    status = found.get("status")
+    if status not in UI_STATUSES:
+        raise ValueError('detail.status must be "applied" or "not-found"')
+    reason = found.get("reason", UI_REASONS[status])
+    ok = isinstance(reason, str) and 1 <= len(reason) <= 64
+    if not ok or not all(ch in _REASON_CHARS for ch in reason):
+        raise ValueError("detail.reason must be 1-64 of a-z, 0-9 and -")
+    return command_id, status, reason

@@ -1,0 +1,77 @@
+# Run by MicroPython (run.mjs) and by CPython (tests/test_micropython.py runs both and
+# compares): the integration surface's rules give the same answers, word for word.
+import json
+
+from pagecontext import integration as i
+
+PAGE = "http://127.0.0.1:8000"
+ASSISTANT = "http://localhost:8001"
+EMBEDDER = {"role": "page", "position": "embedder", "peerOrigin": ASSISTANT}
+CONFIGS = (
+    EMBEDDER,
+    {
+        "role": "page",
+        "position": "embedder",
+        "peerOrigin": ASSISTANT,
+        "childUrl": ASSISTANT + "/assistant.html",
+        "share": "select",
+        "limits": {"maxStringChars": 512},
+        "history": 32,
+        "timeouts": {"bootMs": 5000},
+        "apps": ["sales"],
+    },
+    {"role": "page", "position": "embedder", "peerOrigin": "*"},
+    {"role": "page", "position": "embedder", "peerOrigin": PAGE, "limits": {"maxIdChars": True}},
+    {"role": "page", "position": "embedder", "peerOrigin": PAGE, "childUrl": PAGE + ".x/"},
+    {"role": "page", "position": "embedder", "peerOrigin": PAGE, "timeouts": {"bootMs": 1.5}},
+    {"role": "page", "position": "embedder", "peerOrigin": PAGE, "apps": ["a-b"]},
+    {"role": "page", "peerOrigin": PAGE},
+    {
+        "role": "assistant",
+        "position": "child",
+        "peerOrigin": PAGE,
+        "agentUrl": "/agent",
+        "authorization": "Bearer abc",
+    },
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE, "agentUrl": "//x"},
+    [],
+)
+SELECTS = (
+    {"componentId": "c", "resourceRef": "r", "values": {"a": 1.5, "b": None, "c": True}},
+    {"componentId": "c", "resourceRef": "r", "values": [1]},
+    {"componentId": "c", "resourceRef": ""},
+    {"componentId": "c", "resourceRef": "r", "extra": 1},
+)
+DONES = (
+    {"commandId": "c1", "status": "not-found"},
+    {"commandId": "c1", "status": "applied", "reason": "drawn-by-page"},
+    {"commandId": "c1", "status": "rejected"},
+    {"commandId": "c1", "status": "applied", "reason": "Bad"},
+)
+
+
+def outcome(parse, raw):
+    try:
+        result = parse(raw)
+    except i.ConfigError as error:
+        return ["ConfigError", error.field, str(error)]
+    except ValueError as error:
+        return ["ValueError", str(error)]
+    return ["ok", list(result) if isinstance(result, tuple) else result]
+
+
+VIEWS = (
+    ('{"region": "North", "months": ["2026-01"], "x": 1.5}', "7"),
+    (None, None),
+    ('{"a": {"b": 1}}', "1"),
+    ("{}", "1e3"),
+    ("nope", "1"),
+)
+cases = {
+    "view": [outcome(lambda raw: i.parse_view(raw[0], raw[1]), raw) for raw in VIEWS],
+    "config": [outcome(i.parse_config, raw) for raw in CONFIGS],
+    "select": [outcome(i.parse_select, raw) for raw in SELECTS],
+    "done": [outcome(i.parse_command_done, raw) for raw in DONES],
+    "onOrigin": [i.url_on_origin(u, ASSISTANT) for u in (ASSISTANT + "/a", ASSISTANT + "x/")],
+}
+print("RESULT " + json.dumps(cases))

@@ -1,0 +1,247 @@
+"""Tests for pagecontext.integration: the config object and the integration events."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from pagecontext.integration import (
+    DEFAULT_HISTORY,
+    LIMIT_FIELDS,
+    TIMEOUTS,
+    ConfigError,
+    parse_command_done,
+    parse_config,
+    parse_select,
+    parse_view,
+    url_on_origin,
+)
+from pagecontext.models import Limits
+from pagecontext.session import PageSession
+
+ASSISTANT = "https://assistant.example.com"
+PAGE: dict[str, Any] = {"role": "page", "position": "embedder", "peerOrigin": ASSISTANT}
+
+
+def config_with(**changes: Any) -> dict[str, Any]:
+    return {**PAGE, **changes}
+
+
+def test_a_minimal_config_is_completed_with_the_defaults() -> None:
+    """role, position and peerOrigin suffice; every other option gets its default."""
+    assert parse_config(PAGE) == {
+        **PAGE,
+        "childUrl": None,
+        "share": "ask",
+        "limits": {},
+        "history": DEFAULT_HISTORY,
+        "timeouts": dict(TIMEOUTS),
+        "apps": [],
+        "agentUrl": "",
+        "authorization": "",
+    }
+
+
+def test_every_option_is_read_and_limits_become_limits_fields() -> None:
+    """A full config comes back as given, its limits named as Limits' fields."""
+    checked = parse_config(
+        config_with(
+            childUrl=ASSISTANT + "/assistant.html?x=1",
+            share="select",
+            limits={"maxStringChars": 512, "maxSnapshotFields": 16},
+            history=64,
+            timeouts={"bootMs": 5000},
+            apps=["orders", "_shop2"],
+        )
+    )
+    assert checked["childUrl"] == ASSISTANT + "/assistant.html?x=1"
+    assert checked["share"] == "select"
+    assert checked["limits"] == {"max_string_chars": 512, "max_snapshot_fields": 16}
+    assert checked["history"] == 64
+    assert checked["timeouts"] == {"bootMs": 5000}
+    assert checked["apps"] == ["orders", "_shop2"]
+    limits = Limits(**checked["limits"])
+    assert (limits.max_string_chars, limits.max_snapshot_fields) == (512, 16)
+
+
+@pytest.mark.parametrize("agent_url", ["", "/agent", "http://localhost:9000/run"])
+def test_an_assistant_names_its_agent_and_authorization(agent_url: str) -> None:
+    """An assistant's config may give the agent's URL (a path or http(s)) and the
+    Authorization value it sends; both come back as given."""
+    assistant = {**PAGE, "role": "assistant", "agentUrl": agent_url, "authorization": "Bearer x"}
+    checked = parse_config(assistant)
+    assert (checked["agentUrl"], checked["authorization"]) == (agent_url, "Bearer x")
+
+
+def test_a_child_accepts_a_child_url_it_does_not_use() -> None:
+    """With position "auto" one config serves the page on its own and framed by a
+    workbench, so a child's config may name the assistant it would embed."""
+    checked = parse_config(config_with(position="child", childUrl=ASSISTANT + "/a"))
+    assert checked["childUrl"] == ASSISTANT + "/a"
+
+
+def test_every_limit_name_sets_a_limits_field() -> None:
+    """The config's limit names cover Limits exactly, so no limit is unreachable."""
+    assert set(LIMIT_FIELDS.values()) == {f.name for f in dataclasses.fields(Limits)}
+
+
+def test_the_checked_limits_and_history_build_a_page_session() -> None:
+    """What parse_config returns is what PageSession takes (the worker passes it on)."""
+    checked = parse_config(config_with(limits={"maxIdChars": 64}, history=8))
+    session = PageSession(
+        page_instance_id="page1",
+        clock=lambda: 0.0,
+        new_id=lambda: "id",
+        limits=Limits(**checked["limits"]),
+        history=checked["history"],
+    )
+    assert session.page_instance_id == "page1"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "words"),
+    [
+        ([], "config", "must be an object"),
+        ({"position": "embedder", "peerOrigin": ASSISTANT}, "role", "missing"),
+        (config_with(role="admin"), "role", '"page", "assistant"'),
+        (config_with(position="auto"), "position", "must be one of"),
+        ({"role": "page", "position": "child"}, "peerOrigin", "missing"),
+        (config_with(peerOrigin="*"), "peerOrigin", "exact origin"),
+        (config_with(peerOrigin="null"), "peerOrigin", "exact origin"),
+        (config_with(peerOrigin=ASSISTANT + "/"), "peerOrigin", "no trailing slash"),
+        (config_with(peerOrigin="HTTPS://Assistant.example.com"), "peerOrigin", "lower-case"),
+        (config_with(childUrl="https://evil.example.com/a"), "childUrl", ASSISTANT),
+        (config_with(childUrl=ASSISTANT + ".evil.com/a"), "childUrl", "on peerOrigin"),
+        (config_with(childUrl="/assistant.html"), "childUrl", "absolute URL"),
+        (config_with(share="always"), "share", '"ask", "select"'),
+        (config_with(limits=[]), "limits", "must be an object"),
+        (config_with(limits={"maxRows": 5}), "limits.maxRows", "unknown limit"),
+        (config_with(limits={"maxIdChars": 0}), "limits.maxIdChars", "from 1 to"),
+        (config_with(limits={"maxIdChars": True}), "limits.maxIdChars", "whole number"),
+        (config_with(limits={"maxIdChars": 2.5}), "limits.maxIdChars", "whole number"),
+        (config_with(history=0), "history", "from 1 to"),
+        (config_with(timeouts={"bootMs": -1}), "timeouts.bootMs", "from 1 to"),
+        (config_with(timeouts={"ackMs": 5}), "timeouts.ackMs", "unknown timeout"),
+        (config_with(apps="sales"), "apps", "list of module names"),
+        (config_with(apps=["sales; import os"]), "apps[0]", "not a module name"),
+        (config_with(peerorigin=ASSISTANT), "peerorigin", "unknown option"),
+        (config_with(agentUrl="/agent"), "agentUrl", "only an assistant"),
+        (config_with(role="assistant", agentUrl="javascript:x"), "agentUrl", "http(s) URL"),
+        (config_with(role="assistant", agentUrl="//evil.example/"), "agentUrl", "a path"),
+        (config_with(role="assistant", agentUrl="http://"), "agentUrl", "http(s) URL"),
+        (config_with(role="assistant", authorization=7), "authorization", "header's value"),
+    ],
+)
+def test_a_bad_config_names_the_field_and_why(raw: object, field: str, words: str) -> None:
+    """Each wrong option is refused with ConfigError naming it, and a message saying why."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(field + ": ")
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (ASSISTANT, True),
+        (ASSISTANT + "/", True),
+        (ASSISTANT + "/assistant.html#x", True),
+        (ASSISTANT + "?a=1", True),
+        (ASSISTANT + ":443/", False),
+        (ASSISTANT + ".evil.com/", False),
+        (ASSISTANT + "@evil.com/", False),
+        ("http://assistant.example.com/", False),
+        (None, False),
+    ],
+)
+def test_a_url_is_on_an_origin_only_with_exactly_that_origin(url: object, expected: bool) -> None:
+    """url_on_origin compares the whole origin and needs a separator after it."""
+    assert url_on_origin(url, ASSISTANT) is expected
+
+
+def test_a_select_detail_gives_component_ref_and_values() -> None:
+    """A well-formed pagecontext:select detail is returned as its three parts."""
+    detail = {"componentId": "orders", "resourceRef": "order-7", "values": {"total": 12.5}}
+    assert parse_select(detail) == ("orders", "order-7", {"total": 12.5})
+    assert parse_select({"componentId": "orders", "resourceRef": "order-7"})[2] == {}
+
+
+@pytest.mark.parametrize(
+    ("detail", "words"),
+    [
+        (None, "detail must be"),
+        ({"componentId": "", "resourceRef": "r"}, "detail.componentId"),
+        ({"componentId": "c", "resourceRef": 7}, "detail.resourceRef"),
+        ({"componentId": "c", "resourceRef": "r" * 257}, "detail.resourceRef"),
+        ({"componentId": "c", "resourceRef": "r", "values": [1]}, "detail.values"),
+        ({"componentId": "c", "resourceRef": "r", "values": {"a": {"b": 1}}}, "detail.values.a"),
+        ({"componentId": "c", "resourceRef": "r", "values": {"a": float("nan")}}, "values.a"),
+        ({"componentId": "c", "resourceRef": "r", "snapshot": {}}, "detail.snapshot"),
+    ],
+)
+def test_a_bad_select_detail_is_refused_naming_the_field(detail: object, words: str) -> None:
+    """Anything but {componentId, resourceRef, values of scalars} raises ValueError."""
+    with pytest.raises(ValueError, match=words.replace(".", r"\.")):
+        parse_select(detail)
+
+
+def test_a_command_done_detail_defaults_its_reason_by_status() -> None:
+    """applied defaults to reason ok, not-found to not-rendered; a given reason is kept."""
+    assert parse_command_done({"commandId": "c1", "status": "applied"}) == ("c1", "applied", "ok")
+    assert parse_command_done({"commandId": "c1", "status": "not-found"})[2] == "not-rendered"
+    done = {"commandId": "c1", "status": "not-found", "reason": "filtered-out"}
+    assert parse_command_done(done) == ("c1", "not-found", "filtered-out")
+
+
+@pytest.mark.parametrize(
+    "detail",
+    [
+        {"commandId": "c1", "status": "stale-context"},
+        {"commandId": "c1", "status": "rejected"},
+        {"commandId": "c1"},
+        {"status": "applied"},
+        {"commandId": "c1", "status": "applied", "reason": "Not OK"},
+        {"commandId": "c1", "status": "applied", "reason": "x" * 65},
+        {"commandId": "c1", "status": "applied", "detail": "done"},
+    ],
+)
+def test_a_page_can_only_report_applied_or_not_found(detail: dict[str, Any]) -> None:
+    """The page reports its UI work; any other status, or a bad reason, is refused."""
+    with pytest.raises(ValueError, match="detail"):
+        parse_command_done(detail)
+
+
+def test_a_components_view_attributes_give_filters_and_generation() -> None:
+    """data-pc-filters and data-pc-generation are read as given; absent, they mean no
+    filters and generation 0."""
+    filters = '{"region": "North", "months": ["2026-01", "2026-02"], "all": false}'
+    assert parse_view(filters, "12") == (
+        {"region": "North", "months": ["2026-01", "2026-02"], "all": False},
+        12,
+    )
+    assert parse_view(None, None) == ({}, 0)
+
+
+@pytest.mark.parametrize(
+    ("filters", "generation", "words"),
+    [
+        ("not json", "1", "data-pc-filters must be a JSON object"),
+        ("[1]", "1", "data-pc-filters must be a JSON object"),
+        ('{"a": {"b": 1}}', "1", "data-pc-filters.a"),
+        ('{"a": [[1]]}', "1", "data-pc-filters.a"),
+        ("{}", "", "data-pc-generation"),
+        ("{}", "1.5", "data-pc-generation"),
+        ("{}", "-1", "data-pc-generation"),
+        ("{}", "9007199254740992", "data-pc-generation"),
+    ],
+)
+def test_bad_view_attributes_are_refused_naming_the_attribute(
+    filters: str, generation: str, words: str
+) -> None:
+    """Filters that are not a flat JSON object, or a generation that is not a safe whole
+    number, raise ValueError naming the attribute (the edge then keeps the last view)."""
+    with pytest.raises(ValueError, match=words.replace(".", r"\.")):
+        parse_view(filters, generation)
