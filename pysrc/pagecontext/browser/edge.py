@@ -811,10 +811,13 @@ class Edge:
                 self.log_items.pop(entry_id).remove()
 
     def close(self) -> None:
-        """Remove every listener and drop every proxy; the worker is terminated."""
+        """Remove every listener and drop every proxy; the worker is terminated, and
+        this edge is no longer `current()`."""
         self.owner.release()
         self.worker.terminate()
         self._set_state("closed")
+        if self in _EDGE:
+            _EDGE.remove(self)
 
 
 def _saved_conversation(text: str) -> str | None:

@@ -1,0 +1,88 @@
+"""A single-page app mounts and unmounts the embed on its routes: after 100 rounds the
+workers are gone, the listeners too, the JS heap has not grown past a bound, and the
+next mount binds and works."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import html, panel, show_and_expect
+
+ROUNDS = 100
+ROW = "sales-2026-03-north"
+# JS heap growth allowed over the rounds, after a garbage collection: each round builds
+# a table, an iframe and a worker, so a leak of any of them would pass this quickly.
+MAX_HEAP_GROWTH_BYTES = 8 * 1024 * 1024
+
+
+# Posts a message a mounted edge would refuse and count (from a window that is not its
+# assistant), then a marker after it: messages arrive in order, so when the marker does,
+# any edge still listening has counted the first. Returns the count before and after.
+WINDOW_MESSAGE_COUNTED = """() => new Promise((resolve) => {
+  const root = document.documentElement;
+  const before = root.getAttribute("data-pc-window-rejected");
+  const marker = (event) => {
+    if (event.data !== "spa-marker") return;
+    window.removeEventListener("message", marker);
+    resolve([before, root.getAttribute("data-pc-window-rejected")]);
+  };
+  window.addEventListener("message", marker);
+  window.postMessage({type: "ready"}, "*");
+  window.postMessage("spa-marker", "*");
+})"""
+
+
+def heap_used(page: Page) -> int:
+    """The page's JS heap in use after a full garbage collection (DevTools protocol)."""
+    session = page.context.new_cdp_session(page)
+    try:
+        session.send("HeapProfiler.collectGarbage")
+        used = session.send("Runtime.getHeapUsage")["usedSize"]
+    finally:
+        session.detach()
+    assert isinstance(used, int | float)
+    return int(used)
+
+
+def round_trip(page: Page, mounts: int) -> None:
+    page.get_by_role("button", name="Sales").click()
+    expect(html(page)).to_have_attribute("data-spa-mounts", str(mounts), timeout=STEP_TIMEOUT_MS)
+    page.get_by_role("button", name="Home").click()
+    expect(html(page)).to_have_attribute("data-spa-unmounts", str(mounts), timeout=STEP_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-state", "closed")
+
+
+def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
+    page: Page, origins: Origins
+) -> None:
+    page.goto(origins.page + "/examples/spa.html")
+    expect(html(page)).to_have_attribute("data-spa-route", "home")
+    round_trip(page, 1)  # MicroPython and the edge load once, on the first mount
+    before = heap_used(page)
+    for mounts in range(2, ROUNDS + 2):
+        round_trip(page, mounts)
+    growth = heap_used(page) - before
+    print(f"JS heap growth over {ROUNDS} mount/unmount rounds: {growth:,} bytes")
+    assert growth < MAX_HEAP_GROWTH_BYTES, f"JS heap grew {growth:,} bytes in {ROUNDS} rounds"
+    # Every worker ended with its mount, and no edge listens any more: a window message
+    # that a mounted edge would refuse and count is not seen.
+    assert page.workers == []
+    counted = page.evaluate(WINDOW_MESSAGE_COUNTED)
+    assert counted[0] == counted[1], f"a window message was still counted: {counted}"
+
+    # The next mount binds both frames, shares a row and applies a command.
+    page.get_by_role("button", name="Sales").click()
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    # The probe above sees a mounted edge count the message.
+    counted = page.evaluate(WINDOW_MESSAGE_COUNTED)
+    assert counted[0] != counted[1], f"a mounted edge did not count the message: {counted}"
+    page.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    page.get_by_role("button", name="Ask AI").click()
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    expect(page.locator('[data-pc-highlight="focus"]')).to_have_attribute(
+        "data-pc-resource-ref", ROW
+    )
