@@ -195,6 +195,7 @@ def test_the_answer_streams_in_and_its_highlights_land_on_the_page(
     assert pair.last_edge("assistant", "state")["answering"] is None
 
 
+@pytest.mark.scenario(6)
 def test_a_selection_during_the_answer_never_retargets_it(origins: Origins, db: Path) -> None:
     """Scenario 6: ask about A, select B while the answer runs: the answer and its
     highlight stay on A; B is pinned for the next question."""
@@ -304,6 +305,7 @@ def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(
 # --- revocation ---------------------------------------------------------------------------
 
 
+@pytest.mark.scenario(5)
 def test_after_a_revoke_the_answer_says_so_and_no_snapshot_value_is_in_it(
     origins: Origins, db: Path
 ) -> None:
@@ -332,6 +334,7 @@ def flag_proposal(pair: ChannelPair, db: Path, assistant: TestClient) -> dict[st
     return proposal
 
 
+@pytest.mark.scenario(8)
 def test_a_highlight_applied_writes_nothing_and_the_flag_waits_for_the_user(
     origins: Origins, db: Path
 ) -> None:
@@ -384,6 +387,7 @@ def test_a_user_without_the_permission_gets_the_servers_refusal(origins: Origins
     assert access.list_flags(db) == []
 
 
+@pytest.mark.scenario(8)
 def test_no_answer_is_unconfirmed_and_a_late_success_stays_late(origins: Origins, db: Path) -> None:
     """Scenario 8, second half: `unconfirmed` where no answer came, never success."""
     page, assistant = origins
