@@ -78,13 +78,16 @@ def test_north_march_is_explained_with_the_numbers_of_the_data(demo_db: Path) ->
     assert "Against 2026-02 (1,161 units) that is +264.4%. " in answer.chunks
     assert (
         "In 2026-03 it ranks 1 of 5 regions; the other regions averaged 1,084 units, the next "
-        "highest being West with 1,432 units. "
+        "highest being West with 1,432 units."
     ) in answer.chunks
     assert (
         "Revenue per unit was 42.96 EUR against 42.64 EUR for North over the same months, so "
         "the difference comes from the number of units sold, not from price. "
     ) in answer.chunks
-    assert f"The live values match what you saw at {OBSERVED_AT}. " in answer.chunks
+    assert f"The live values match what you saw at {OBSERVED_AT}." in answer.chunks
+    # Three paragraphs: what and when, how it compares, what drives it (and the flag).
+    assert answer.text.count("\n\n") == 2
+    assert " \n" not in answer.text
 
 
 def test_north_march_highlights_the_row_and_the_rows_it_cites(demo_db: Path) -> None:

@@ -29,6 +29,8 @@ from pagecontext.models import Quantity
 
 __all__ = ["Answer", "LiveRead", "PlannedToolCall", "ReadRefused", "SalesFigures", "explain"]
 
+# Where the answer starts a new paragraph (the chunks stream as they are).
+_PARAGRAPH: Final = "\n\n"
 OUTLIER_HIGH: Final = 1.5
 OUTLIER_LOW: Final = 2 / 3
 # The live columns a snapshot field may be compared with, and how to print each.
@@ -150,6 +152,7 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
         f"About {row.ref} ({row.region}, {row.month}), based on the live data read at "
         f"{live.read_at}. ",
         *_snapshot_versus_live(task, live),
+        _PARAGRAPH,
     ]
     others_in_region = [r for r in live.region_rows if r.ref != row.ref]
     year = [*others_in_region, row]
@@ -187,7 +190,7 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
             )
         )
         related.append(runner_up or others_in_month[0])
-    chunks.append(_driver(row, year))
+    chunks += [_PARAGRAPH, _driver(row, year)]
     if live.withheld:
         chunks.append(
             f"{live.withheld} related rows are not visible to you and are left out of "
@@ -199,7 +202,20 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
         chunks.append("It stands out enough that I propose flagging it for review.")
         note = f"{ratio:.2f} times the {row.region} average of {_units(average)}"
         calls.append(PlannedToolCall(FLAG_TOOL, {"resourceRef": row.ref, "note": note}))
-    return Answer(tuple(chunks), tuple(calls))
+    return Answer(_paragraphs(chunks), tuple(calls))
+
+
+def _paragraphs(chunks: Sequence[str]) -> tuple[str, ...]:
+    """The chunks with each `_PARAGRAPH` as a blank line, and no space before it or at
+    the end."""
+    out: list[str] = []
+    for chunk in chunks:
+        if chunk == _PARAGRAPH and out:
+            out[-1] = out[-1].rstrip()
+        out.append(chunk)
+    if out:
+        out[-1] = out[-1].rstrip()
+    return tuple(out)
 
 
 def _previous_month(row: SalesFigures, others: Sequence[SalesFigures]) -> SalesFigures | None:
