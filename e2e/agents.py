@@ -144,8 +144,11 @@ class Stall:
         self._released = threading.Event()
         self._released.set()
         self.held = 0
+        # Set when a held request has been answered (the server acted, late).
+        self.finished = threading.Event()
 
     def arm(self) -> None:
+        self.finished.clear()
         self._released.clear()
         self.armed.set()
 
@@ -162,4 +165,9 @@ class Stall:
         ):
             self.held += 1
             await _wait(self._released)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.finished.set()
+            return
         await self.app(scope, receive, send)

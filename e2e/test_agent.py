@@ -135,17 +135,29 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     select_and_ask(demo, ROW)
     ask(assistant, QUESTION)
     proposal = assistant.locator('[data-pc-log-kind="action"]')
-    origins.flag_stall.arm()
+    stall = origins.flag_stall
+    stall.arm()
     try:
         proposal.get_by_role("button", name="Flag for review").click()
         expect(proposal).to_have_attribute("data-pc-action-state", "pending")
         expect(proposal).to_have_attribute(
             "data-pc-action-state", "unconfirmed", timeout=ACTION_TIMEOUT_MS
         )
-        assert origins.flag_stall.held == 1
+        assert stall.held == 1
+        status = proposal.locator("[data-pc-action-status]")
+        expect(status).to_contain_text("may or may not")
+        # The user asks the server what happened: the request is still held, so nothing
+        # is flagged, and the answer is recorded late; it is never success.
+        proposal.get_by_role("button", name="Check with the server").click()
+        expect(status).to_contain_text(
+            "The server says it is not flagged.", timeout=STEP_TIMEOUT_MS
+        )
+        expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
+        expect(proposal.get_by_role("button", name="Check with the server")).to_have_count(0)
     finally:
-        origins.flag_stall.release()
-    expect(proposal.locator("[data-pc-action-status]")).to_contain_text("may or may not")
+        stall.release()
+        # The held request goes on once released: let it end before the next test.
+        stall.finished.wait(timeout=STEP_TIMEOUT_MS / 1000)
 
 
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:

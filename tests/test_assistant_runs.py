@@ -98,11 +98,11 @@ def layers(pair: ChannelPair, entry_id: str) -> dict[str, str]:
 
 
 def call_api(page: TestClient, request: ActionRequest, authorization: str) -> tuple[int, Any]:
-    response = page.post(
-        request.path,
-        content=request.body,
-        headers={"Authorization": authorization, "Content-Type": "application/json"},
-    )
+    headers = {"Authorization": authorization, "Content-Type": "application/json"}
+    if request.body is None:
+        response = page.get(request.path, headers=headers)
+    else:
+        response = page.post(request.path, content=request.body, headers=headers)
     return response.status_code, response.json()
 
 
@@ -411,6 +411,64 @@ def test_no_answer_is_unconfirmed_and_a_late_success_stays_late(origins: Origins
     pair.assistant.on_action_answer(proposal["id"], "execute", status, body)
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+
+
+@pytest.mark.parametrize("server_acted", [True, False])
+def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
+    origins: Origins, db: Path, server_acted: bool
+) -> None:
+    """No answer came; the user asks the server what happened. The answer is recorded
+    late (flagged or not), and the action never shows success."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    [confirm] = [
+        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
+    ]
+    status, body = call_api(page, confirm, ANA)
+    [execute] = [
+        e
+        for e in pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
+        if isinstance(e, ActionRequest)
+    ]
+    if server_acted:
+        assert call_api(page, execute, ANA)[0] == 201  # the answer never reached the panel
+    assert pair.assistant.check_action(proposal["id"]) == []  # not unconfirmed yet
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+    [check] = pair.assistant.check_action(proposal["id"])
+    assert isinstance(check, ActionRequest)
+    assert (check.step, check.body) == ("check", None)
+    status, body = call_api(page, check, ANA)
+    assert status == 200
+    pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    expected = "applied" if server_acted else "not-found"
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, expected)
+    pair.assistant.state()
+    result = log(pair, "action")[0]["result"]
+    assert (result is not None) == server_acted
+    # One answer is kept: asking again sends nothing.
+    assert pair.assistant.check_action(proposal["id"]) == []
+
+
+def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins, db: Path) -> None:
+    """The deadline made the layer unconfirmed; the request's own timeout later is not an
+    answer: no late status is recorded, and the user may still check with the server."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    [confirm] = [
+        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
+    ]
+    status, body = call_api(page, confirm, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+    assert pair.assistant.on_action_failed(proposal["id"], "execute", "timeout") == []
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late) == ("unconfirmed", False)
+    assert len(pair.assistant.check_action(proposal["id"])) == 1
 
 
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:

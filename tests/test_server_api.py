@@ -374,3 +374,24 @@ def test_flag_bodies_are_validated(api: TestClient) -> None:
     ):
         response = api.post("/api/actions/flag", json=body, headers=ANA)
         assert (response.status_code, response.json()["reason"]) == (400, "invalid-body")
+
+
+def test_a_user_reads_only_their_own_flags_of_a_task(api: TestClient) -> None:
+    """GET /api/actions/flags: what an assistant asks when its request got no answer."""
+    token = confirm(api, task_id="task-9")
+    flagged = api.post(
+        "/api/actions/flag",
+        json={"ref": NORTH_MARCH, "taskId": "task-9", "confirmationToken": token},
+        headers=ANA,
+    )
+    assert flagged.status_code == 201
+    query = f"/api/actions/flags?ref={NORTH_MARCH}&taskId="
+    [flag] = api.get(query + "task-9", headers=ANA).json()["flags"]
+    assert (flag["ref"], flag["user"], flag["taskId"]) == (NORTH_MARCH, "ana", "task-9")
+    assert api.get(query + "task-8", headers=ANA).json() == {"flags": []}
+    assert api.get(query + "task-9", headers=BEN).json() == {"flags": []}
+    missing = api.get(f"/api/actions/flags?ref={NORTH_MARCH}", headers=ANA)
+    assert (missing.status_code, missing.json()["reason"]) == (400, "invalid-query")
+    assert api.get(query + "task-9").status_code == 401
+    west = api.get("/api/actions/flags?ref=sales-2026-03-west&taskId=task-9", headers=BEN)
+    assert (west.status_code, west.json()["reason"]) == (403, "not-authorized")

@@ -28,6 +28,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
+from urllib.parse import urlencode
 
 from pagecontext.agui import (
     AUTHORIZATION_PROP,
@@ -50,7 +51,7 @@ from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
 from pagecontext.items import JsonValue
-from pagecontext.ledger import LayerRecord, ReceiptLedger
+from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
     Action,
@@ -132,16 +133,18 @@ class StartRun:
 
 @dataclass(frozen=True)
 class ActionRequest:
-    """POST `body` (JSON) to `path` on the page origin's action API, as the user.
+    """Call `path` on the page origin's action API, as the user: POST `body` (JSON), or
+    GET when `body` is None.
 
-    `step` is "confirm" (ask for a confirmation token) or "execute" (carry the action
-    out with it). The body may hold a confirmation token: it is never logged or saved.
+    `step` is "confirm" (ask for a confirmation token), "execute" (carry the action out
+    with it) or "check" (ask whether an unconfirmed action happened). The body may hold
+    a confirmation token: it is never logged or saved.
     """
 
     action_id: str
-    step: Literal["confirm", "execute"]
+    step: Literal["confirm", "execute", "check"]
     path: str
-    body: str
+    body: str | None
 
 
 Effect = ToPeer | ToEdge | Refresh | ClosePort | StartRun | ActionRequest
@@ -153,6 +156,7 @@ AGENT_ID = "default"
 # The page origin's action API (docs/agent.md).
 FLAG_CONFIRMATIONS_PATH = "/api/actions/flag/confirmations"
 FLAG_PATH = "/api/actions/flag"
+FLAGS_PATH = "/api/actions/flags"
 # Business actions are not sent on the page channel: no connection can ever answer them.
 _NO_CONNECTION = -1
 
@@ -899,6 +903,23 @@ class AssistantSession:
         request = ActionRequest(action_id, "confirm", FLAG_CONFIRMATIONS_PATH, _compact(body))
         return [request, _STATE, _PERSIST]
 
+    def check_action(self, action_id: str) -> list[Effect]:
+        """Ask the server whether a confirmed action that stayed unconfirmed happened.
+
+        Only for an action whose `business` layer is unconfirmed with no late answer yet:
+        the server's answer is recorded late (`applied` if the flag exists, `not-found`
+        if not), and never turns unconfirmed into success.
+        """
+        try:
+            entry = self.composer.entry(action_id)
+            business = self.ledger.get(action_id)["business"]
+        except KeyError:
+            return []
+        if entry.get("kind") != "action" or business.state != "unconfirmed" or business.late:
+            return []
+        query = urlencode({"ref": entry["resourceRef"], "taskId": entry["taskId"]})
+        return [ActionRequest(action_id, "check", f"{FLAGS_PATH}?{query}", None)]
+
     def decline_action(self, action_id: str) -> list[Effect]:
         """The user declined the proposed action `action_id`: nothing is sent."""
         if self._proposal(action_id) is None:
@@ -917,7 +938,15 @@ class AssistantSession:
         layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
         reason = body.get("reason")
         effects: list[Effect] = []
-        if status != 201:
+        if step == "check":
+            flags = body.get("flags")
+            if status != 200 or not isinstance(flags, list):
+                return []
+            found: LayerState = "applied" if flags else "not-found"
+            record = self.ledger.settle(action_id, "business", found, "checked")
+            if record is not None and flags and isinstance(flags[0], dict):
+                self.composer.action_result(action_id, json.loads(_compact(flags[0])))
+        elif status != 201:
             why = reason if isinstance(reason, str) else f"http-{status}"
             record = self.ledger.settle(action_id, layer, "rejected", why)
         elif step == "confirm":
@@ -945,8 +974,14 @@ class AssistantSession:
         """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
         layer is unconfirmed, never success. The server may still have acted."""
         layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
-        if self.ledger.settle(action_id, layer, "unconfirmed", code) is None:
+        try:
+            current = self.ledger.get(action_id)[layer]
+        except KeyError:
             return []
+        # Already settled (its deadline passed first, say): no answer is not an answer.
+        if current.state != "pending" or step == "check":
+            return []
+        self.ledger.settle(action_id, layer, "unconfirmed", code)
         return [_STATE, _PERSIST]
 
     def _proposal(self, action_id: str) -> Mapping[str, JsonValue] | None:

@@ -736,7 +736,10 @@ class Edge:
         if entry is None:
             return
         decision = button.getAttribute("data-pc-action-decision")
-        kind = "confirm-action" if decision == "confirm" else "decline-action"
+        kinds = {"confirm": "confirm-action", "decline": "decline-action", "check": "check-action"}
+        kind = kinds.get(decision)
+        if kind is None:
+            return
         # Answered once: the buttons go at once, before the worker's new state arrives.
         for other in entry.querySelectorAll("[data-pc-action-decision]"):
             other.disabled = True
@@ -969,6 +972,12 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
         status = _text("p", text, "pc-action-status")
         status.setAttribute("data-pc-action-status", state)
         el.append(status)
+        business = entry.get("business") or {}
+        if state == "unconfirmed" and not business.get("late") and not entry.get("restored"):
+            check = _text("button", "Check with the server")
+            check.setAttribute("type", "button")
+            check.setAttribute("data-pc-action-decision", "check")
+            el.append(check)
     return el
 
 
@@ -996,7 +1005,12 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
     else:
         state = "pending"
         text = "Asking the server…"
-    if layer.get("late"):
+    if layer.get("late") and layer.get("lateStatus") == "applied":
+        result = entry.get("result") or {}
+        text += " The server says it was flagged later (flag " + str(result.get("id")) + ")."
+    elif layer.get("late") and layer.get("lateStatus") == "not-found":
+        text += " The server says it is not flagged."
+    elif layer.get("late"):
         text += " A late answer said " + str(layer.get("lateStatus")) + "."
     return state, text
 

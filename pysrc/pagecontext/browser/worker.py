@@ -220,6 +220,8 @@ class WorkerBinding:
             return session.confirm_action(str(message.get("id")))
         if kind == "decline-action":
             return session.decline_action(str(message.get("id")))
+        if kind == "check-action":
+            return session.check_action(str(message.get("id")))
         return []
 
     # -- the bound port -----------------------------------------------------------------
@@ -408,25 +410,22 @@ class WorkerBinding:
             self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
 
     async def _call_action(self, request: ActionRequest) -> None:
-        """POST one step of a business action to the page origin's action API."""
+        """Send one step of a business action to the page origin's action API."""
         session = self.session
         if not isinstance(session, AssistantSession):
             return
         headers = {"Content-Type": "application/json"}
         if session.authorization:
             headers["Authorization"] = session.authorization
+        init: dict[str, Any] = {
+            "method": "GET" if request.body is None else "POST",
+            "headers": headers,
+            "signal": js.AbortSignal.timeout(ACTION_TIMEOUT_MS),
+        }
+        if request.body is not None:
+            init["body"] = request.body
         try:
-            response = await js.fetch(
-                self.api_origin + request.path,
-                _js(
-                    {
-                        "method": "POST",
-                        "headers": headers,
-                        "body": request.body,
-                        "signal": js.AbortSignal.timeout(ACTION_TIMEOUT_MS),
-                    }
-                ),
-            )
+            response = await js.fetch(self.api_origin + request.path, _js(init))
             status = int(response.status)
             text = str(await response.text())
         except JsException as error:

@@ -278,12 +278,21 @@ def record_flag(
     }
 
 
-def list_flags(path: Path) -> list[FlagRecord]:
-    """Return every flag recorded, oldest first."""
+def list_flags(
+    path: Path, *, user: str | None = None, ref: str | None = None, task_id: str | None = None
+) -> list[FlagRecord]:
+    """Return the flags recorded, oldest first: every one, or those matching the
+    given user, ref and task."""
+    where = [
+        (column, value)
+        for column, value in (("user", user), ("ref", ref), ("task_id", task_id))
+        if value is not None
+    ]
+    clause = " AND ".join(f"{column} = ?" for column, _ in where)
+    query = "SELECT id, ref, user, task_id, note, flagged_at FROM flags"
+    query += f" WHERE {clause}" if clause else ""
     with _connect(path) as connection:
-        rows = connection.execute(
-            "SELECT id, ref, user, task_id, note, flagged_at FROM flags ORDER BY id"
-        ).fetchall()
+        rows = connection.execute(query + " ORDER BY id", [value for _, value in where]).fetchall()
     return [
         {
             "id": row[0],

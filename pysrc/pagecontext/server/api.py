@@ -19,6 +19,7 @@ assistant's worker calls them), never `*`. Errors are JSON `{error, reason, deta
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -264,6 +265,20 @@ class _Api:
         )
         return _ok({"flag": record}, status=201)
 
+    def flags(self, request: Request, _body: bytes) -> Response:
+        """`GET /api/actions/flags?ref=R&taskId=T`: the user's own flags of row R in
+        task T, so an assistant whose request got no answer can ask what happened."""
+        ref, task_id = request.query_params.get("ref", ""), request.query_params.get("taskId", "")
+        if re.fullmatch(_TASK_ID_PATTERN, task_id) is None:
+            return _error(400, "bad-request", "invalid-query", "taskId: a task id is required")
+        user = self.user(request)
+        if isinstance(user, Response):
+            return user
+        row = self.readable(user, ref)
+        if isinstance(row, Response):
+            return row
+        return _ok({"flags": access.list_flags(self.db, user=user, ref=ref, task_id=task_id)})
+
     # --- admin -------------------------------------------------------------------------
 
     def admin_grant(self, _request: Request, body: bytes) -> Response:
@@ -378,6 +393,7 @@ def api_routes(
             "/api/actions",
             routes=[
                 Route("/flag", _with_body(api.flag), methods=["POST"]),
+                Route("/flags", _with_body(api.flags), methods=["GET"]),
                 Route("/flag/confirmations", _with_body(api.flag_confirmation), methods=["POST"]),
             ],
             middleware=cors,
