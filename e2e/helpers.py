@@ -26,6 +26,14 @@ def select_and_ask(page: Page | FrameLocator, ref: str) -> None:
     page.get_by_role("button", name="Ask AI").click()
 
 
+def pin(page: Page | FrameLocator, assistant: Page | FrameLocator, ref: str) -> Locator:
+    """Click the row `ref` and "Ask AI"; return the assistant's chip for it, once shown."""
+    select_and_ask(page, ref)
+    chip = assistant.locator(f'[data-pc-chip="{ref}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    return chip
+
+
 def receipt(assistant: Page | FrameLocator) -> Locator:
     return assistant.locator("[data-pc-receipt]")
 

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from .agents import ExternalAgent
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, admin, ask, html, panel, select_and_ask
+from .helpers import OTHER_ROW, ROW, admin, ask, html, panel, pin, select_and_ask
 
 QUESTION = "Why is this row so high?"
 # The business layer's deadline, and a margin for a loaded machine.
@@ -36,8 +36,7 @@ def agent_demo(page: Page, agent_origins: Origins) -> Iterator[tuple[Page, Exter
 
 def test_the_answer_streams_in_explains_the_row_and_highlights_it(demo: Page) -> None:
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
-    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    pin(demo, assistant, ROW)
     answer = ask(assistant, QUESTION)
     text = answer.locator("[data-pc-answer-text]")
     expect(text).to_contain_text(f"About {ROW} (North, 2026-03)")
@@ -64,8 +63,7 @@ def test_after_a_revoke_the_answer_says_access_revoked_without_the_snapshot(
 ) -> None:
     """Scenario 5: access revoked on the server after the selection was made."""
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
-    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    pin(demo, assistant, ROW)
     admin(origins, "DELETE", "/admin/grants", {"user": "ana", "region": "North"})
     try:
         answer = ask(assistant, QUESTION)
@@ -86,9 +84,7 @@ def test_a_value_changed_on_the_server_is_stated_with_both_times(
 ) -> None:
     """Scenario 7: the answer states what the user saw and the live value, with when."""
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
-    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
-    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip = pin(demo, assistant, ROW)
     observed_at = (chip.locator(".pc-chip-meta").text_content() or "").split("seen ")[1]
     observed_at = observed_at.split(" ")[0]
     admin(origins, "POST", f"/admin/sales/{ROW}", {"unitsSold": 5000})
@@ -183,16 +179,12 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
     still running; the answer and its highlight stay on A; B goes with the next question."""
     demo, agent = agent_demo
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
-    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    pin(demo, assistant, ROW)
     agent.gate.clear()
     answer = ask(assistant, QUESTION, until="running")
     expect(html(assistant)).to_have_attribute("data-pc-answering", "true")
     expect(assistant.get_by_role("button", name="Send")).to_be_disabled()
-    select_and_ask(demo, OTHER_ROW)
-    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
-        timeout=STEP_TIMEOUT_MS
-    )
+    pin(demo, assistant, OTHER_ROW)
     agent.gate.set()
     expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
     expect(answer.locator("[data-pc-answer-text]")).to_contain_text(f"External agent: about {ROW}")
@@ -223,8 +215,7 @@ def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
 ) -> None:
     demo, agent = agent_demo
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
-    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    pin(demo, assistant, ROW)
     first = ask(assistant, QUESTION)
     expect(first.locator("[data-pc-answer-text]")).to_contain_text("External agent")
     agent.mode = mode  # type: ignore[assignment]  # one of the modes above

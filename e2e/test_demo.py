@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, ask, open_workbench, panel, select_and_ask, show_and_expect
+from .helpers import ROW, ask, open_workbench, panel, pin, select_and_ask, show_and_expect
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -67,9 +67,7 @@ def test_the_workbench_gets_its_childs_context_and_commands_it_with_receipts(
     reaches the workbench's chip; Show me and the agent's highlights are applied in the
     child, each with its receipt."""
     child = open_workbench(page, origins)
-    select_and_ask(child, ROW)
-    chip = page.locator(f'[data-pc-chip="{ROW}"]')
-    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip = pin(child, page, ROW)
     expect(chip).to_have_attribute("data-pc-chip-revision", "1")
     show_and_expect(page, "applied")
     focus = child.locator('[data-pc-highlight="focus"]')

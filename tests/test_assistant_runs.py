@@ -106,18 +106,37 @@ def call_api(page: TestClient, request: ActionRequest, authorization: str) -> tu
     return response.status_code, response.json()
 
 
+def requests_in(effects: list[Effect]) -> list[ActionRequest]:
+    return [effect for effect in effects if isinstance(effect, ActionRequest)]
+
+
+def confirmed(pair: ChannelPair, page: TestClient, action_id: str) -> ActionRequest:
+    """Confirm the action and answer its confirmation step; return the execute request,
+    not yet sent."""
+    [confirm] = requests_in(pair.assistant.confirm_action(action_id))
+    status, body = call_api(page, confirm, ANA)
+    [execute] = requests_in(pair.assistant.on_action_answer(action_id, "confirm", status, body))
+    return execute
+
+
+def past_the_deadline(pair: ChannelPair) -> None:
+    """Move past the business layer's deadline (10 s) and let the session see it."""
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+
+
 def run_action(
     pair: ChannelPair, page: TestClient, effects: list[Effect], authorization: str = ANA
 ) -> list[ActionRequest]:
     """Carry out the action requests in `effects` against the action API, in turn."""
     done: list[ActionRequest] = []
-    pending = [effect for effect in effects if isinstance(effect, ActionRequest)]
+    pending = requests_in(effects)
     while pending:
         request = pending.pop(0)
         done.append(request)
         status, body = call_api(page, request, authorization)
         more = pair.assistant.on_action_answer(request.action_id, request.step, status, body)
-        pending += [effect for effect in more if isinstance(effect, ActionRequest)]
+        pending += requests_in(more)
     return done
 
 
@@ -141,14 +160,8 @@ def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
         revision,
     )
     assert agui.read_authorization(run_input) == ANA
-    assert [tool.name for tool in run_input.tools] == [
-        "highlight",
-        "locate",
-        "refresh",
-        "get_context_item",
-        "list_context_items",
-        "flag_for_review",
-    ]
+    # Every tool the assistant offers (tests/test_agui.py pins the list).
+    assert [tool.name for tool in run_input.tools] == [t.name for t in agui.assistant_tools()]
     [message] = run_input.messages
     assert isinstance(message, UserMessage)
     assert message.content == pair.assistant.composer.log[0]["sent"]
@@ -346,9 +359,7 @@ def test_a_highlight_applied_writes_nothing_and_the_flag_waits_for_the_user(
     assert (proposal["decision"], proposal["resourceRef"]) == ("proposed", NORTH_MARCH)
     assert access.list_flags(db) == []
     # Declined: nothing is ever sent.
-    assert [
-        e for e in pair.assistant.decline_action(proposal["id"]) if isinstance(e, ActionRequest)
-    ] == []
+    assert requests_in(pair.assistant.decline_action(proposal["id"])) == []
     assert pair.assistant.confirm_action(proposal["id"]) == []
     assert access.list_flags(db) == []
 
@@ -393,17 +404,8 @@ def test_no_answer_is_unconfirmed_and_a_late_success_stays_late(origins: Origins
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
-    [confirm] = [
-        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
-    ]
-    status, body = call_api(page, confirm, ANA)
-    [execute] = [
-        e
-        for e in pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
-        if isinstance(e, ActionRequest)
-    ]
-    pair.clock.advance(10_001)
-    pair.run("assistant", pair.assistant.tick())
+    execute = confirmed(pair, page, proposal["id"])
+    past_the_deadline(pair)
     assert layers(pair, proposal["id"])["business"] == "unconfirmed"
     # The server answers after the deadline: recorded late, never as success.
     status, body = call_api(page, execute, ANA)
@@ -422,20 +424,11 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
-    [confirm] = [
-        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
-    ]
-    status, body = call_api(page, confirm, ANA)
-    [execute] = [
-        e
-        for e in pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
-        if isinstance(e, ActionRequest)
-    ]
+    execute = confirmed(pair, page, proposal["id"])
     if server_acted:
         assert call_api(page, execute, ANA)[0] == 201  # the answer never reached the panel
     assert pair.assistant.check_action(proposal["id"]) == []  # not unconfirmed yet
-    pair.clock.advance(10_001)
-    pair.run("assistant", pair.assistant.tick())
+    past_the_deadline(pair)
     [check] = pair.assistant.check_action(proposal["id"])
     assert isinstance(check, ActionRequest)
     assert (check.step, check.body) == ("check", None)
@@ -458,13 +451,8 @@ def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins,
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
-    [confirm] = [
-        e for e in pair.assistant.confirm_action(proposal["id"]) if isinstance(e, ActionRequest)
-    ]
-    status, body = call_api(page, confirm, ANA)
-    pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)
-    pair.clock.advance(10_001)
-    pair.run("assistant", pair.assistant.tick())
+    confirmed(pair, page, proposal["id"])
+    past_the_deadline(pair)
     assert pair.assistant.on_action_failed(proposal["id"], "execute", "timeout") == []
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late) == ("unconfirmed", False)

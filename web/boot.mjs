@@ -94,8 +94,7 @@ export async function mount(config) {
   document.documentElement.dataset.pcState = "booting";
   document.documentElement.dataset.pcPosition = config.position;
   const worker = startWorker(config.role);
-  const handle = { edge: null, unmount: () => unmountHandle(handle) };
-  handle.worker = worker;
+  const handle = { edge: null, worker, unmount: () => unmountHandle(handle) };
   mounted = handle;
   const { edge } = await edgeRuntime();
   if (mounted !== handle) {
@@ -115,7 +114,7 @@ function unmountHandle(handle) {
   else handle.worker.terminate();
   handle.edge = null;
   handle.worker = null;
-  if (globalThis.pagecontext !== undefined) globalThis.pagecontext = null;
+  globalThis.pagecontext = null;
   document.documentElement.dataset.pcState = "closed";
 }
 

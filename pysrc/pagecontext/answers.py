@@ -225,18 +225,16 @@ class AnswerStream:
 
     def _update(self, event: BaseEvent) -> Update | None:
         kind = event.type
-        if isinstance(event, TextMessageContentEvent):
+        if isinstance(event, TextMessageContentEvent | ToolCallArgsEvent):
+            # Text and arguments count alike against the answer's size.
             self._chars += len(event.delta)
             if self._chars > self._max_chars:
                 return self._end(MALFORMED, f"the answer is over {self._max_chars} characters")
-            return TextDelta(event.message_id, event.delta)
-        if isinstance(event, ToolCallStartEvent):
-            self._calls[event.tool_call_id] = (event.tool_call_name, [])
-        elif isinstance(event, ToolCallArgsEvent):
+            if isinstance(event, TextMessageContentEvent):
+                return TextDelta(event.message_id, event.delta)
             self._calls[event.tool_call_id][1].append(event.delta)
-            self._chars += len(event.delta)
-            if self._chars > self._max_chars:
-                return self._end(MALFORMED, f"the answer is over {self._max_chars} characters")
+        elif isinstance(event, ToolCallStartEvent):
+            self._calls[event.tool_call_id] = (event.tool_call_name, [])
         elif isinstance(event, ToolCallEndEvent):
             name, parts = self._calls.pop(event.tool_call_id)
             self._made += 1

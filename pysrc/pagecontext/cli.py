@@ -14,6 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+# Standard library only, like the rest of what --help needs.
+from pagecontext.server.access import DEMO_TOKENS
+
 __all__ = ["find_repo_root", "main"]
 
 EXIT_USAGE = 2
@@ -109,7 +112,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     demo.add_argument(
         "--user",
-        choices=("ana", "ben"),
+        choices=sorted(DEMO_TOKENS),
         default="ana",
         help="the demo user the assistant acts for: ana reads every region and may flag "
         "rows; ben reads North and South only and may not flag (default: %(default)s)",

@@ -181,6 +181,11 @@ class _Run:
     wants_more: bool = False
 
 
+def _action_layer(step: str) -> Literal["received", "business"]:
+    """The ledger layer an action API step settles: the confirmation is `received`."""
+    return "received" if step == "confirm" else "business"
+
+
 def _compact(value: Mapping[str, object]) -> str:
     return json.dumps(value, separators=(",", ":"))
 
@@ -935,7 +940,7 @@ class AssistantSession:
         Success is recorded only from the server's 201; a refusal keeps the server's
         reason. An answer past the layer's deadline is recorded late, never as success.
         """
-        layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
+        layer = _action_layer(step)
         reason = body.get("reason")
         effects: list[Effect] = []
         if step == "check":
@@ -973,7 +978,7 @@ class AssistantSession:
     def on_action_failed(self, action_id: str, step: str, code: str) -> list[Effect]:
         """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
         layer is unconfirmed, never success. The server may still have acted."""
-        layer: Literal["received", "business"] = "received" if step == "confirm" else "business"
+        layer = _action_layer(step)
         try:
             current = self.ledger.get(action_id)[layer]
         except KeyError:

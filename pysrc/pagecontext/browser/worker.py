@@ -85,6 +85,24 @@ def _saved_state(text: object) -> dict[str, Any]:
     return saved if isinstance(saved, dict) else {}
 
 
+async def _fetch(url: str, body: str | None, headers: dict[str, str], timeout_ms: int) -> Any:
+    """Call `fetch`: POST `body`, or GET when it is None, given up after `timeout_ms`.
+    Raises JsException when no answer came (see `_timed_out`)."""
+    init: dict[str, Any] = {
+        "method": "GET" if body is None else "POST",
+        "headers": headers,
+        "signal": js.AbortSignal.timeout(timeout_ms),
+    }
+    if body is not None:
+        init["body"] = body
+    return await js.fetch(url, _js(init))
+
+
+def _timed_out(error: JsException) -> bool:
+    """True if `_fetch` gave up waiting, False for a network or CORS failure."""
+    return bool(error.name == "TimeoutError")
+
+
 def _new_id() -> str:
     return secrets.token_urlsafe(16)
 
@@ -376,17 +394,7 @@ class WorkerBinding:
         run_id = start.run_id
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         try:
-            response = await js.fetch(
-                self.agent_url,
-                _js(
-                    {
-                        "method": "POST",
-                        "headers": headers,
-                        "body": start.body,
-                        "signal": js.AbortSignal.timeout(RUN_TIMEOUT_MS),
-                    }
-                ),
-            )
+            response = await _fetch(self.agent_url, start.body, headers, RUN_TIMEOUT_MS)
             if not response.ok:
                 detail = str(await response.text())[:_ERROR_BODY_CHARS]
                 code = f"http-{int(response.status)}"
@@ -406,7 +414,7 @@ class WorkerBinding:
             self._run(session.on_agent_text(run_id, str(decoder.decode())))
             self._run(session.on_agent_end(run_id))
         except JsException as error:
-            code = "timeout" if error.name == "TimeoutError" else "agent-unreachable"
+            code = "timeout" if _timed_out(error) else "agent-unreachable"
             self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
 
     async def _call_action(self, request: ActionRequest) -> None:
@@ -417,19 +425,13 @@ class WorkerBinding:
         headers = {"Content-Type": "application/json"}
         if session.authorization:
             headers["Authorization"] = session.authorization
-        init: dict[str, Any] = {
-            "method": "GET" if request.body is None else "POST",
-            "headers": headers,
-            "signal": js.AbortSignal.timeout(ACTION_TIMEOUT_MS),
-        }
-        if request.body is not None:
-            init["body"] = request.body
+        url = self.api_origin + request.path
         try:
-            response = await js.fetch(self.api_origin + request.path, _js(init))
+            response = await _fetch(url, request.body, headers, ACTION_TIMEOUT_MS)
             status = int(response.status)
             text = str(await response.text())
         except JsException as error:
-            code = "timeout" if error.name == "TimeoutError" else "unreachable"
+            code = "timeout" if _timed_out(error) else "unreachable"
             self._run(session.on_action_failed(request.action_id, request.step, code))
             return
         try:
