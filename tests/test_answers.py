@@ -239,6 +239,14 @@ def test_an_answer_over_its_limit_ends_the_run() -> None:
     assert len(text_of(updates)) <= 11
 
 
+def test_tool_arguments_count_against_the_answers_limit() -> None:
+    stream = AnswerStream(thread_id=THREAD, run_id=RUN, max_chars=30)
+    events = [e for e in answer_events() if not isinstance(e, TextMessageContentEvent)]
+    updates = stream.feed(sse(*events))
+    assert ending(updates).code == "malformed-stream"
+    assert [u for u in updates if isinstance(u, ToolCallMade)] == []
+
+
 def test_events_after_the_run_finished_are_ignored() -> None:
     late = TextMessageStartEvent(message_id="m9", role="assistant")
     updates = read([sse(*answer_events(), late)])
