@@ -306,7 +306,7 @@ def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     ask(pair)
-    saved = pair.assistant.edge_message("persist")["value"]
+    saved = json.loads(pair.assistant.edge_message("persist")["text"])
     reloaded = ChannelPair(embedder="page", connect=False)
     reloaded.assistant.restore(json.loads(json.dumps(saved)))
     entry = answer(reloaded)

@@ -115,7 +115,7 @@ def test_dedup_and_dismissals_survive_a_reload_through_the_saved_state() -> None
     composer.set_selection(selection("row:7"))
     composer.dismiss(composer.chips()[0].key)
     reloaded = Composer()
-    reloaded.restore(composer.to_json())
+    reloaded.restore(json.loads(composer.saved_text()))
     reloaded.set_selection(selection())
     assert reloaded.message_text("again?") == "again?"
     reloaded.set_selection(selection("row:7"))
@@ -140,14 +140,15 @@ def test_restored_commands_keep_their_receipts_and_pending_ones_become_unconfirm
     composer = composer_with()
     composer.record_command("c1", "highlight", "row:42")
     composer.sync_receipts(
+        {"c1"},
         lambda _id: {
             "received": {"state": "applied"},
             "ui": {"state": "applied", "reason": "applied"},
-        }
+        },
     )
     composer.record_command("c2", "locate", "row:42")
     reloaded = Composer()
-    reloaded.restore(composer.to_json())
+    reloaded.restore(json.loads(composer.saved_text()))
     first, second = reloaded.log
     assert first["ui"] == {"state": "applied", "reason": "applied"}
     assert first["restored"] is True
@@ -181,7 +182,7 @@ def test_the_saved_log_stays_within_its_size_and_keeps_the_latest_entries() -> N
         composer.send(f"q{index}", entry_id=f"q{index}", at="t")
         composer.start_answer(f"r{index}", task_id=None, about=None)
         composer.answer_text(f"r{index}", "x" * 60_000)
-    saved = composer.to_json()
+    saved = json.loads(composer.saved_text())
     log = saved["log"]
     assert isinstance(log, list)
     assert len(json.dumps(log)) <= MAX_SAVED_CHARS
@@ -220,9 +221,9 @@ def test_the_log_version_moves_only_when_the_log_changes() -> None:
     versions = [composer.log_version]
     composer.record_command("c1", "highlight", "row:42")
     versions.append(composer.log_version)
-    composer.sync_receipts(lambda _id: {"received": {"state": "applied"}})
+    composer.sync_receipts({"c1"}, lambda _id: {"received": {"state": "applied"}})
     versions.append(composer.log_version)
-    composer.sync_receipts(lambda _id: {"received": {"state": "applied"}})
+    composer.sync_receipts({"c1"}, lambda _id: {"received": {"state": "applied"}})
     versions.append(composer.log_version)
     assert versions[0] < versions[1] < versions[2] == versions[3]
 
@@ -233,7 +234,7 @@ def test_the_standing_instructions_go_once_per_task_even_when_data_is_sent_again
     composer = composer_with()
     composer.send("first", entry_id="q1", at="t")
     reloaded = Composer()
-    reloaded.restore(composer.to_json())
+    reloaded.restore(json.loads(composer.saved_text()))
     reloaded.set_selection(selection(amount=13.0, revision=4))
     block = reloaded.message_text("")
     assert [item["type"] for item in parse_block(block)] == ["snapshot"]
@@ -259,3 +260,41 @@ def test_the_kept_preview_follows_every_change_it_depends_on() -> None:
         assert composer.preview() == composer.message_text("")
         previews.append(composer.preview())
     assert previews[0] != previews[1] == "" != previews[2]
+
+
+def test_the_log_texts_follow_every_change_to_an_entry() -> None:
+    """Each entry's JSON text is built again after it changes in place (receipts, text,
+    tool calls, the end, a decision, a result), and the saved text is exactly the JSON
+    of the dismissals and the log."""
+    composer = composer_with()
+
+    def check() -> None:
+        assert composer.log_texts() == [json.dumps(entry) for entry in composer.log]
+        saved = json.loads(composer.saved_text())
+        assert saved["log"] == composer.log
+        assert composer.saved_text() == json.dumps(saved)
+
+    composer.send("why?", entry_id="q1", at="t")
+    composer.record_command("c1", "highlight", "row:42")
+    composer.start_answer("r1", task_id="q1", about="row:42")
+    composer.record_action("f1", action="flag", resource_ref="row:42", note=None, task_id="q1")
+    check()
+    composer.sync_receipts({"c1"}, lambda _id: {"received": {"state": "applied"}})
+    check()
+    composer.sync_receipts({"elsewhere"}, lambda _id: {"received": {"state": "rejected"}})
+    check()
+    composer.answer_text("r1", "It is high because")
+    check()
+    composer.answer_tool_call("r1", "t1", "highlight", "{}")
+    check()
+    composer.answer_ended("r1", "", "")
+    check()
+    composer.decide_action("f1", "confirmed")
+    check()
+    composer.action_result("f1", {"id": 7})
+    check()
+    key = composer.chips()[0].key
+    composer.dismiss(key)
+    check()
+    assert key in json.loads(composer.saved_text())["dismissed"]["keys"]
+    assert json.loads(composer.log_texts()[1])["received"] == {"state": "applied"}

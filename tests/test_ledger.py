@@ -263,3 +263,68 @@ def test_a_settled_layer_never_changes_and_a_late_receipt_is_never_success(
                 assert record.settled_at <= deadline[layer]
             if record.late:
                 assert record.state == "unconfirmed"
+
+
+def test_the_ledger_forgets_the_oldest_settled_commands_past_its_capacity() -> None:
+    """Past its capacity the ledger forgets the oldest commands whose layers all
+    settled; pending ones stay, and a receipt for a forgotten command is ignored."""
+    clock = FakeClock(START)
+    book = ReceiptLedger(clock=clock, capacity=3)
+    book.record("old-pending", 1)
+    for index in range(3):
+        book.record(f"done-{index}", 1)
+        book.on_receipt(receipt(f"done-{index}"), 1)
+        book.on_receipt(receipt(f"done-{index}", layer="ui"), 1)
+    book.record("new", 1)
+    with pytest.raises(KeyError):
+        book.get("done-0")
+    with pytest.raises(KeyError):
+        book.get("done-1")
+    assert states(book, "old-pending") == {"received": "pending", "ui": "pending"}
+    assert states(book, "done-2") == {"received": "applied", "ui": "applied"}
+    assert book.on_receipt(receipt("done-0", layer="ui"), 1) is None
+    assert book.ignored == 1
+    # Once settled, the pending command is the oldest and goes next.
+    book.on_receipt(receipt("old-pending", status="not-found"), 1)
+    book.record("newer", 1)
+    with pytest.raises(KeyError):
+        book.get("old-pending")
+
+
+def test_deadlines_come_from_the_pending_commands_only() -> None:
+    """next_deadline() and expire() look at pending layers; settled commands, however
+    many, change neither."""
+    book, clock = ledger()
+    for index in range(50):
+        book.record(f"done-{index}", 1)
+        book.on_receipt(receipt(f"done-{index}"), 1)
+        book.on_receipt(receipt(f"done-{index}", layer="ui"), 1)
+    assert book.next_deadline() is None
+    clock.advance(500)
+    book.record("cmd-1", 1)
+    assert book.next_deadline() == START + 500 + 3000
+    book.on_receipt(receipt(), 1)
+    assert book.next_deadline() == START + 500 + 10000
+    clock.advance(20_000)
+    assert book.expire() == [("cmd-1", "ui")]
+    assert book.next_deadline() is None
+    assert book.expire() == []
+
+
+def test_take_changed_names_each_command_whose_records_changed_once() -> None:
+    """Recorded, settled, expired and dropped commands are named, oldest change first;
+    a receipt the ledger ignores changes nothing."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    book.record("cmd-2", 2)
+    assert book.take_changed() == ["cmd-1", "cmd-2"]
+    assert book.take_changed() == []
+    book.on_receipt(receipt("cmd-2"), 2)
+    book.on_receipt(receipt("cmd-1"), 2)  # another connection: ignored
+    assert book.take_changed() == ["cmd-2"]
+    book.drop_connection(2)
+    assert book.take_changed() == ["cmd-2"]
+    assert states(book, "cmd-2") == {"received": "applied", "ui": "unconfirmed"}
+    clock.advance(5000)
+    assert book.expire() == [("cmd-1", "received")]
+    assert book.take_changed() == ["cmd-1"]

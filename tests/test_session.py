@@ -208,7 +208,10 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
         "restored": False,
     }
     assert pair.last_edge("page", "shared") == {"kind": "shared", "revision": 2}
-    assert pair.last_edge("assistant", "persist")["value"]["pinned"]["selectionRevision"] == 2
+    assert (
+        json.loads(pair.last_edge("assistant", "persist")["text"])["pinned"]["selectionRevision"]
+        == 2
+    )
 
 
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
@@ -368,6 +371,50 @@ def test_a_child_reload_makes_in_flight_commands_unconfirmed() -> None:
         assert record.late is False
 
 
+def test_the_log_shows_every_commands_receipts_as_the_ledger_has_them() -> None:
+    """Only the commands whose receipts changed are copied into the log; after receipts,
+    late receipts, deadlines and a dropped connection, every command in the log shows
+    exactly the ledger's layers."""
+    pair = shared_pair("assistant")
+    show(pair)
+    pair.pump()
+    late, _ = show(pair)
+    pair.clock.advance(10_001)
+    pair.run("assistant", pair.assistant.tick())
+    pair.pump()  # the receipts come late
+    show(pair)
+    pair.clock.advance(3001)
+    pair.run("assistant", pair.assistant.tick())
+    in_flight = show(pair)
+    pair.pump(only="page")
+    pair.reload_page("page-2")
+    state(pair)
+    commands = [entry for entry in pair.assistant.composer.log if entry["kind"] == "command"]
+    assert len(commands) == 8
+    for entry in commands:
+        ledger = pair.assistant.ledger.get(str(entry["id"]))
+        assert entry["received"] == _view(ledger["received"])
+        assert entry["ui"] == _view(ledger["ui"])
+    by_id = {entry["id"]: entry for entry in commands}
+    assert by_id[late]["ui"] == {
+        "state": "unconfirmed",
+        "reason": "deadline",
+        "late": True,
+        "lateStatus": "applied",
+    }
+    assert {by_id[command_id]["ui"]["reason"] for command_id in in_flight} == {"connection-closed"}
+
+
+def _view(record: Any) -> dict[str, Any]:
+    """A layer record as the log shows it."""
+    return {
+        "state": record.state,
+        "reason": record.reason,
+        "late": record.late,
+        "lateStatus": record.late_status,
+    }
+
+
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_an_unanswered_command_becomes_unconfirmed_after_its_deadline(embedder: Side) -> None:
     """At 3 s the received layer is still pending; just past it, it is unconfirmed."""
@@ -512,7 +559,7 @@ def test_bye_makes_the_assistants_in_flight_commands_unconfirmed() -> None:
 
 def test_restore_pins_the_saved_context_and_sends_nothing() -> None:
     """A persisted pin comes back marked restored, with no message on the link."""
-    saved = shared_pair("page").last_edge("assistant", "persist")["value"]
+    saved = json.loads(shared_pair("page").last_edge("assistant", "persist")["text"])
     assert isinstance(saved, dict)
     pair = ChannelPair(page_instance_id="page-2", connect=False)
     pair.assistant.restore(saved)
@@ -546,7 +593,7 @@ def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -
 
 def test_a_new_context_replaces_a_restored_pin() -> None:
     """Once the page shares, the chip is live again, no longer restored."""
-    saved = shared_pair("page").last_edge("assistant", "persist")["value"]
+    saved = json.loads(shared_pair("page").last_edge("assistant", "persist")["text"])
     assert isinstance(saved, dict)
     pair = ChannelPair(page_instance_id="page-2", connect=False)
     pair.assistant.restore(saved)

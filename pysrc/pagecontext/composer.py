@@ -20,7 +20,7 @@ sent there (found in the log, which a reload restores) is not sent again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -34,7 +34,6 @@ from pagecontext.items import (
     Instruction,
     ItemRegistry,
     JsonValue,
-    json_copy,
 )
 from pagecontext.models import Selection
 from pagecontext.redact import ItemSchema, redact_items
@@ -103,6 +102,9 @@ class Composer:
         self.log: list[dict[str, JsonValue]] = []
         # Counts changes to the log, so the panel redraws it only when it changed.
         self.log_version = 0
+        # Each log entry's JSON text as last built, by id() of the entry (held, so the
+        # id stays its own); an entry's text is dropped when it changes.
+        self._texts: dict[int, tuple[dict[str, JsonValue], str]] = {}
         # message_text("") as of the last change to what it depends on (the items, the
         # dismissals, the questions sent): the panel asks for it on every refresh.
         self._preview: str | None = None
@@ -264,18 +266,23 @@ class Composer:
             entry["toolCallId"] = tool_call_id
         self._append(entry)
 
-    def sync_receipts(self, views: Callable[[str], Mapping[str, JsonValue]]) -> None:
-        """Copy each logged command's and business action's current layer views into the
-        log, in one pass.
+    def sync_receipts(
+        self, ids: Collection[str], views: Callable[[str], Mapping[str, JsonValue]]
+    ) -> None:
+        """Copy the current layer views of the commands and business actions `ids` (those
+        whose receipts changed) into the log, in one pass.
 
         `views(id)` returns its layers (`received`, `ui`, `business`) as the panel shows
         them, or {} if the ledger has none yet; restored entries keep what they were
         saved with.
         """
+        if not ids:
+            return
         for entry in self.log:
             entry_id = entry["id"]
             if (
-                entry["kind"] not in ("command", "action")
+                entry_id not in ids
+                or entry["kind"] not in ("command", "action")
                 or entry.get("restored")
                 or not isinstance(entry_id, str)
             ):
@@ -283,7 +290,7 @@ class Composer:
             for layer, view in views(entry_id).items():
                 if entry.get(layer) != view:
                     entry[layer] = view
-                    self.log_version += 1
+                    self._changed(entry)
 
     # -- answers and business actions in the log ---------------------------------------
 
@@ -308,7 +315,7 @@ class Composer:
         """Add `delta` to the answer's text."""
         entry = self.entry(run_id)
         entry["text"] = str(entry["text"]) + delta
-        self.log_version += 1
+        self._changed(entry)
 
     def answer_tool_call(
         self,
@@ -322,7 +329,8 @@ class Composer:
     ) -> None:
         """Record a tool call of the answer: `refused` says why it was not carried out,
         `result` is the answer to a call the assistant answered itself."""
-        calls = self.entry(run_id)["toolCalls"]
+        entry = self.entry(run_id)
+        calls = entry["toolCalls"]
         assert isinstance(calls, list)
         call: dict[str, JsonValue] = {"id": call_id, "name": name, "arguments": arguments}
         if refused is not None:
@@ -330,7 +338,7 @@ class Composer:
         if result is not None:
             call["result"] = result
         calls.append(call)
-        self.log_version += 1
+        self._changed(entry)
 
     def answer_ended(self, run_id: str, code: str, message: str) -> None:
         """The run ended: "done", or "failed" with the failure's code and message. The
@@ -338,7 +346,7 @@ class Composer:
         entry = self.entry(run_id)
         entry["state"] = "failed" if code else "done"
         entry["error"] = {"code": code, "message": message} if code else None
-        self.log_version += 1
+        self._changed(entry)
 
     def record_action(
         self, call_id: str, *, action: str, resource_ref: str, note: str | None, task_id: str
@@ -359,13 +367,15 @@ class Composer:
 
     def decide_action(self, call_id: str, decision: str) -> None:
         """Record the user's decision on a proposed action ("confirmed" or "declined")."""
-        self.entry(call_id)["decision"] = decision
-        self.log_version += 1
+        entry = self.entry(call_id)
+        entry["decision"] = decision
+        self._changed(entry)
 
     def action_result(self, call_id: str, result: Mapping[str, JsonValue]) -> None:
         """Record what the server answered when it carried the action out."""
-        self.entry(call_id)["result"] = dict(result)
-        self.log_version += 1
+        entry = self.entry(call_id)
+        entry["result"] = dict(result)
+        self._changed(entry)
 
     def entry(self, entry_id: str) -> dict[str, JsonValue]:
         """The log entry with `entry_id`. Raises KeyError if the log has none."""
@@ -376,20 +386,31 @@ class Composer:
 
     # -- saved state ------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, JsonValue]:
-        """The dismissals and the log, for the assistant's saved state. The oldest
-        entries are left out of it where the log's JSON would pass MAX_SAVED_CHARS."""
-        log = json_copy(self.log)
-        assert isinstance(log, list)
-        if len(json.dumps(log)) > MAX_SAVED_CHARS:
-            sizes = [len(json.dumps(entry)) + 2 for entry in log]
-            total = sum(sizes)
-            start = 0
-            while total > MAX_SAVED_CHARS and start < len(log) - 1:
-                total -= sizes[start]
-                start += 1
-            log = log[start:]
-        return {"dismissed": json_copy(self._registry.dismissals.to_json()), "log": log}
+    def log_texts(self) -> list[str]:
+        """Each log entry's JSON text, in order. Only the entries that changed since the
+        last call are serialized again, so a receipt costs one entry, not the log."""
+        texts: dict[int, tuple[dict[str, JsonValue], str]] = {}
+        for entry in self.log:
+            built = self._texts.get(id(entry))
+            if built is None or built[0] is not entry:
+                built = (entry, json.dumps(entry))
+            texts[id(entry)] = built
+        self._texts = texts
+        return [text for _entry, text in texts.values()]
+
+    def saved_text(self) -> str:
+        """The dismissals and the log as JSON text, for the assistant's saved state. The
+        oldest entries are left out of it where the log's JSON would pass
+        MAX_SAVED_CHARS."""
+        texts = self.log_texts()
+        # json.dumps(list) is its items' texts joined with ", " between brackets.
+        total = sum(len(text) + 2 for text in texts)
+        start = 0
+        while total > MAX_SAVED_CHARS and start < len(texts) - 1:
+            total -= len(texts[start]) + 2
+            start += 1
+        dismissed = json.dumps(self._registry.dismissals.to_json())
+        return f'{{"dismissed": {dismissed}, "log": [{", ".join(texts[start:])}]}}'
 
     def restore(self, saved: Mapping[str, object]) -> None:
         """Restore what `to_json` saved. Pending receipts become unconfirmed: the page
@@ -403,6 +424,11 @@ class Composer:
             return
         self.log = [_restored(entry) for entry in log[-MAX_LOG_ENTRIES:] if _valid(entry)]
         self.log_version += 1
+
+    def _changed(self, entry: dict[str, JsonValue]) -> None:
+        """`entry` of the log changed in place."""
+        self.log_version += 1
+        self._texts.pop(id(entry), None)
 
     def _append(self, entry: dict[str, JsonValue]) -> None:
         self.log_version += 1

@@ -6,19 +6,30 @@ its deadline passes or its connection drops. A business action is recorded the s
 with the server's answers as its `received` (confirmation issued) and `business` (action
 done) layers. Nothing unconfirmed ever turns into
 success: a late receipt is recorded as late, beside the `unconfirmed` state.
+
+The ledger remembers the last CAPACITY commands: the oldest whose layers have all left
+`pending` are forgotten as new ones are recorded, and a receipt for a forgotten command
+is ignored like one for an unknown command. Its work per message does not grow with the
+conversation: the deadline checks look only at the commands still pending, and
+`take_changed` names the commands whose records changed, so the caller copies only those.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from pagecontext.errors import LocalProtocolError
 from pagecontext.models import ReceiptMessage
 
-__all__ = ["LayerName", "LayerRecord", "LayerState", "ReceiptLedger"]
+__all__ = ["CAPACITY", "LayerName", "LayerRecord", "LayerState", "ReceiptLedger"]
+
+# Commands remembered. At least the conversation log's length (composer.MAX_LOG_ENTRIES),
+# so that every command the log shows keeps its records.
+CAPACITY: Final = 1_000
 
 LayerName = Literal["received", "ui", "business"]
 LayerState = Literal["pending", "applied", "stale-context", "not-found", "rejected", "unconfirmed"]
@@ -62,10 +73,16 @@ class ReceiptLedger:
         *,
         clock: Callable[[], float],
         deadlines_ms: Mapping[str, float] = _DEFAULT_DEADLINES_MS,
+        capacity: int = CAPACITY,
     ) -> None:
         self._clock = clock
         self._deadlines_ms = dict(deadlines_ms)
+        self._capacity = capacity
         self._entries: dict[str, _Entry] = {}
+        # The commands with a pending layer, and those whose records changed since the
+        # last take_changed(): ordered sets (dicts to None), oldest first.
+        self._pending: dict[str, None] = {}
+        self._changed: dict[str, None] = {}
         self._ignored = 0
 
     @property
@@ -99,6 +116,35 @@ class ReceiptLedger:
             sent_at=self._clock(),
             layers=dict.fromkeys(layers, _PENDING),
         )
+        self._pending[command_id] = None
+        self._changed[command_id] = None
+        self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        """Forget the oldest settled commands past the capacity (pending ones stay)."""
+        excess = len(self._entries) - self._capacity
+        if excess <= 0:
+            return
+        # Among the oldest `excess + pending` commands, at least `excess` are settled,
+        # unless more than the capacity are pending.
+        window = islice(self._entries, excess + len(self._pending))
+        settled = [command_id for command_id in window if command_id not in self._pending]
+        for command_id in settled[:excess]:
+            del self._entries[command_id]
+            self._changed.pop(command_id, None)
+
+    def take_changed(self) -> list[str]:
+        """Return the commands whose records changed since the last call (recorded,
+        settled, expired, dropped), oldest first, and start over."""
+        changed = list(self._changed)
+        self._changed.clear()
+        return changed
+
+    def _set(self, command_id: str, entry: _Entry, layer: LayerName, record: LayerRecord) -> None:
+        entry.layers[layer] = record
+        self._changed[command_id] = None
+        if all(other.state != "pending" for other in entry.layers.values()):
+            self._pending.pop(command_id, None)
 
     def on_receipt(self, receipt: ReceiptMessage, connection_id: int) -> LayerRecord | None:
         """Apply a receipt that arrived on `connection_id`; return the layer's new record.
@@ -111,7 +157,9 @@ class ReceiptLedger:
         if entry is None or entry.connection_id != connection_id:
             self._ignored += 1
             return None
-        return self._settle(entry, receipt.layer, receipt.status, receipt.reason)
+        return self._settle(
+            receipt.command_id, entry, receipt.layer, receipt.status, receipt.reason
+        )
 
     def settle(
         self, command_id: str, layer: LayerName, status: LayerState, reason: str
@@ -127,10 +175,10 @@ class ReceiptLedger:
         if entry is None:
             self._ignored += 1
             return None
-        return self._settle(entry, layer, status, reason)
+        return self._settle(command_id, entry, layer, status, reason)
 
     def _settle(
-        self, entry: _Entry, layer: LayerName, status: LayerState, reason: str
+        self, command_id: str, entry: _Entry, layer: LayerName, status: LayerState, reason: str
     ) -> LayerRecord | None:
         current = entry.layers.get(layer)
         if current is None:
@@ -158,33 +206,33 @@ class ReceiptLedger:
                 for later, record in entry.layers.items():
                     if later != "received" and record == _PENDING:
                         entry.layers[later] = updated
-        entry.layers[layer] = updated
+        self._set(command_id, entry, layer, updated)
         return updated
 
     def expire(self) -> list[tuple[str, LayerName]]:
         """Turn pending layers past their deadline into `unconfirmed`; return those changed."""
         now = self._clock()
         changed: list[tuple[str, LayerName]] = []
-        for command_id, entry in self._entries.items():
-            for layer, record in entry.layers.items():
+        for command_id in list(self._pending):
+            entry = self._entries[command_id]
+            for layer, record in list(entry.layers.items()):
                 if record.state == "pending" and now > self._deadline(entry, layer):
-                    entry.layers[layer] = LayerRecord(
-                        state="unconfirmed", reason="deadline", settled_at=now
-                    )
+                    expired = LayerRecord(state="unconfirmed", reason="deadline", settled_at=now)
+                    self._set(command_id, entry, layer, expired)
                     changed.append((command_id, layer))
         return changed
 
     def drop_connection(self, connection_id: int) -> None:
         """The connection ended: every pending layer of its commands is `unconfirmed`."""
         now = self._clock()
-        for entry in self._entries.values():
+        dropped = LayerRecord(state="unconfirmed", reason="connection-closed", settled_at=now)
+        for command_id in list(self._pending):
+            entry = self._entries[command_id]
             if entry.connection_id != connection_id:
                 continue
-            for layer, record in entry.layers.items():
+            for layer, record in list(entry.layers.items()):
                 if record.state == "pending":
-                    entry.layers[layer] = LayerRecord(
-                        state="unconfirmed", reason="connection-closed", settled_at=now
-                    )
+                    self._set(command_id, entry, layer, dropped)
 
     def get(self, command_id: str) -> Mapping[LayerName, LayerRecord]:
         """Return the command's records per layer. Raises KeyError for an unknown command."""
@@ -194,7 +242,7 @@ class ReceiptLedger:
         """Return the earliest deadline (epoch ms) of any pending layer, or None."""
         deadlines = [
             self._deadline(entry, layer)
-            for entry in self._entries.values()
+            for entry in map(self._entries.__getitem__, self._pending)
             for layer, record in entry.layers.items()
             if record.state == "pending"
         ]

@@ -1098,7 +1098,8 @@ class AssistantSession:
         )
 
     def _sync_log(self) -> None:
-        """Copy the ledger's receipt views into the conversation log's commands."""
+        """Copy the receipt views that changed in the ledger into the conversation log's
+        commands and actions."""
 
         def views(command_id: str) -> dict[str, JsonValue]:
             try:
@@ -1107,7 +1108,7 @@ class AssistantSession:
                 return {}  # a proposal the user has not confirmed yet
             return {name: _record_view(record) for name, record in layers.items()}
 
-        self.composer.sync_receipts(views)
+        self.composer.sync_receipts(set(self.ledger.take_changed()), views)
 
     def _bound(self) -> list[Effect]:
         binding = self._conn.binding
@@ -1118,9 +1119,10 @@ class AssistantSession:
     def _persist(self) -> ToEdge:
         pinned = self._pinned_as_wire()
         self._sync_log()
-        value = {
-            "conversationId": self.conversation_id,
-            "pinned": pinned,
-            "composer": self.composer.to_json(),
-        }
-        return ToEdge({"kind": "persist", "value": value})
+        # The JSON text of {conversationId, pinned, composer}, the log's entries as the
+        # composer keeps them built.
+        text = (
+            f'{{"conversationId": {json.dumps(self.conversation_id)}, '
+            f'"pinned": {json.dumps(pinned)}, "composer": {self.composer.saved_text()}}}'
+        )
+        return ToEdge({"kind": "persist", "text": text})

@@ -24,6 +24,7 @@ import js
 import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
+from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY
 from pagecontext.models import Limits
 from pagecontext.session import (
@@ -303,20 +304,21 @@ class WorkerBinding:
         pending, self._pending = self._pending, set()
         if isinstance(self.session, AssistantSession):
             for kind in sorted(pending, reverse=True):  # state, then persist
+                # persist carries JSON text: the edge stores it without parsing.
                 message = self.session.edge_message(kind)
-                if kind == "persist":
-                    # As JSON text, written here: the edge stores it without parsing.
-                    message = {"kind": "persist", "text": json.dumps(message["value"])}
                 self.scope.postMessage(_js(message))
                 if kind == "state" and message["logVersion"] != self._log_version:
                     self._log_version = message["logVersion"]
-                    self._post_log_changes(self.session.composer.log)
+                    self._post_log_changes(self.session.composer)
 
-    def _post_log_changes(self, log: list[dict[str, Any]]) -> None:
+    def _post_log_changes(self, composer: Composer) -> None:
         """Post the conversation log's entries that changed since the last post, and the
         ids of all entries in order: the panel redraws only those (the log can be long,
         and a receipt changes one entry)."""
-        shown = {str(entry["id"]): json.dumps(entry, sort_keys=True) for entry in log}
+        log = composer.log
+        shown = {
+            str(entry["id"]): text for entry, text in zip(log, composer.log_texts(), strict=True)
+        }
         changed = [
             entry
             for entry in log
