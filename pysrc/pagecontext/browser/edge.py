@@ -434,6 +434,8 @@ class Edge:
             self.root.setAttribute("data-pc-shared-revision", str(message.get("revision")))
             self._publish(sharedRevision=message.get("revision"))
         elif kind == "state":
+            # Read: the worker may build the next one while this one is drawn.
+            self._to_worker({"kind": "state-read"})
             self.state = message
             self._set_state("bound" if message.get("bound") else "ready")
             self._render_panel(message)

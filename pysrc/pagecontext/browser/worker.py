@@ -130,6 +130,9 @@ class WorkerBinding:
         self._diagnostics_due = False
         self._pending: set[Literal["state", "persist"]] = set()
         self._flush_due = False
+        # A panel state is on its way to the edge, which has not taken it yet: the next
+        # one waits, so the main thread never has a queue of states to draw.
+        self._state_unread = False
         self._log_version: object = None
         # The conversation log as last posted to the panel: entry id -> its JSON.
         self._shown_log: dict[str, str] = {}
@@ -162,6 +165,10 @@ class WorkerBinding:
             effects = session.child_reloaded()
         elif kind == "bye":
             effects = session.bye()
+        elif kind == "state-read":
+            self._state_unread = False
+            if self._pending:
+                self._flush_soon()
         elif kind == "diagnose":
             self._post_diagnostics(message.get("seq"), collect=True)
         elif isinstance(session, PageSession):
@@ -293,21 +300,27 @@ class WorkerBinding:
             self._diagnostics_soon()
 
     def _flush_soon(self) -> None:
-        if self._flush_due:
+        if self._flush_due or self._state_unread:
             return
         self._flush_due = True
         js.setTimeout(create_once_callable(self._flush), 0)
 
     def _flush(self) -> None:
-        """Build and post the refreshed edge messages (state, persist), once each."""
+        """Build and post the refreshed edge messages (state, persist), once each; while
+        the edge has not read the last state, they wait for its `state-read`."""
         self._flush_due = False
+        if self._state_unread:
+            return
         pending, self._pending = self._pending, set()
         if isinstance(self.session, AssistantSession):
             for kind in sorted(pending, reverse=True):  # state, then persist
                 # persist carries JSON text: the edge stores it without parsing.
                 message = self.session.edge_message(kind)
                 self.scope.postMessage(_js(message))
-                if kind == "state" and message["logVersion"] != self._log_version:
+                if kind != "state":
+                    continue
+                self._state_unread = True
+                if message["logVersion"] != self._log_version:
                     self._log_version = message["logVersion"]
                     self._post_log_changes(self.session.composer)
 
@@ -369,7 +382,8 @@ class WorkerBinding:
                 self._pending.add(effect.kind)
                 self._flush_soon()
             elif isinstance(effect, ToEdge):
-                self._flush()  # keep the edge's view in order
+                # What is pending goes first (unless the edge has a state still unread).
+                self._flush()
                 self.scope.postMessage(_js(effect.message))
             elif isinstance(effect, ClosePort):
                 self._close_port()
