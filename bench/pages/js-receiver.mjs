@@ -6,7 +6,8 @@
 //   _check_envelope, the pydantic model with extra="forbid" and strict types,
 //   _check_limits) -> receiver.ContextReceiver.receive -> AssistantSession: the latest
 //   `state` and `persist` messages posted to the worker scope on the next timer turn,
-//   coalesced as the core worker does (pagecontext.browser.worker COALESCED).
+//   coalesced as the core worker does, and held while the page has not read the last
+//   state (its `state-read`), as the core worker holds them for the edge.
 //
 // It is a benchmark baseline, not a second implementation: it only handles what the
 // benchmark sends (init, port, context, selection-cleared, diagnose).
@@ -265,18 +266,28 @@ function onPort(event) {
   post(state());
 }
 
-// Only the latest state and persist matter; they go out together on the next timer turn.
+// Only the latest state and persist matter; they go out together on the next timer turn,
+// once the page has read the last state.
 const pending = new Map();
 let flushDue = false;
+let stateUnread = false;
 function post(message) {
   pending.set(message.kind, message);
-  if (flushDue) return;
+  flushSoon();
+}
+function flushSoon() {
+  if (flushDue || stateUnread) return;
   flushDue = true;
   setTimeout(() => {
     flushDue = false;
-    for (const queued of pending.values()) self.postMessage(queued);
+    if (stateUnread) return;
+    for (const queued of pending.values()) send(queued);
     pending.clear();
   }, 0);
+}
+function send(message) {
+  if (message.kind === "state") stateUnread = true;
+  self.postMessage(message);
 }
 
 function connect(message, port) {
@@ -306,7 +317,7 @@ function connect(message, port) {
     nonce: message.nonce,
   });
   self.postMessage({ kind: "bound", connection: 1 });
-  self.postMessage(state());
+  post(state());
 }
 
 self.onmessage = (event) => {
@@ -315,11 +326,15 @@ self.onmessage = (event) => {
     case "init":
       session.instanceId = message.instanceId;
       session.conversationId = message.conversationId;
-      self.postMessage(state());
+      post(state());
       self.postMessage({ kind: "ready" });
       break;
     case "port":
       connect(message, event.ports[0]);
+      break;
+    case "state-read":
+      stateUnread = false;
+      if (pending.size) flushSoon();
       break;
     case "diagnose":
       self.postMessage({

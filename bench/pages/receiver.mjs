@@ -147,7 +147,10 @@ class Session {
 
   deliver(source, data) {
     const t = performance.now();
-    if (source === "worker" && data && data.kind === "state") this.states += 1;
+    if (source === "worker" && data && data.kind === "state") {
+      this.states += 1;
+      this.worker.postMessage({ kind: "state-read" }); // as the assistant's edge does
+    }
     if (source === "worker" && data && data.kind === "failed") {
       this.failed = String(data.error);
       for (const waiter of this.waiters.splice(0)) waiter.reject(new Error(this.failed));
