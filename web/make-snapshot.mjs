@@ -74,7 +74,20 @@ const imported = pyodide.runPython("import sys; len(sys.modules)");
 // zipimport keeps the standard library zip's directory (offsets included) in memory.
 const stdlibPath = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('.zip'))");
 const stdlib = { path: stdlibPath, bytes: pyodide.FS.stat(stdlibPath).size };
-const snapshot = pyodide.makeMemorySnapshot();
+const { HEAPU32, _emscripten_get_sbrk_ptr: sbrkPointer } = pyodide._module;
+const heapBreak = HEAPU32[sbrkPointer() >>> 2];
+const whole = pyodide.makeMemorySnapshot();
+// `whole` is `header` bytes of Pyodide's own state, then the wasm memory. How far the
+// memory had grown depends on the peak of the imports above (it grows by a fifth at a
+// time), and past the heap's break it is all zeros: the snapshot keeps the memory up to
+// the break and HEADROOM more, so every restore starts with the same room to allocate.
+const HEADROOM = 2 << 20;
+const WASM_PAGE = 65536;
+const header = new Uint32Array(whole.buffer, whole.byteOffset, 4)[1];
+let used = whole.length;
+while (used > header + heapBreak && whole[used - 1] === 0) used -= 1;
+const memoryEnd = Math.ceil((used - header + HEADROOM) / WASM_PAGE) * WASM_PAGE;
+const snapshot = whole.subarray(0, Math.min(whole.length, header + memoryEnd));
 // Stored without its all-zero pages: a third of it, and the cheapest to leave out.
 const PAGE = 4096;
 const pages = [];
@@ -102,4 +115,4 @@ const meta = {
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, "memory.pages"), stored);
 fs.writeFileSync(path.join(outDir, "meta.json"), JSON.stringify(meta));
-console.log(`snapshot: ${snapshot.length} bytes (${stored.length} stored), ${imported} modules, dynlibs ${dynlibs.map((d) => d.path).join(" ")}`);
+console.log(`snapshot: ${snapshot.length} of ${whole.length} bytes (${stored.length} stored), ${imported} modules, dynlibs ${dynlibs.map((d) => d.path).join(" ")}`);
