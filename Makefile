@@ -11,7 +11,8 @@ CHROMIUM ?= /usr/bin/chromium
 SITE := build/site
 WHEELS_DL := build/wheels
 PYSRC := $(shell find pysrc -name '*.py' -not -path '*/__pycache__/*')
-WEB := $(shell find web -type f) index.html
+# The demo pages' own MicroPython modules, compiled into the site.
+APPS := $(shell find web/demo -name '*.py')
 
 export PAGECONTEXT_CHROMIUM ?= $(CHROMIUM)
 export PYTHONPATH := $(CURDIR)/pysrc
@@ -42,7 +43,7 @@ $(WHEELS_DL)/.stamp: browser-wheels.txt $(VENV)/.stamp
 # Everything the browser loads, assembled into one folder the server serves, with the
 # workers' boot snapshot (made by Node.js from the same files).
 SNAPSHOT_JS := web/make-snapshot.mjs web/snapshot.mjs
-$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) pyproject.toml $(SNAPSHOT_JS)
+$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) $(APPS) pyproject.toml $(SNAPSHOT_JS)
 	$(PY) -m pagecontext assemble --out $(SITE) --wheels $(WHEELS_DL)
 	touch $@
 

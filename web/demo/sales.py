@@ -43,8 +43,8 @@ def filters():
     return out
 
 
-# Rows are built in slices, each in its own task, so rendering never blocks the page
-# for long; the table is swapped in whole at the end.
+# Rows and chart marks are built in slices, each in its own task, so rendering never
+# blocks the page for long; the table and the chart are each swapped in whole at the end.
 SLICE = 12
 
 
@@ -78,7 +78,7 @@ def rendered(component, name, view):
     component.dispatchEvent(js.CustomEvent.new("pagecontext:rendered", {"bubbles": True}))
 
 
-def render_chart(rows, view):
+async def render_chart(rows, view):
     """Revenue by month, one stacked segment per region: a segment is one sales row."""
     totals = {}
     for row in rows:
@@ -88,8 +88,10 @@ def render_chart(rows, view):
     width = 600 / max(1, len(months))
     tops = {}
     regions = []
-    chart.replaceChildren()
-    for row in rows:
+    marks = doc.createDocumentFragment()
+    for index, row in enumerate(rows):
+        if index and index % SLICE == 0:
+            await asyncio.sleep(0)
         month, region, revenue = row["month"], row["region"], row["revenueEur"]
         if region not in regions:
             regions.append(region)
@@ -109,7 +111,8 @@ def render_chart(rows, view):
         title = doc.createElementNS(SVG, "title")
         title.textContent = region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR"
         rect.append(title)
-        chart.append(rect)
+        marks.append(rect)
+    chart.replaceChildren(marks)
     legend.replaceChildren()
     for region in regions:
         item = doc.createElement("span")
@@ -140,7 +143,8 @@ async def load():
     data = await response.json()
     rows = [row for row in json.loads(js.JSON.stringify(data.rows)) if in_view(row, view)]
     await render_table(rows, view)
-    render_chart(rows, view)
+    await asyncio.sleep(0)
+    await render_chart(rows, view)
 
 
 def reload(event=None):
