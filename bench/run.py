@@ -63,6 +63,8 @@ PANEL_IFRAME = "iframe[data-pc-assistant]"
 
 Json = dict[str, Any]
 TIMES: Final = ("ready_ms", "bound_ms", "navigation_start_ms", "ready_own_ms", "bound_own_ms")
+# A main-thread task or animation frame longer than this blocks the page (the budget).
+LONG_MS: Final = 50
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,53 @@ def _long_task_summary(tasks: list[Json], until: float) -> Json:
     }
 
 
+def _long_frames(frames: list[Json], origin: float, until: float) -> list[Json]:
+    """The long animation frames that started before `until`, each with its `cause`: the
+    script that ran longest in it (its file and what invoked it), or its rendering (style,
+    layout and paint) where that took longer, or the browser where neither ran."""
+    found: list[Json] = []
+    for frame in frames:
+        if float(frame["start"]) >= until or float(frame["duration"]) <= LONG_MS:
+            continue
+        scripts: list[Json] = [
+            {
+                "file": urlsplit(str(script["source"])).path.rsplit("/", 1)[-1],
+                "invoker": str(script["invoker"]),
+                "duration_ms": _round(float(script["duration"])),
+            }
+            for script in frame["scripts"]
+        ]
+        top = max(scripts, key=lambda script: float(script["duration_ms"]), default=None)
+        render = float(frame["render"])
+        if top is not None and float(top["duration_ms"]) >= render:
+            cause = f"{top['file'] or '(no source)'} {top['invoker']}"
+        elif render > 0:
+            cause = "rendering (style, layout, paint)"
+        else:
+            cause = "browser (no script, no rendering)"
+        found.append(
+            {
+                "start_ms": _round(float(frame["start"]) - origin),
+                "duration_ms": _round(float(frame["duration"])),
+                "blocking_ms": _round(float(frame["blocking"])),
+                "render_ms": _round(render),
+                "cause": cause,
+                "scripts": scripts,
+            }
+        )
+    return found
+
+
+def _long_frame_causes(frames: list[Json]) -> Json:
+    """{cause: {count, longest_ms}} over `frames`, the most frequent cause first."""
+    causes: Json = {}
+    for frame in frames:
+        entry = causes.setdefault(frame["cause"], {"count": 0, "longest_ms": 0.0})
+        entry["count"] += 1
+        entry["longest_ms"] = max(entry["longest_ms"], frame["duration_ms"])
+    return dict(sorted(causes.items(), key=lambda item: -int(item[1]["count"])))
+
+
 def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
     """Load the demo in a new tab of `context`; measure boot, long tasks and bytes."""
     requested: list[str] = []
@@ -246,6 +295,8 @@ def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
                 if float(t["start"]) < boot_end
             ],
             "long_task_error": probe["longtaskError"],
+            "long_frames": _long_frames(probe["longFrames"], origin, boot_end),
+            "long_frame_error": probe["longFrameError"],
         }
     # Bytes on the wire: Resource Timing of each frame and each worker. A frame's entry
     # for its child iframe is left out: the child's own navigation entry counts it.
@@ -321,6 +372,9 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                 key: summary([float(row["long_tasks"][key]) for row in rows])
                 for key in ("count", "longest_ms", "total_ms", "tbt_ms")
             }
+            per_frame[frame]["long_frame_causes"] = _long_frame_causes(
+                [long_frame for row in rows for long_frame in row["long_frames"]]
+            )
         boot[cache] = per_frame
         visit_name = "first_visit" if cache == "cold" else "repeat_visit"
         parts: Json = {}
@@ -674,6 +728,12 @@ def _boot_lines(results: Json) -> list[str]:
                 f"TBT {lt['tbt_ms']['median']:.0f} ms (medians; max TBT "
                 f"{lt['tbt_ms']['max']:.0f})"
             )
+            causes = boot[cache][frame]["long_frame_causes"]
+            for cause, seen in list(causes.items())[:4]:
+                lines.append(
+                    f"    long frames: {seen['count']} x {cause} "
+                    f"(up to {seen['longest_ms']:.0f} ms)"
+                )
     lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
     for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):
         first = results["bytes"]["first_visit"][part]

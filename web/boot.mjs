@@ -50,8 +50,14 @@ function edgeRuntime() {
       mp.FS.writeFile(path, code);
     }
     performance.mark("pagecontext:micropython-ready");
-    await nextTask();
-    const edge = mp.pyimport("pagecontext.browser.edge");
+    // The edge's modules are listed dependencies first: each is imported in its own task.
+    let edge = null;
+    for (const [file] of sources) {
+      if (!file.endsWith(".mpy")) continue;
+      await nextTask();
+      edge = mp.pyimport(file.slice(0, -".mpy".length).replaceAll("/", "."));
+    }
+    performance.mark("pagecontext:edge-imported");
     await nextTask();
     return { runtime, mp, edge };
   })();

@@ -4,7 +4,9 @@
 //
 // - `data-pc-state` transitions (first time of each value), in epoch milliseconds
 //   (performance.timeOrigin + performance.now()), comparable across frames;
-// - every main-thread long task (PerformanceObserver "longtask", buffered);
+// - every main-thread long task (PerformanceObserver "longtask", buffered), and every
+//   long animation frame ("long-animation-frame") with the scripts that ran in it (where
+//   each came from, what invoked it) and its rendering time, to tell whose work it was;
 // - helpers for the latency benchmark: a page-side select (+ "Ask AI") and burst, and a
 //   panel-side watcher of the chip revision and the receipt status.
 (() => {
@@ -15,7 +17,31 @@
     states: {},
     longtasks: [],
     longtaskError: null,
+    longFrames: [],
+    longFrameError: null,
   });
+
+  try {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const end = entry.startTime + entry.duration;
+        bench.longFrames.push({
+          start: performance.timeOrigin + entry.startTime,
+          duration: entry.duration,
+          blocking: entry.blockingDuration,
+          // style, layout and paint: from the start of rendering to the frame's end.
+          render: entry.renderStart ? end - entry.renderStart : 0,
+          scripts: entry.scripts.map((script) => ({
+            source: script.sourceURL,
+            invoker: `${script.invokerType}:${script.invoker}`,
+            duration: script.duration,
+          })),
+        });
+      }
+    }).observe({ type: "long-animation-frame", buffered: true });
+  } catch (error) {
+    bench.longFrameError = String(error);
+  }
 
   try {
     new PerformanceObserver((list) => {

@@ -52,7 +52,8 @@ MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
 MICROPYTHON_PACKAGE = "@micropython/micropython-webassembly-pyscript"
 
 # The modules the main-thread edge runs under MicroPython: the window-facing rules, the
-# integration surface's rules and the edge itself. Package __init__ files are written
+# integration surface's rules and the edge itself, dependencies first (web/boot.mjs
+# imports them in this order, each in its own task). Package __init__ files are written
 # empty, since the CPython package initialisers may use what MicroPython lacks.
 EDGE_MODULES = (
     "pagecontext/windowrules.py",
