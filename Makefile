@@ -73,7 +73,7 @@ test: setup
 
 check: $(VENV)/.stamp
 	$(PY) -m mypy
-	MYPYPATH=pysrc $(PY) -m mypy --strict bench/run.py
+	MYPYPATH=pysrc $(PY) -m mypy --strict bench/run.py bench/session.py
 	$(PY) -m ruff check pysrc tests e2e bench
 	$(PY) -m ruff format --check pysrc tests e2e bench
 
@@ -92,3 +92,4 @@ fuzz: $(VENV)/.stamp
 # Benchmarks in headless Chromium (bench/README.md); QUICK=1 for a reduced run.
 bench: setup
 	$(PY) bench/run.py $(if $(QUICK),--quick,) --out bench/results/latest.json
+	$(PY) bench/session.py --out bench/results/session.json
