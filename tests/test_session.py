@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import wire
 from pagecontext.errors import LocalProtocolError
+from pagecontext.ledger import ReceiptLedger
 from pagecontext.models import Limits
 from pagecontext.session import AssistantSession, PageSession, ToPeer
 from pagecontext.testing import ChannelPair, FakeClock, Side, counter_ids
@@ -403,6 +404,22 @@ def test_the_log_shows_every_commands_receipts_as_the_ledger_has_them() -> None:
         "lateStatus": "applied",
     }
     assert {by_id[command_id]["ui"]["reason"] for command_id in in_flight} == {"connection-closed"}
+
+
+def test_a_show_me_the_ledger_forgot_leaves_the_panel_without_a_receipt() -> None:
+    """Once the ledger's capacity of newer commands came after the last Show me, its
+    records are forgotten, and the panel shows no receipt for it (nothing breaks)."""
+    pair = shared_pair("page")
+    pair.assistant.ledger = ReceiptLedger(clock=pair.clock, capacity=2)
+    highlight, _ = show(pair)
+    pair.pump()
+    assert state(pair)["command"]["ui"]["state"] == "applied"
+    for index in range(3):
+        pair.assistant.ledger.record(f"other-{index}", 1)
+        pair.assistant.ledger.settle(f"other-{index}", "received", "rejected", "test")
+    with pytest.raises(KeyError):
+        pair.assistant.ledger.get(highlight)
+    assert pair.assistant.state().message["command"] is None
 
 
 def _view(record: Any) -> dict[str, Any]:

@@ -413,8 +413,8 @@ class Composer:
         return f'{{"dismissed": {dismissed}, "log": [{", ".join(texts[start:])}]}}'
 
     def restore(self, saved: Mapping[str, object]) -> None:
-        """Restore what `to_json` saved. Pending receipts become unconfirmed: the page
-        that would have answered them is gone, and nothing is sent again."""
+        """Restore what `saved_text` saved (parsed). Pending receipts become unconfirmed:
+        the page that would have answered them is gone, and nothing is sent again."""
         self._preview = None
         dismissed = saved.get("dismissed")
         if isinstance(dismissed, dict):

@@ -1072,8 +1072,11 @@ class AssistantSession:
                 "key": self.composer.chips()[0].key,
             }
         last: dict[str, object] | None = None
-        if self.last_show is not None:
-            layers = self.ledger.get(self.last_show)
+        try:
+            layers = self.ledger.get(self.last_show) if self.last_show is not None else None
+        except KeyError:
+            layers = None  # forgotten: the ledger's capacity of newer commands came since
+        if layers is not None:
             last = {
                 "commandId": self.last_show,
                 "action": "highlight",
