@@ -465,17 +465,21 @@ class WorkerBinding:
         if deadline == self._timer_deadline and (deadline is None or self._timer is not None):
             return  # the timer already set is the right one
         self._timer_deadline = deadline
-        if self._timer is not None:
-            js.clearTimeout(self._timer)
-            self._timer = None
-            if self._timer_proxy is not None:
-                self._timer_proxy.destroy()
-                self._timer_proxy = None
+        self._cancel_timer()
         if deadline is None:
             return
         delay = max(0.0, deadline - _now()) + 1
         self._timer_proxy = create_once_callable(self._on_timer)
         self._timer = js.setTimeout(self._timer_proxy, delay)
+
+    def _cancel_timer(self) -> None:
+        """Clear the deadline timer, and its callable, which will now never run."""
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+            self._timer = None
+        if self._timer_proxy is not None:
+            self._timer_proxy.destroy()
+            self._timer_proxy = None
 
     def _on_timer(self) -> None:
         # The once-callable destroys itself when it runs.
@@ -488,9 +492,7 @@ class WorkerBinding:
     def close(self) -> None:
         """Close the port and destroy every proxy this binding created."""
         self._close_port()
-        if self._timer is not None:
-            js.clearTimeout(self._timer)
-        self._timer = None
+        self._cancel_timer()
         self.scope.onmessage = None
         self._edge_proxy.destroy()
 
