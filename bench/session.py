@@ -67,14 +67,15 @@ class Panel:
         assistant = self.assistant
         assistant.edge_message("state")
         composer: Any = assistant.composer
-        log = composer.log
-        if hasattr(composer, "log_texts"):
-            texts = composer.log_texts()
-        else:  # builds that serialized every entry on each refresh
-            texts = [json.dumps(entry, sort_keys=True) for entry in log]
-        shown = {str(entry["id"]): text for entry, text in zip(log, texts, strict=True)}
-        self.changed = [entry for entry in log if self.shown.get(entry["id"]) != shown[entry["id"]]]
-        self.shown = shown
+        if hasattr(composer, "log_changes"):
+            self.shown, self.changed = composer.log_changes(self.shown)
+        else:  # builds whose worker serialized every entry on each refresh
+            log = composer.log
+            shown = {str(entry["id"]): json.dumps(entry, sort_keys=True) for entry in log}
+            self.changed = [
+                entry for entry in log if self.shown.get(entry["id"]) != shown[entry["id"]]
+            ]
+            self.shown = shown
         persist = assistant.edge_message("persist")
         if "value" in persist:  # builds that left the saved state's JSON to the worker
             json.dumps(persist["value"])

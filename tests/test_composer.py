@@ -298,3 +298,19 @@ def test_the_log_texts_follow_every_change_to_an_entry() -> None:
     check()
     assert key in json.loads(composer.saved_text())["dismissed"]["keys"]
     assert json.loads(composer.log_texts()[1])["received"] == {"state": "applied"}
+
+
+def test_the_panel_redraws_only_the_entries_whose_text_changed() -> None:
+    """log_changes() gives every entry at first, then none, then only the one a receipt
+    changed; the texts it returns are every entry's, in the log's order."""
+    composer = composer_with()
+    composer.send("why?", entry_id="q1", at="t")
+    composer.record_command("c1", "highlight", "row:42")
+    shown, changed = composer.log_changes({})
+    assert [entry["id"] for entry in changed] == ["q1", "c1"]
+    assert list(shown) == ["q1", "c1"]
+    assert composer.log_changes(shown)[1] == []
+    composer.sync_receipts({"c1"}, lambda _id: {"received": {"state": "applied"}})
+    shown, changed = composer.log_changes(shown)
+    assert [entry["id"] for entry in changed] == ["c1"]
+    assert json.loads(shown["c1"])["received"] == {"state": "applied"}

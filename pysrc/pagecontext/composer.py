@@ -398,6 +398,20 @@ class Composer:
         self._texts = texts
         return [text for _entry, text in texts.values()]
 
+    def log_changes(
+        self, shown: Mapping[str, str]
+    ) -> tuple[dict[str, str], list[dict[str, JsonValue]]]:
+        """What the panel must redraw: `shown` maps entry ids to the JSON text they were
+        last shown with. Returns the texts to remember now (every entry's, by id, in the
+        log's order) and the entries whose text differs from what was shown."""
+        texts = {
+            str(entry["id"]): text for entry, text in zip(self.log, self.log_texts(), strict=True)
+        }
+        changed = [
+            entry for entry in self.log if shown.get(str(entry["id"])) != texts[str(entry["id"])]
+        ]
+        return texts, changed
+
     def saved_text(self) -> str:
         """The dismissals and the log as JSON text, for the assistant's saved state. The
         oldest entries are left out of it where the log's JSON would pass

@@ -328,15 +328,7 @@ class WorkerBinding:
         """Post the conversation log's entries that changed since the last post, and the
         ids of all entries in order: the panel redraws only those (the log can be long,
         and a receipt changes one entry)."""
-        log = composer.log
-        shown = {
-            str(entry["id"]): text for entry, text in zip(log, composer.log_texts(), strict=True)
-        }
-        changed = [
-            entry
-            for entry in log
-            if self._shown_log.get(str(entry["id"])) != shown[str(entry["id"])]
-        ]
+        shown, changed = composer.log_changes(self._shown_log)
         self._shown_log = shown
         self.scope.postMessage(_js({"kind": "log", "ids": list(shown), "changed": changed}))
 
