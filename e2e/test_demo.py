@@ -181,6 +181,29 @@ def test_fast_row_switching_ends_on_the_last_revision(demo: Page) -> None:
     assert first_last != second_last
 
 
+# Counts the panel's chip redraws; then keeps the panel's main thread busy for `ms`
+# (starting in its next task), as a slow or loaded panel would be.
+COUNT_DRAWS_THEN_BUSY = """(ms) => {
+  window.__draws = 0;
+  new MutationObserver(() => { window.__draws += 1; })
+    .observe(document.querySelector('[data-pc-chips]'), {childList: true});
+  setTimeout(() => { const end = performance.now() + ms; while (performance.now() < end) {} }, 0);
+}"""
+
+
+def test_a_busy_panel_gets_the_latest_state_not_a_queue_of_them(demo: Page) -> None:
+    """While the panel's main thread is busy, 50 selections stream in: the worker holds
+    its states until the panel has read the last one, so the panel draws the chip a few
+    times and ends on the last revision, instead of drawing every state queued for it."""
+    assistant = panel(demo)
+    demo.frames[1].evaluate(COUNT_DRAWS_THEN_BUSY, 2000)
+    last = demo.evaluate(BURST, [0, 50])
+    chip = assistant.locator("[data-pc-chip]")
+    expect(chip).to_have_attribute("data-pc-chip-revision", "50", timeout=STEP_TIMEOUT_MS)
+    expect(chip).to_have_attribute("data-pc-chip", last)
+    assert demo.frames[1].evaluate("window.__draws") <= 3
+
+
 @pytest.mark.scenario(2)
 def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     page: Page, origins: Origins
