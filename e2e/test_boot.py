@@ -6,15 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker, expect
 
 from .conftest import Origins, wait_bound
-from .helpers import ROW, panel, select_and_ask, show_and_expect
+from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
 MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
   .filter((m) => m.name.startsWith("pagecontext:"))
   .map((m) => [m.name.slice("pagecontext:".length), m.detail]))"""
+STDLIB = "python_stdlib.zip"
+# What a restored worker downloads only if Python reads it (web/snapshot.mjs, lazyFile).
+LAZY = (STDLIB, "/vendor/snapshot/pagecontext-files-")
 STEPS = ["worker-start", "runtime-loaded", "packages-loaded", "module-imported", "worker-started"]
 
 
@@ -38,14 +41,28 @@ def _visit(page: Page, origins: Origins) -> list[dict[str, Any]]:
 def test_both_workers_restore_the_snapshot(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
-    """Page and panel: Python comes from the snapshot, with nothing left to install. The
-    page keeps the bundle in the Cache API, and its next visit reads it from there."""
+    """Page and panel: Python comes from the snapshot, with nothing left to install, and
+    a whole conversation (a selection, a command and its receipt, a question and the
+    agent's streamed answer) never reads the standard library zip or the installed files
+    the bundle leaves out, so neither is downloaded. The page keeps the bundle in the
+    Cache API, and its next visit reads it from there."""
+    lazy: list[str] = []
+    context.on("request", lambda r: lazy.append(r.url) if any(n in r.url for n in LAZY) else None)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
     first = _visit(page, origins)
     for steps in first:
         assert steps["runtime-loaded"] == "snapshot"
         assert "snapshot-failed" not in steps
     select_and_ask(page, ROW)
     show_and_expect(panel(page), "applied")
+    answer = ask(panel(page), "Why is this row so high?")
+    expect(answer.locator("[data-pc-answer-text]")).to_contain_text(f"About {ROW}")
+    expect(html(panel(page))).to_have_attribute("data-pc-answering", "false")
+    assert lazy == []
+    for steps in _boot_marks(workers):
+        assert "stdlib-loaded" not in steps
+        assert "site-packages-loaded" not in steps
     page_worker = next(w for w in page.workers if w.url.startswith(origins.page))
     page_worker.evaluate(
         """() => new Promise((resolve) => {
@@ -83,6 +100,8 @@ def test_without_a_good_snapshot_the_workers_boot_normally(
         if message.type == "warning" and "boot snapshot" in message.text:
             warnings.append(message.text)
 
+    stdlib: list[str] = []
+    context.on("request", lambda r: stdlib.append(r.url) if STDLIB in r.url else None)
     page.on("worker", lambda worker: workers.append(worker))
     page.on("console", record)
     page.goto(origins.page + "/")
@@ -92,5 +111,6 @@ def test_without_a_good_snapshot_the_workers_boot_normally(
         assert steps["runtime-loaded"] == "fresh"
         assert steps["snapshot-failed"]
     assert len(warnings) == 2
+    assert len(stdlib) == 2, "a normal boot installs the standard library, in each frame"
     select_and_ask(page, ROW)
     show_and_expect(panel(page), "applied")

@@ -14,10 +14,17 @@ import pytest
 
 from node import run_node
 from pagecontext.server import site
-from pagecontext.server.site import SiteError, bundle_zip, site_packages_tar, write_parts
+from pagecontext.server.site import (
+    SiteError,
+    bundle_zip,
+    site_packages_tar,
+    tar_bytes,
+    write_parts,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 READER = Path(__file__).parent / "snapshot" / "read_bundle.mjs"
+LAZY_FILES = Path(__file__).parent / "snapshot" / "lazy_files.mjs"
 PAGE = 4096
 # A path long enough to need the ustar prefix field (over 100 characters).
 LONG = "pkg/" + "/".join(["deeply_nested_directory"] * 4) + "/module_with_a_long_name.py"
@@ -69,7 +76,7 @@ def _bundle(tmp_path: Path, wheels: list[Path], memory: bytes) -> Path:
     site_packages_tar(wheels, tmp_path / "site-packages.tar")
     runs, stored = _sparse(memory)
     meta = {
-        "version": 1,
+        "version": 2,
         "sitePackages": "/lib/python3.14/site-packages",
         "memoryBytes": len(memory),
         "pages": runs,
@@ -121,7 +128,7 @@ def test_a_damaged_bundle_is_refused_not_waited_for(
     data = bundle.read_bytes()
     bundle.write_bytes(data[: len(data) // 2])
     assert "ended early" in str(_read(bundle).get("error"))
-    meta = json.dumps({"version": 1, "memoryBytes": 10, "pages": [[0, 4096]], "dynlibs": []})
+    meta = json.dumps({"version": 2, "memoryBytes": 10, "pages": [[0, 4096]], "dynlibs": []})
     bundle.write_bytes(bundle_zip([("meta.json", meta.encode()), ("memory.pages", b"x" * 4097)]))
     assert "4097 bytes, expected 4096" in str(_read(bundle).get("error"))
     with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -157,3 +164,32 @@ def test_the_bundle_is_served_in_parts_small_enough_for_any_http_cache(
         assert len(packed) <= 64 << 10
         assert brotli.decompress(packed) == (tmp_path / name).read_bytes()
     assert entry["bytes"] == len(data)
+
+
+def test_lazy_files_load_at_the_first_import_that_reads_them(tmp_path: Path) -> None:
+    """Pyodide (in Node.js) as a restored worker has it: the standard library zip a
+    `lazyFile`, and the installed files the bundle leaves out `lazyFiles` from their tar.
+    Nothing is loaded until Python reads a file, and sizes are right before that. A load
+    that fails, or brings the wrong size, is an OSError for that import, and the next
+    import tries again; one good load serves every later read."""
+    files = {
+        "lazy_pkg/__init__.py": b"VALUE = 'lazy '\n",
+        "lazy_pkg/sub.py": b"from pathlib import Path\n"
+        b"def read():\n    return (Path(__file__).parent / 'data.txt').read_text()\n",
+        "lazy_pkg/data.txt": b"data",
+        "lazy_pkg/py.typed": b"",
+    }
+    tar = tmp_path / "files.tar"
+    tar.write_bytes(tar_bytes(files))
+    listing = [[name, len(data)] for name, data in sorted(files.items())]
+    result = run_node(str(LAZY_FILES), str(ROOT), str(tar), json.dumps(listing))
+    assert result["size"] == result["expected"]
+    assert result["before"] == 0
+    assert (result["offline"], result["afterOffline"]) == ("OSError", 1)
+    assert result["short"] == "OSError"
+    assert (result["whole"], result["afterWhole"]) == ("imported", 3)
+    assert (result["another"], result["afterAnother"]) == ("imported", 3)
+    assert result["same"] == [0, 1, 1]
+    assert result["sizes"] == [size for _name, size in listing]
+    assert result["tarBefore"] == 0
+    assert (result["value"], result["tarAfter"]) == ("lazy data", 1)

@@ -48,12 +48,17 @@ writeFiles(pyodide.FS, sitePackages, files);
 pyodide.runPython(`
 import gc
 import importlib
+import importlib.util
 importlib.invalidate_caches()
 for name in ${JSON.stringify(modules)}:
     importlib.import_module(name)
 # Closes what importlib.metadata keeps open (its zip of the stdlib): a file descriptor
 # does not survive a snapshot.
 importlib.invalidate_caches()
+# That also dropped the zip's directory, which zipimport keeps in memory: a lookup reads
+# it again, so that a restored worker imports without reading the zip (it loads the zip
+# only for a module it has not imported; see lazyFile in web/snapshot.mjs).
+importlib.util.find_spec("pagecontext_snapshot_lookup")
 gc.collect()
 `);
 
@@ -74,6 +79,52 @@ const imported = pyodide.runPython("import sys; len(sys.modules)");
 // zipimport keeps the standard library zip's directory (offsets included) in memory.
 const stdlibPath = pyodide.runPython("import sys; next(p for p in sys.path if p.endswith('.zip'))");
 const stdlib = { path: stdlibPath, bytes: pyodide.FS.stat(stdlibPath).size };
+// Freed heap memory keeps what was last there (objects and buffers of the imports), which
+// costs the snapshot bytes for nothing. So everything malloc hands out without growing
+// the heap is taken, zeroed and given back. malloc takes from its free pieces before the
+// heap's top, and grows the heap (which Emscripten's never shrinks again) only when
+// neither has room. So the requests are never larger than what is left of the top
+// (mallinfo's keepcost), largest first down to a page; then the free pieces are taken in
+// rounds of the smallest request (12 bytes: one 16-byte chunk), each round no more
+// requests than the free bytes outside the top could serve at 31 bytes each (so none
+// comes from the top). Given back in address order, each piece merges into the one
+// before, and the heap's bookkeeping is written once per run of pieces, not into each.
+function zeroFreeMemory(Module) {
+  const heapBreak = () => Module.HEAPU32[Module._emscripten_get_sbrk_ptr() >>> 2];
+  const end = heapBreak();
+  const info = Module._malloc(64); // struct mallinfo: ten ints
+  const stats = () => {
+    Module._mallinfo(info);
+    const words = Module.HEAPU32.subarray(info >>> 2, (info >>> 2) + 10);
+    return { free: words[8], top: words[9] };
+  };
+  const taken = [];
+  let zeroed = 0;
+  const take = (size) => {
+    const block = Module._malloc(size);
+    if (!block) return false;
+    Module.HEAPU8.fill(0, block, block + size);
+    taken.push(block);
+    zeroed += size;
+    return true;
+  };
+  for (let size = 1 << 24; size >= 4096; size >>>= 1) {
+    while (size + 64 <= stats().top && take(size));
+  }
+  // Each round takes at least half of what is left; the last few bytes are not worth it.
+  for (let round = 0; round < 64; round += 1) {
+    const { free, top } = stats();
+    const rounds = Math.floor((free - top) / 32);
+    if (rounds < 8) break;
+    for (let i = 0; i < rounds && take(12); i += 1);
+  }
+  taken.sort((a, b) => a - b);
+  for (const block of taken) Module._free(block);
+  Module._free(info);
+  if (heapBreak() !== end) throw new Error(`zeroing free memory moved the heap's break from ${end} to ${heapBreak()}`);
+  return zeroed;
+}
+const zeroed = zeroFreeMemory(pyodide._module);
 const { HEAPU32, _emscripten_get_sbrk_ptr: sbrkPointer } = pyodide._module;
 const heapBreak = HEAPU32[sbrkPointer() >>> 2];
 const whole = pyodide.makeMemorySnapshot();
@@ -115,4 +166,4 @@ const meta = {
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, "memory.pages"), stored);
 fs.writeFileSync(path.join(outDir, "meta.json"), JSON.stringify(meta));
-console.log(`snapshot: ${snapshot.length} of ${whole.length} bytes (${stored.length} stored), ${imported} modules, dynlibs ${dynlibs.map((d) => d.path).join(" ")}`);
+console.log(`snapshot: ${snapshot.length} of ${whole.length} bytes (${stored.length} stored, ${zeroed} of free memory zeroed), ${imported} modules, dynlibs ${dynlibs.map((d) => d.path).join(" ")}`);

@@ -4,10 +4,15 @@
 // The snapshot bundle is a zip, its members stored (the server sends it brotli-encoded,
 // so the browser's network stack decodes it, not this worker), built by
 // pagecontext.server.site, of:
-//   meta.json          how the snapshot was made (meta.version, the dynamic libraries)
-//   site-packages.tar  every installed file (the wheels, unpacked), for the file system
+//   meta.json          how the snapshot was made (meta.version, the dynamic libraries,
+//                      meta.lazyFiles: the other installed files, and where they are)
+//   site-packages.tar  the installed dynamic libraries (the wheels' .so files)
 //   memory.pages       Pyodide's memory snapshot, with the core and pydantic imported,
 //                      without its all-zero pages (meta.pages says where the rest goes)
+//
+// The other installed files (the wheels' Python sources and metadata) are imported
+// already in the snapshot; they are a tar of their own (meta.lazyFiles.url), which the
+// restored worker downloads only if Python reads one of them (lazyFiles, below).
 //
 // Pyodide's own memory snapshot covers the wasm memory only. A dynamic library (the
 // pydantic-core extension) also lives in the function table and in JavaScript, so it is
@@ -16,7 +21,7 @@
 // same memory and table addresses when the snapshot is made and when it is restored, so
 // the restored memory (the library's data included) matches its code.
 
-export const BUNDLE_VERSION = 1;
+export const BUNDLE_VERSION = 2;
 
 const decoder = new TextDecoder();
 
@@ -158,19 +163,81 @@ export function readTar(bytes) {
   return files;
 }
 
-// Write `files` (path -> bytes, relative to `root`) into Pyodide's file system, which
-// keeps the given arrays (views into the tar) rather than copies.
-export function writeFiles(FS, root, files) {
+// Call `make(full path, value)` for each [path, value] of `entries` (paths relative to
+// `root`), once its folder exists.
+function eachFile(FS, root, entries, make) {
   const made = new Set();
-  for (const [path, data] of files) {
+  for (const [path, value] of entries) {
     const full = `${root}/${path}`;
     const dir = full.slice(0, full.lastIndexOf("/"));
     if (!made.has(dir)) {
       FS.mkdirTree(dir);
       made.add(dir);
     }
-    FS.writeFile(full, data, { canOwn: true });
+    make(full, value, path);
   }
+}
+
+// Write `files` (path -> bytes, relative to `root`) into Pyodide's file system, which
+// keeps the given arrays (views into the tar) rather than copies.
+export function writeFiles(FS, root, files) {
+  eachFile(FS, root, files, (full, data) => FS.writeFile(full, data, { canOwn: true }));
+}
+
+// Make each of `listing` ([[path, size], …], relative to `root`) a lazyFile (below) whose
+// bytes come from one tar, which `loadTar()` (synchronous) returns as readTar's map: it
+// is loaded once, at the first read of any of them.
+export function lazyFiles(FS, root, listing, loadTar) {
+  let tar = null;
+  eachFile(FS, root, listing, (full, size, path) =>
+    lazyFile(FS, full, size, () => {
+      tar ??= loadTar();
+      const data = tar.get(path);
+      if (!data) throw new Error(`${path} is not in the tar`);
+      return data;
+    }),
+  );
+}
+
+// Emscripten's "I/O error", which Python sees as OSError (EIO).
+const EIO = 29;
+
+// Make `path` a read-only file of `size` bytes whose contents come from `load()` (a
+// synchronous function returning them) at the first read, not before. After a restore,
+// the standard library zip is one: Python has imported what the core needs, and keeps
+// the zip's directory in memory, so the zip's bytes are read only to import a module
+// that the snapshot has not (or to show a traceback's source lines). A failed or wrong
+// load is an I/O error for that read; the next read tries again.
+export function lazyFile(FS, path, size, load) {
+  if (FS.analyzePath(path).exists) FS.unlink(path);
+  const slash = path.lastIndexOf("/");
+  const node = FS.createLazyFile(path.slice(0, slash) || "/", path.slice(slash + 1), "", true, false);
+  let bytes = null;
+  node.contents = {
+    length: size,
+    // Emscripten reads a lazy file a byte at a time, from the object it found at the
+    // start of the read: the first call loads, the rest index.
+    get(index) {
+      if (bytes === null) {
+        let loaded;
+        try {
+          loaded = load();
+        } catch (error) {
+          console.warn(`pagecontext: could not load ${path}:`, error);
+          throw new FS.ErrnoError(EIO);
+        }
+        if (loaded.length !== size) {
+          console.warn(`pagecontext: ${path} has ${loaded.length} bytes, not ${size}`);
+          throw new FS.ErrnoError(EIO);
+        }
+        bytes = loaded;
+        // Later reads copy from the array itself.
+        node.contents = bytes;
+      }
+      return bytes[index];
+    },
+  };
+  return node;
 }
 
 // Where the next library will go: the table's length and the heap's break.

@@ -7,8 +7,10 @@
 // logs why and boots Pyodide normally. performance.mark()s in this worker's timeline
 // name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
 // "network"), snapshot-unpacked, runtime-loaded ("snapshot" or "fresh"),
-// snapshot-failed (why), packages-loaded, module-imported, worker-started, and
-// snapshot-kept once a bundle from the network is in the Cache API.
+// snapshot-failed (why), packages-loaded, module-imported, worker-started,
+// snapshot-kept once a bundle from the network is in the Cache API; and stdlib-loaded or
+// site-packages-loaded if Python, restored, reads the standard library zip or an
+// installed file that the bundle leaves out (see lazyFile in snapshot.mjs).
 performance.mark("pagecontext:worker-start");
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
@@ -90,15 +92,33 @@ const here = (path) => new URL(path, import.meta.url).href;
 const mark = (step, detail) => performance.mark(`pagecontext:${step}`, detail === undefined ? {} : { detail });
 // A snapshot boot that takes longer than this is abandoned for a normal boot.
 const SNAPSHOT_TIMEOUT_MS = 30_000;
-// Run after a restore, once the files are written: importlib rereads the file system,
-// and a call into pydantic-core (its code, data and function table) checks the library.
+// Run after a restore, once the files are written: the finders of folders reread them
+// (the zip's finder keeps the directory it read when the snapshot was made, so an
+// import does not read the zip), and a call into pydantic-core (its code, data and
+// function table) checks the library.
 const AFTER_RESTORE = `
-import importlib
 import sys
-importlib.invalidate_caches()
+from importlib.machinery import FileFinder
+for finder in list(sys.path_importer_cache.values()):
+    if isinstance(finder, FileFinder):
+        finder.invalidate_caches()
 if "pydantic_core" in sys.modules:
     sys.modules["pydantic_core"].SchemaValidator({"type": "int"}).validate_python("1")
 `;
+// What Pyodide installs as the standard library before a restore: an empty zip (no
+// request). The restored Python has imported what the core needs; the real zip becomes
+// a lazy file (web/snapshot.mjs), downloaded only if Python reads it.
+const EMPTY_ZIP = "data:application/zip;base64,UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==";
+
+// The whole body of `url`, synchronously (Python reads files synchronously; a worker may).
+function fetchSync(url) {
+  const request = new XMLHttpRequest();
+  request.open("GET", url, false);
+  request.responseType = "arraybuffer";
+  request.send();
+  if (request.status !== 200) throw new Error(`${url}: HTTP ${request.status}`);
+  return new Uint8Array(request.response);
+}
 // The snapshot bundle as the worker last read it (decoded), by URL, in the Cache API: a
 // later visit copies it from there (tens of ms) instead of decoding it again from the
 // HTTP cache (hundreds). Opaque origins and, in some browsers, third-party frames have
@@ -178,7 +198,7 @@ async function bundleStream(urls, signal, cache) {
 // Pyodide with the bundle's packages installed and imported. The bundle streams in
 // while Pyodide fetches its runtime; the restore waits in a preRun for the rest.
 async function restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal) {
-  const { openBundle, preloadDynlibs, writeFiles } = await helpers;
+  const { lazyFile, lazyFiles, openBundle, preloadDynlibs, readTar, writeFiles } = await helpers;
   const bundle = openBundle(body);
   bundle.complete.then(() => mark("snapshot-unpacked"), () => {});
   let failed;
@@ -187,6 +207,7 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
   });
   const pyodide = await loadPyodide({
     ...options,
+    stdLibURL: EMPTY_ZIP,
     // Only its length is read before the restore, which waits for the preRun below.
     _loadSnapshot: bundle.memory,
     async createPyodideModule(settings) {
@@ -214,11 +235,19 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
   delete pyodide._api.config._loadSnapshot;
   delete pyodide._api.config.createPyodideModule;
   const { meta, files } = await bundle.complete;
-  const stdlib = pyodide.FS.stat(meta.stdlib.path).size;
-  if (stdlib !== meta.stdlib.bytes) {
-    throw new Error(`the snapshot was made with a ${meta.stdlib.bytes}-byte ${meta.stdlib.path}, not ${stdlib}`);
-  }
+  const stdlibURL = options.indexURL + "python_stdlib.zip";
+  lazyFile(pyodide.FS, meta.stdlib.path, meta.stdlib.bytes, () => {
+    const bytes = fetchSync(stdlibURL);
+    mark("stdlib-loaded");
+    return bytes;
+  });
   writeFiles(pyodide.FS, meta.sitePackages, files);
+  const { url, files: listing } = meta.lazyFiles;
+  lazyFiles(pyodide.FS, meta.sitePackages, listing, () => {
+    const tar = readTar(fetchSync(here(url)));
+    mark("site-packages-loaded");
+    return tar;
+  });
   pyodide.runPython(AFTER_RESTORE);
   return pyodide;
 }

@@ -8,6 +8,8 @@ and the project's own wheel is built from pysrc. The result:
     site/vendor/micropython-<version>/   MicroPython runtime files (immutable)
     site/vendor/snapshot/pagecontext-<sha>-<n>.bin  the worker's boot snapshot, in parts
                                          (immutable), each with its brotli variant .br
+    site/vendor/snapshot/pagecontext-files-<sha>.tar  the installed files the snapshot
+                                         leaves out (immutable, with .br), read on demand
     site/wheels/<wheel>                  third-party wheels (immutable, versioned names)
     site/wheels/<sha>/pagecontext-*.whl  the project wheel, under its content hash
     site/py/pyodide-lock.json            the lock Pyodide resolves packages from, with sha256
@@ -20,9 +22,11 @@ runtime), so the main thread never spends a long task compiling Python source.
 
 The worker boots from a memory snapshot: Node.js runs `web/make-snapshot.mjs`, which
 boots this Pyodide with every wheel installed and the core imported, and saves its
-memory. The bundle (a zip of the snapshot, the unpacked wheels as one tar, and how the
-snapshot was made; see `web/snapshot.mjs`) is named by its content hash. Its members are
-stored, and its brotli variant is written here (quality 6: seconds, where the runtime's
+memory. The bundle (a zip of the snapshot, the dynamic libraries as a tar, and how the
+snapshot was made; see `web/snapshot.mjs`) is named by its content hash; the wheels'
+other files, which the snapshot has imported already, are a tar beside it that a worker
+downloads only if Python reads one of them. Its members are
+stored, and its brotli variant is written here (quality 8: seconds, where the runtime's
 quality 11 takes minutes, and the snapshot changes with every build), so that the
 browser decodes it on its network thread while the worker copies it into place. It is
 served in parts of at most 4 MiB on the wire, which any HTTP cache keeps (Chromium's
@@ -63,13 +67,18 @@ EDGE_MODULES = (
 EDGE_PACKAGES = ("pagecontext/__init__.py", "pagecontext/browser/__init__.py")
 # The demo pages' own code, run by the same MicroPython after the edge.
 APPS_DIR = "web/demo"
-# What the worker's boot snapshot has imported already (the worker imports no more).
-SNAPSHOT_IMPORTS = ("pagecontext.browser.worker",)
+# What the worker's boot snapshot has imported already (the worker imports no more; a
+# restored worker downloads the files of a module it imports later, see
+# web/snapshot.mjs). pydantic imports its dataclass support while it builds the AG-UI
+# event adapter, on the assistant's first answer (pagecontext.agui._event_adapter).
+SNAPSHOT_IMPORTS = ("pagecontext.browser.worker", "pydantic._internal._dataclasses")
 SNAPSHOT_SCRIPT = "web/make-snapshot.mjs"
-SNAPSHOT_MEMBERS = ("meta.json", "site-packages.tar", "memory.pages")
+SNAPSHOT_URL = "/vendor/snapshot/"
 # A fixed zip and tar timestamp, so that equal inputs give equal bytes.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
-SNAPSHOT_BROTLI_QUALITY = 6
+# Quality 8 takes about 10 s for the whole bundle and saves 0.3 MB per frame on quality 6
+# (1.5 s); 11 takes minutes, and the snapshot changes with every build.
+SNAPSHOT_BROTLI_QUALITY = 8
 SNAPSHOT_PART_MAX = 4 << 20
 
 
@@ -155,9 +164,8 @@ def build_project_wheel(root: Path, out_dir: Path) -> Path:
     return wheels[0]
 
 
-def site_packages_tar(wheels: list[Path], target: Path) -> None:
-    """Write the files of `wheels`, as installed in site-packages, to one ustar archive
-    (sorted, with fixed owners, modes and times)."""
+def site_packages_files(wheels: list[Path]) -> dict[str, bytes]:
+    """Return the files of `wheels` as installed in site-packages: path -> bytes."""
     files: dict[str, bytes] = {}
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as zf:
@@ -167,12 +175,24 @@ def site_packages_tar(wheels: list[Path], target: Path) -> None:
                 if ".data/" in member.filename:
                     raise SiteError(f"{wheel.name}: .data is not supported ({member.filename})")
                 files[member.filename] = zf.read(member)
-    with tarfile.open(target, "w", format=tarfile.USTAR_FORMAT) as tar:
+    return files
+
+
+def tar_bytes(files: dict[str, bytes]) -> bytes:
+    """Return `files` as one ustar archive (sorted, with fixed owners, modes and times)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         for name in sorted(files):
             entry = tarfile.TarInfo(name)
             entry.size = len(files[name])
             entry.mode = 0o644
             tar.addfile(entry, io.BytesIO(files[name]))
+    return buffer.getvalue()
+
+
+def site_packages_tar(wheels: list[Path], target: Path) -> None:
+    """Write the files of `wheels`, as installed in site-packages, to one ustar archive."""
+    target.write_bytes(tar_bytes(site_packages_files(wheels)))
 
 
 def bundle_zip(members: list[tuple[str, bytes]]) -> bytes:
@@ -189,13 +209,19 @@ def build_snapshot(
     root: Path, out: Path, pyodide_dir: Path, lock: Path, wheels: list[Path]
 ) -> dict[str, object]:
     """Make the worker's boot snapshot bundle under `out`/vendor/snapshot and return its
-    runtime.json entry (url, sizes)."""
+    runtime.json entry (url, sizes).
+
+    The bundle holds the dynamic libraries, which the restore needs before Python runs;
+    every other installed file (imported already, in the snapshot) goes to a tar of its
+    own beside it, which a worker downloads only if Python reads one of them."""
     node = shutil.which("node")
     if node is None:
         raise SiteError("node is missing: Node.js makes the boot snapshot (see package.json)")
+    files = site_packages_files(wheels)
+    folder = out / "vendor" / "snapshot"
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        site_packages_tar(wheels, tmp / "site-packages.tar")
+        (tmp / "site-packages.tar").write_bytes(tar_bytes(files))
         made = subprocess.run(
             [
                 node,
@@ -212,8 +238,38 @@ def build_snapshot(
         )
         if made.returncode != 0:
             raise SiteError(f"the boot snapshot failed: {made.stderr.strip()[-4000:]}")
-        data = bundle_zip([(name, (tmp / name).read_bytes()) for name in SNAPSHOT_MEMBERS])
-    return write_parts(data, out / "vendor" / "snapshot", "/vendor/snapshot/")
+        meta = json.loads((tmp / "meta.json").read_text())
+        memory = (tmp / "memory.pages").read_bytes()
+    prefix = meta["sitePackages"] + "/"
+    eager = {lib["path"].removeprefix(prefix) for lib in meta["dynlibs"]}
+    lazy = {name: data for name, data in files.items() if name not in eager}
+    meta["lazyFiles"] = {
+        "url": write_lazy_files(tar_bytes(lazy), folder, SNAPSHOT_URL),
+        "files": [[name, len(lazy[name])] for name in sorted(lazy)],
+    }
+    data = bundle_zip(
+        [
+            ("meta.json", json.dumps(meta).encode()),
+            ("site-packages.tar", tar_bytes({name: files[name] for name in eager})),
+            ("memory.pages", memory),
+        ]
+    )
+    return write_parts(data, folder, SNAPSHOT_URL)
+
+
+def write_lazy_files(data: bytes, folder: Path, url: str) -> str:
+    """Write the tar of the files the bundle leaves out as `pagecontext-files-<sha>.tar`,
+    with its brotli variant, and return its URL."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"pagecontext-files-{hashlib.sha256(data).hexdigest()[:16]}.tar"
+    path.write_bytes(data)
+    path.with_name(path.name + ".br").write_bytes(_brotli(data))
+    return url + path.name
+
+
+def _brotli(data: bytes) -> bytes:
+    packed: bytes = brotli.compress(data, quality=SNAPSHOT_BROTLI_QUALITY, lgwin=24)
+    return packed
 
 
 def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
@@ -226,9 +282,7 @@ def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
     while True:
         size = -(-len(data) // count)
         parts = [data[start : start + size] for start in range(0, len(data), size)]
-        packed = [
-            brotli.compress(part, quality=SNAPSHOT_BROTLI_QUALITY, lgwin=24) for part in parts
-        ]
+        packed = [_brotli(part) for part in parts]
         if max(len(p) for p in packed) <= SNAPSHOT_PART_MAX:
             break
         count += 1
