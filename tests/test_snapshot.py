@@ -25,6 +25,7 @@ from pagecontext.server.site import (
 ROOT = Path(__file__).resolve().parents[1]
 READER = Path(__file__).parent / "snapshot" / "read_bundle.mjs"
 LAZY_FILES = Path(__file__).parent / "snapshot" / "lazy_files.mjs"
+XOR_BASE = Path(__file__).parent / "snapshot" / "xor_base.mjs"
 PAGE = 4096
 # A path long enough to need the ustar prefix field (over 100 characters).
 LONG = "pkg/" + "/".join(["deeply_nested_directory"] * 4) + "/module_with_a_long_name.py"
@@ -76,7 +77,7 @@ def _bundle(tmp_path: Path, wheels: list[Path], memory: bytes) -> Path:
     site_packages_tar(wheels, tmp_path / "site-packages.tar")
     runs, stored = _sparse(memory)
     meta = {
-        "version": 2,
+        "version": 3,
         "sitePackages": "/lib/python3.14/site-packages",
         "memoryBytes": len(memory),
         "pages": runs,
@@ -128,7 +129,7 @@ def test_a_damaged_bundle_is_refused_not_waited_for(
     data = bundle.read_bytes()
     bundle.write_bytes(data[: len(data) // 2])
     assert "ended early" in str(_read(bundle).get("error"))
-    meta = json.dumps({"version": 2, "memoryBytes": 10, "pages": [[0, 4096]], "dynlibs": []})
+    meta = json.dumps({"version": 3, "memoryBytes": 10, "pages": [[0, 4096]], "dynlibs": []})
     bundle.write_bytes(bundle_zip([("meta.json", meta.encode()), ("memory.pages", b"x" * 4097)]))
     assert "4097 bytes, expected 4096" in str(_read(bundle).get("error"))
     with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -193,3 +194,17 @@ def test_lazy_files_load_at_the_first_import_that_reads_them(tmp_path: Path) -> 
     assert result["sizes"] == [size for _name, size in listing]
     assert result["tarBefore"] == 0
     assert (result["value"], result["tarAfter"]) == ("lazy data", 1)
+
+
+def test_the_static_data_is_stored_as_its_difference_from_the_instantiated_memory() -> None:
+    """The snapshot's pages that instantiation wrote are stored XORed with what it wrote:
+    unchanged pages become zero (and are not stored), a changed word stays; a restore with
+    the same instantiated memory gets the memory back exactly, and one with a different
+    instantiated memory is refused (the worker then boots normally) without changing
+    anything."""
+    result = run_node(str(XOR_BASE), str(ROOT))
+    assert result["runs"] == [[4096, 8192], [20480, 4096]]
+    assert result["zeroPages"] == [0, 1, 3, 4, 5, 7]
+    assert result["restored"] is True
+    assert "is not the snapshot's" in str(result["refused"])
+    assert result["untouched"] is True

@@ -9,7 +9,17 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { BUNDLE_VERSION, preloadDynlibs, readTar, writeFiles } from "./snapshot.mjs";
+import {
+  BUNDLE_VERSION,
+  checksum,
+  copyRuns,
+  nonZeroRuns,
+  preloadDynlibs,
+  readTar,
+  wrapInstantiate,
+  writeFiles,
+  xorBase,
+} from "./snapshot.mjs";
 
 const [indexDir, lockFile, tarPath, outDir, ...modules] = process.argv.slice(2);
 if (!outDir) {
@@ -27,12 +37,19 @@ const { loadPyodide } = await import(pathToFileURL(path.join(index, "pyodide.mjs
 const { default: createModule } = await import(pathToFileURL(path.join(index, "pyodide.asm.mjs")).href);
 
 let sitePackages;
+let baseRuns;
+let baseKey;
 let placed = [];
 const pyodide = await loadPyodide({
   indexURL: index + path.sep,
   lockFileURL: path.resolve(lockFile),
   _makeSnapshot: true,
   createPyodideModule(settings) {
+    // What instantiation wrote into the memory: the static data.
+    wrapInstantiate(settings, (memory) => {
+      baseRuns = nonZeroRuns(memory, memory.length);
+      baseKey = copyRuns(memory, baseRuns);
+    });
     settings.preRun.push((Module) => {
       sitePackages = Module.API.sitePackages;
       const libs = dynlibFiles.map((name, i) => ({ path: `${sitePackages}/${name}`, module: compiled[i] }));
@@ -139,11 +156,16 @@ let used = whole.length;
 while (used > header + heapBreak && whole[used - 1] === 0) used -= 1;
 const memoryEnd = Math.ceil((used - header + HEADROOM) / WASM_PAGE) * WASM_PAGE;
 const snapshot = whole.subarray(0, Math.min(whole.length, header + memoryEnd));
-// Stored without its all-zero pages: a third of it, and the cheapest to leave out.
+// The static data's pages are stored XORed with what instantiation wrote there (see
+// xorBase in snapshot.mjs): most of them become zero pages.
 const PAGE = 4096;
+const baseMeta = { at: header, runs: baseRuns, checksum: checksum(baseKey) };
+xorBase(snapshot, baseKey, baseMeta);
+// Stored without its all-zero pages (the header, then the memory's pages): over half of
+// it, and the cheapest to leave out.
 const pages = [];
-for (let start = 0; start < snapshot.length; start += PAGE) {
-  const end = Math.min(start + PAGE, snapshot.length);
+for (let start = 0; start < snapshot.length; start = start < header ? header : start + PAGE) {
+  const end = Math.min(start < header ? header : start + PAGE, snapshot.length);
   let zero = true;
   for (let i = start; i < end && zero; i += 1) zero = snapshot[i] === 0;
   if (zero) continue;
@@ -159,6 +181,7 @@ const meta = {
   memoryBytes: snapshot.length,
   pages,
   stdlib,
+  base: baseMeta,
   modules,
   importedModules: imported,
   dynlibs,

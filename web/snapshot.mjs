@@ -8,7 +8,9 @@
 //                      meta.lazyFiles: the other installed files, and where they are)
 //   site-packages.tar  the installed dynamic libraries (the wheels' .so files)
 //   memory.pages       Pyodide's memory snapshot, with the core and pydantic imported,
-//                      without its all-zero pages (meta.pages says where the rest goes)
+//                      its static data XORed with what instantiation writes there (see
+//                      xorBase), without its all-zero pages (meta.pages says where the
+//                      rest goes)
 //
 // The other installed files (the wheels' Python sources and metadata) are imported
 // already in the snapshot; they are a tar of their own (meta.lazyFiles.url), which the
@@ -21,7 +23,7 @@
 // same memory and table addresses when the snapshot is made and when it is restored, so
 // the restored memory (the library's data included) matches its code.
 
-export const BUNDLE_VERSION = 2;
+export const BUNDLE_VERSION = 3;
 
 const decoder = new TextDecoder();
 
@@ -197,6 +199,80 @@ export function lazyFiles(FS, root, listing, loadTar) {
       return data;
     }),
   );
+}
+
+// Most of the runtime's static data (3.2 MB of the wasm's data segments) is still, in the
+// snapshot, what the wasm's instantiation wrote: the bundle need not carry it twice. So
+// the snapshot stores the pages that instantiation leaves non-zero (meta.base.runs)
+// XORed with what it left there, and a restore XORs them back with its own copy, taken
+// the moment its instantiation is done (wrapInstantiate), after checking that the two
+// are the same (meta.base.checksum). Pages the XOR makes zero are not stored at all.
+// (Later, before the preRun, the runtime writes a few words of its own there, which
+// differ between browsers and Node.js; the restored memory replaces them anyway.)
+
+// FNV-1a over the 32-bit words of `bytes` (a multiple of 4 long).
+export function checksum(bytes) {
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < words.length; i += 1) hash = Math.imul(hash ^ words[i], 0x01000193) >>> 0;
+  return hash;
+}
+
+// The non-zero pages of `memory` below `limit`, as runs of byte ranges.
+export function nonZeroRuns(memory, limit, page = 4096) {
+  const runs = [];
+  for (let start = 0; start + page <= limit; start += page) {
+    if (!memory.subarray(start, start + page).some((byte) => byte !== 0)) continue;
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === start) last[1] += page;
+    else runs.push([start, page]);
+  }
+  return runs;
+}
+
+// The bytes of `runs` of `memory`, one run after the other.
+export function copyRuns(memory, runs) {
+  const copy = new Uint8Array(runs.reduce((sum, [, length]) => sum + length, 0));
+  let at = 0;
+  for (const [start, length] of runs) {
+    copy.set(memory.subarray(start, start + length), at);
+    at += length;
+  }
+  return copy;
+}
+
+// Make Emscripten's `settings.instantiateWasm` call `seen(memory)` (the wasm memory's
+// bytes) once the instantiation is done and before anything runs; `seen` may return a
+// promise, which the runtime's start then waits for (and, if it rejects, never makes).
+export function wrapInstantiate(settings, seen) {
+  const instantiate = settings.instantiateWasm;
+  settings.instantiateWasm = (imports, receive) =>
+    instantiate(imports, (instance, module) => {
+      const memory = instance.exports.memory ?? imports.env.memory;
+      // A failure is `seen`'s to report; the runtime then never starts.
+      Promise.resolve()
+        .then(() => seen(new Uint8Array(memory.buffer)))
+        .then(() => receive(instance, module), () => {});
+    });
+}
+
+// XOR `base.runs` of the memory image `image` (the memory starts at byte `base.at`) with
+// `key` (copyRuns of the instantiated memory): the build makes the stored pages so, and
+// a restore turns them back. Throws if `key` is not what the snapshot was made against.
+export function xorBase(image, key, base) {
+  const found = checksum(key);
+  if (found !== base.checksum) {
+    throw new Error(`the runtime's memory after instantiation is not the snapshot's (checksum ${found}, expected ${base.checksum})`);
+  }
+  const keyWords = new Uint32Array(key.buffer, key.byteOffset, key.byteLength >>> 2);
+  const stored = new Uint32Array(image.buffer, image.byteOffset, image.byteLength >>> 2);
+  let k = 0;
+  for (const [start, length] of base.runs) {
+    for (let i = (base.at + start) >>> 2, end = (base.at + start + length) >>> 2; i < end; i += 1) {
+      stored[i] ^= keyWords[k];
+      k += 1;
+    }
+  }
 }
 
 // Emscripten's "I/O error", which Python sees as OSError (EIO).

@@ -198,7 +198,8 @@ async function bundleStream(urls, signal, cache) {
 // Pyodide with the bundle's packages installed and imported. The bundle streams in
 // while Pyodide fetches its runtime; the restore waits in a preRun for the rest.
 async function restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal) {
-  const { lazyFile, lazyFiles, openBundle, preloadDynlibs, readTar, writeFiles } = await helpers;
+  const { copyRuns, lazyFile, lazyFiles, openBundle, preloadDynlibs, readTar, wrapInstantiate, writeFiles, xorBase } =
+    await helpers;
   const bundle = openBundle(body);
   bundle.complete.then(() => mark("snapshot-unpacked"), () => {});
   let failed;
@@ -211,6 +212,15 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
     // Only its length is read before the restore, which waits for the preRun below.
     _loadSnapshot: bundle.memory,
     async createPyodideModule(settings) {
+      // The static data as instantiation wrote it, before anything runs (see xorBase).
+      let baseKey;
+      wrapInstantiate(settings, (memory) =>
+        bundle.meta
+          .then((meta) => {
+            baseKey = copyRuns(memory, meta.base.runs);
+          })
+          .catch(failed),
+      );
       settings.preRun.push((Module) => {
         Module.addRunDependency("pagecontext-snapshot");
         bundle.complete
@@ -218,6 +228,8 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
             if (Module.API.sitePackages !== meta.sitePackages) {
               throw new Error(`the snapshot has site-packages at ${meta.sitePackages}, not ${Module.API.sitePackages}`);
             }
+            xorBase(memory, baseKey, meta.base);
+            baseKey = null;
             preloadDynlibs(Module, libs);
             // Pyodide asks for the snapshot's size as INITIAL_MEMORY, which is ignored (pyodide#6254).
             Module.growMemory(memory.length);
