@@ -193,6 +193,24 @@ RESOURCES_JS: Final = """() => {
 }"""
 
 
+# A core worker's boot steps (web/worker.mjs marks them), as epoch milliseconds.
+STEPS_JS: Final = """() => Object.fromEntries(performance.getEntriesByType("mark")
+  .filter((m) => m.name.startsWith("pagecontext:"))
+  .map((m) => [m.name.slice("pagecontext:".length), performance.timeOrigin + m.startTime]))"""
+# The steps the table shows, in boot order (a restore; a normal boot has fewer).
+WORKER_STEPS: Final = (
+    "worker-start",
+    "snapshot-opened",
+    "runtime-imported",
+    "snapshot-unpacked",
+    "wasm-instantiated",
+    "prerun",
+    "snapshot-placed",
+    "runtime-loaded",
+    "worker-started",
+)
+
+
 def _without_fragment(url: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
@@ -304,9 +322,14 @@ def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
         "page": page.main_frame.evaluate(RESOURCES_JS),
         "assistant": panel.evaluate(RESOURCES_JS),
     }
+    sample["workers"] = {}
     for worker in page.workers:
         owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
         entries[f"{owner}_worker"] = worker.evaluate(RESOURCES_JS)
+        steps = worker.evaluate(STEPS_JS)
+        sample["workers"][f"{owner}_worker"] = {
+            step: _round(float(at) - origin) for step, at in steps.items()
+        }
     seen: set[str] = set()
     for name, items in entries.items():
         kept = [item for item in items if item["type"] != "iframe"]
@@ -375,6 +398,14 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
             per_frame[frame]["long_frame_causes"] = _long_frame_causes(
                 [long_frame for row in rows for long_frame in row["long_frames"]]
             )
+        for worker in ("page_worker", "assistant_worker"):
+            marks = [visit["workers"].get(worker, {}) for visit in visits]
+            per_frame[worker] = {
+                "steps_ms": {
+                    step: summary([float(m[step]) for m in marks if step in m])
+                    for step in sorted({step for m in marks for step in m})
+                }
+            }
         boot[cache] = per_frame
         visit_name = "first_visit" if cache == "cold" else "repeat_visit"
         parts: Json = {}
@@ -388,7 +419,7 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
         )
         byte_results[visit_name] = parts
     boot["samples"] = {
-        cache: [{"frames": visit["frames"]} for visit in visits]
+        cache: [{"frames": visit["frames"], "workers": visit["workers"]} for visit in visits]
         for cache, visits in samples.items()
     }
     byte_results["samples"] = {
@@ -708,6 +739,10 @@ def _kb(value: float) -> str:
     return f"{value / 1024:,.1f} KiB"
 
 
+def _step(part: Json | None) -> str:
+    return "-" if part is None else f"{part['median']:.0f}"
+
+
 def _boot_lines(results: Json) -> list[str]:
     lines: list[str] = []
     boot = results["boot"]
@@ -733,6 +768,16 @@ def _boot_lines(results: Json) -> list[str]:
                 lines.append(
                     f"    long frames: {seen['count']} x {cause} "
                     f"(up to {seen['longest_ms']:.0f} ms)"
+                )
+    lines.append("worker steps (ms from navigation start, median)   cold / warm")
+    for worker in ("page_worker", "assistant_worker"):
+        cold = boot["cold"][worker]["steps_ms"]
+        warm = boot["warm"][worker]["steps_ms"]
+        for step in WORKER_STEPS:
+            if step in cold or step in warm:
+                lines.append(
+                    f"  {worker:<17} {step:<18} "
+                    f"{_step(cold.get(step)):>6} / {_step(warm.get(step))}"
                 )
     lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
     for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):

@@ -6,7 +6,9 @@
 // packages installed and the core imported; if there is none, or it fails, the worker
 // logs why and boots Pyodide normally. performance.mark()s in this worker's timeline
 // name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
-// "network"), snapshot-unpacked, runtime-loaded ("snapshot" or "fresh"),
+// "network"), snapshot-unpacked; on a restore, runtime-imported (pyodide.asm.mjs),
+// wasm-instantiated, prerun, snapshot-placed (the bundle's memory and library in place);
+// runtime-loaded ("snapshot" or "fresh"),
 // snapshot-failed (why), packages-loaded, module-imported, worker-started,
 // snapshot-kept once a bundle from the network is in the Cache API; and stdlib-loaded or
 // site-packages-loaded if Python, restored, reads the standard library zip or an
@@ -214,14 +216,16 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
     async createPyodideModule(settings) {
       // The static data as instantiation wrote it, before anything runs (see xorBase).
       let baseKey;
-      wrapInstantiate(settings, (memory) =>
-        bundle.meta
+      wrapInstantiate(settings, (memory) => {
+        mark("wasm-instantiated");
+        return bundle.meta
           .then((meta) => {
             baseKey = copyRuns(memory, meta.base.runs);
           })
-          .catch(failed),
-      );
+          .catch(failed);
+      });
       settings.preRun.push((Module) => {
+        mark("prerun");
         Module.addRunDependency("pagecontext-snapshot");
         bundle.complete
           .then(({ meta, libs, memory }) => {
@@ -233,6 +237,7 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
             preloadDynlibs(Module, libs);
             // Pyodide asks for the snapshot's size as INITIAL_MEMORY, which is ignored (pyodide#6254).
             Module.growMemory(memory.length);
+            mark("snapshot-placed");
             Module.removeRunDependency("pagecontext-snapshot");
           })
           .catch(failed);
@@ -316,7 +321,10 @@ try {
   let installed = [];
   if (runtime.snapshot) {
     // Fetched now, alongside the snapshot bundle.
-    const createModule = import(indexURL + "pyodide.asm.mjs").then((m) => m.default);
+    const createModule = import(indexURL + "pyodide.asm.mjs").then((m) => {
+      mark("runtime-imported");
+      return m.default;
+    });
     createModule.catch(() => {});
     try {
       const { loadPyodide } = await pyodideModule;
