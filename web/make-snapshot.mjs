@@ -3,8 +3,13 @@
 // modules and writes the memory snapshot the worker restores (see ./snapshot.mjs).
 //
 //   node web/make-snapshot.mjs <pyodide dir> <lock file> <site-packages.tar> <out dir> <module>...
+//   node web/make-snapshot.mjs --bytecode <pyodide dir> <lock file> <site-packages.tar> <out dir>
 //
 // Writes <out dir>/memory.pages and <out dir>/meta.json. Not loaded by any browser.
+// With --bytecode it compiles the site-packages' modules instead, and writes their
+// bytecode (`__pycache__/*.pyc`, unchecked hashes) under <out dir>, by path: the build
+// adds it to the snapshot's site-packages, so that the imports load bytecode and leave
+// no compiler's garbage in the memory (the browser gets the sources only, lazily).
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -21,9 +26,10 @@ import {
   xorBase,
 } from "./snapshot.mjs";
 
-const [indexDir, lockFile, tarPath, outDir, ...modules] = process.argv.slice(2);
+const bytecode = process.argv[2] === "--bytecode";
+const [indexDir, lockFile, tarPath, outDir, ...modules] = process.argv.slice(bytecode ? 3 : 2);
 if (!outDir) {
-  console.error("usage: make-snapshot.mjs <pyodide dir> <lock file> <site-packages.tar> <out dir> <module>...");
+  console.error("usage: make-snapshot.mjs [--bytecode] <pyodide dir> <lock file> <site-packages.tar> <out dir> <module>...");
   process.exit(2);
 }
 // time.timezone and friends are fixed at import; make them UTC, not this machine's zone.
@@ -62,6 +68,33 @@ const pyodide = await loadPyodide({
 // After the boot, as the worker does after restoring (at boot, Pyodide would record
 // these packages as loaded in a JavaScript object that a snapshot cannot hold).
 writeFiles(pyodide.FS, sitePackages, files);
+if (bytecode) {
+  pyodide.runPython(`
+import compileall
+import py_compile
+if not compileall.compile_dir(
+    ${JSON.stringify(sitePackages)}, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+):
+    raise SystemExit("compileall failed")
+`);
+  let written = 0;
+  const copy = (dir) => {
+    for (const name of pyodide.FS.readdir(dir)) {
+      if (name === "." || name === "..") continue;
+      const full = `${dir}/${name}`;
+      if (pyodide.FS.isDir(pyodide.FS.stat(full).mode)) copy(full);
+      else if (name.endsWith(".pyc")) {
+        const target = path.join(outDir, full.slice(sitePackages.length + 1));
+        fs.mkdirSync(path.dirname(target), { recursive: true });
+        fs.writeFileSync(target, pyodide.FS.readFile(full));
+        written += 1;
+      }
+    }
+  };
+  copy(sitePackages);
+  console.log(`bytecode: ${written} modules`);
+  process.exit(0);
+}
 pyodide.runPython(`
 import gc
 import importlib

@@ -222,22 +222,17 @@ def build_snapshot(
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "site-packages.tar").write_bytes(tar_bytes(files))
-        made = subprocess.run(
-            [
-                node,
-                str(root / SNAPSHOT_SCRIPT),
-                str(pyodide_dir),
-                str(lock),
-                str(tmp / "site-packages.tar"),
-                str(tmp),
-                *SNAPSHOT_IMPORTS,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if made.returncode != 0:
-            raise SiteError(f"the boot snapshot failed: {made.stderr.strip()[-4000:]}")
+        script = [node, str(root / SNAPSHOT_SCRIPT)]
+        inputs = [str(pyodide_dir), str(lock), str(tmp / "site-packages.tar")]
+        # First the wheels' bytecode, which the snapshot's imports then load (see
+        # make-snapshot.mjs); the browser gets the sources only.
+        _run_node([*script, "--bytecode", *inputs, str(tmp / "bytecode")])
+        bytecode = {
+            path.relative_to(tmp / "bytecode").as_posix(): path.read_bytes()
+            for path in sorted((tmp / "bytecode").rglob("*.pyc"))
+        }
+        (tmp / "site-packages.tar").write_bytes(tar_bytes(files | bytecode))
+        _run_node([*script, *inputs, str(tmp), *SNAPSHOT_IMPORTS])
         meta = json.loads((tmp / "meta.json").read_text())
         memory = (tmp / "memory.pages").read_bytes()
     prefix = meta["sitePackages"] + "/"
@@ -255,6 +250,12 @@ def build_snapshot(
         ]
     )
     return write_parts(data, folder, SNAPSHOT_URL)
+
+
+def _run_node(command: list[str]) -> None:
+    made = subprocess.run(command, capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        raise SiteError(f"the boot snapshot failed: {made.stderr.strip()[-4000:]}")
 
 
 def write_lazy_files(data: bytes, folder: Path, url: str) -> str:
