@@ -21,8 +21,8 @@ The edge ships as `.mpy` bytecode (mpy-cross, the same MicroPython version as th
 runtime), so the main thread never spends a long task compiling Python source.
 
 The worker boots from a memory snapshot: Node.js runs `web/make-snapshot.mjs`, which
-boots this Pyodide with every wheel installed and the core imported, and saves its
-memory. The bundle (a zip of the snapshot, the dynamic libraries as a tar, and how the
+boots this Pyodide with every wheel installed and the core imported (from bytecode it
+compiled in a first pass), and saves its memory. The bundle (a zip of the snapshot, the dynamic libraries as a tar, and how the
 snapshot was made; see `web/snapshot.mjs`) is named by its content hash; the wheels'
 other files, which the snapshot has imported already, are a tar beside it that a worker
 downloads only if Python reads one of them. Its members are
