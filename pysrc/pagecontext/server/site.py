@@ -22,16 +22,17 @@ runtime), so the main thread never spends a long task compiling Python source.
 
 The worker boots from a memory snapshot: Node.js runs `web/make-snapshot.mjs`, which
 boots this Pyodide with every wheel installed and the core imported (from bytecode it
-compiled in a first pass), and saves its memory. The bundle (a zip of the snapshot, the dynamic libraries as a tar, and how the
-snapshot was made; see `web/snapshot.mjs`) is named by its content hash; the wheels'
-other files, which the snapshot has imported already, are a tar beside it that a worker
-downloads only if Python reads one of them. Its members are
-stored, and its brotli variant is written here (quality 8: seconds, where the runtime's
-quality 11 takes minutes, and the snapshot changes with every build), so that the
-browser decodes it on its network thread while the worker copies it into place. It is
-served in parts of at most 4 MiB on the wire, which any HTTP cache keeps (Chromium's
-in-memory cache, in a private window, keeps no entry over 1/8 of its 50 MB). The
-wheels and the lock stay for the worker's fallback, a normal boot.
+compiled in a first pass), and saves its memory. The bundle (a zip of the snapshot, the
+dynamic libraries as a tar, and how the snapshot was made; see `web/snapshot.mjs`) is
+named by its content hash; the wheels' other files, which the snapshot has imported
+already, are a tar beside it that a worker downloads only if Python reads one of them.
+The bundle's members are stored, and its brotli variant is written here (quality 8:
+seconds, where the runtime's quality 11 takes minutes, and the snapshot changes with
+every build), so that the browser decodes it on its network thread while the worker
+copies it into place. It is served in parts of at most 4 MiB on the wire, which any
+HTTP cache keeps (Chromium's in-memory cache, in a private window, keeps no entry over
+1/8 of its 50 MB). The wheels and the lock stay for the worker's fallback, a normal
+boot.
 """
 
 from __future__ import annotations
