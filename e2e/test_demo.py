@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, ask, open_workbench, panel, pin, select_and_ask, show_and_expect
+from .helpers import ROW, ask, html, open_workbench, panel, pin, select_and_ask, show_and_expect
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -215,7 +215,12 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     wait_bound(page)
     select_and_ask(child, ROW)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
-    page.frames[1].evaluate("location.reload()")
+    old_page = page.frames[1]
+    # Show me once the new document has replaced the old one (so the old page cannot
+    # answer) and before it is bound: the reload's commit is the event waited for.
+    with page.expect_event("framenavigated", lambda frame: frame == old_page):
+        old_page.evaluate("location.reload()")
+    expect(html(page)).to_have_attribute("data-pc-connection", "1")
     page.get_by_role("button", name="Show me").click()
     receipt = page.locator("[data-pc-receipt]")
     expect(receipt).to_have_attribute(
