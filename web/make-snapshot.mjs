@@ -53,7 +53,7 @@ const pyodide = await loadPyodide({
   createPyodideModule(settings) {
     // What instantiation wrote into the memory: the static data.
     wrapInstantiate(settings, (memory) => {
-      baseRuns = nonZeroRuns(memory, memory.length);
+      baseRuns = nonZeroRuns(memory, 0, memory.length);
       baseKey = copyRuns(memory, baseRuns);
     });
     settings.preRun.push((Module) => {
@@ -196,16 +196,7 @@ const baseMeta = { at: header, runs: baseRuns, checksum: checksum(baseKey) };
 xorBase(snapshot, baseKey, baseMeta);
 // Stored without its all-zero pages (the header, then the memory's pages): over half of
 // it, and the cheapest to leave out.
-const pages = [];
-for (let start = 0; start < snapshot.length; start = start < header ? header : start + PAGE) {
-  const end = Math.min(start < header ? header : start + PAGE, snapshot.length);
-  let zero = true;
-  for (let i = start; i < end && zero; i += 1) zero = snapshot[i] === 0;
-  if (zero) continue;
-  const last = pages[pages.length - 1];
-  if (last && last[0] + last[1] === start) last[1] += end - start;
-  else pages.push([start, end - start]);
-}
+const pages = nonZeroRuns(snapshot, header, snapshot.length, PAGE, nonZeroRuns(snapshot, 0, header, header));
 const stored = Buffer.concat(pages.map(([start, size]) => snapshot.subarray(start, start + size)));
 const meta = {
   version: BUNDLE_VERSION,

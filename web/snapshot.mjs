@@ -218,14 +218,17 @@ export function checksum(bytes) {
   return hash;
 }
 
-// The non-zero pages of `memory` below `limit`, as runs of byte ranges.
-export function nonZeroRuns(memory, limit, page = 4096) {
-  const runs = [];
-  for (let start = 0; start + page <= limit; start += page) {
-    if (!memory.subarray(start, start + page).some((byte) => byte !== 0)) continue;
+// The non-zero pages of `bytes` from `start` to `end` (the last one may be shorter), as
+// runs of byte ranges, added to `runs` (a run that ends where one begins is extended).
+export function nonZeroRuns(bytes, start, end, page = 4096, runs = []) {
+  for (let at = start; at < end; at += page) {
+    const next = Math.min(at + page, end);
+    let zero = true;
+    for (let i = at; i < next && zero; i += 1) zero = bytes[i] === 0;
+    if (zero) continue;
     const last = runs[runs.length - 1];
-    if (last && last[0] + last[1] === start) last[1] += page;
-    else runs.push([start, page]);
+    if (last && last[0] + last[1] === at) last[1] += next - at;
+    else runs.push([at, next - at]);
   }
   return runs;
 }

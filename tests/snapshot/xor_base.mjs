@@ -21,7 +21,7 @@ const image = new Uint8Array(AT + memory.length);
 image.fill(1, 0, AT);
 image.set(memory, AT);
 
-const runs = nonZeroRuns(instantiated, instantiated.length);
+const runs = nonZeroRuns(instantiated, 0, instantiated.length);
 const key = copyRuns(instantiated, runs);
 const base = { at: AT, runs, checksum: checksum(key) };
 xorBase(image, key, base);
