@@ -17,7 +17,7 @@ from pagecontext.server import site
 from pagecontext.server.site import (
     SiteError,
     bundle_zip,
-    site_packages_tar,
+    site_packages_files,
     tar_bytes,
     write_parts,
 )
@@ -74,7 +74,6 @@ def wheels(tmp_path: Path) -> tuple[list[Path], dict[str, bytes]]:
 
 
 def _bundle(tmp_path: Path, wheels: list[Path], memory: bytes) -> Path:
-    site_packages_tar(wheels, tmp_path / "site-packages.tar")
     runs, stored = _sparse(memory)
     meta = {
         "version": 3,
@@ -86,7 +85,7 @@ def _bundle(tmp_path: Path, wheels: list[Path], memory: bytes) -> Path:
     data = bundle_zip(
         [
             ("meta.json", json.dumps(meta).encode()),
-            ("site-packages.tar", (tmp_path / "site-packages.tar").read_bytes()),
+            ("site-packages.tar", tar_bytes(site_packages_files(wheels))),
             ("memory.pages", stored),
         ]
     )
@@ -143,7 +142,7 @@ def test_wheel_data_directories_are_refused(tmp_path: Path) -> None:
     """Files a wheel installs outside site-packages (.data) have nowhere to go."""
     wheel = _wheel(tmp_path / "c.whl", {"c-1.0.data/scripts/tool": b"#!"})
     with pytest.raises(SiteError, match=r"\.data"):
-        site_packages_tar([wheel], tmp_path / "out.tar")
+        site_packages_files([wheel])
 
 
 def test_the_bundle_is_served_in_parts_small_enough_for_any_http_cache(

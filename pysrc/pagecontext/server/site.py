@@ -191,11 +191,6 @@ def tar_bytes(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def site_packages_tar(wheels: list[Path], target: Path) -> None:
-    """Write the files of `wheels`, as installed in site-packages, to one ustar archive."""
-    target.write_bytes(tar_bytes(site_packages_files(wheels)))
-
-
 def bundle_zip(members: list[tuple[str, bytes]]) -> bytes:
     """Return a zip of `members`, in this order, stored, with fixed timestamps: the form
     `web/snapshot.mjs` reads while it downloads (sizes in each local header)."""
