@@ -286,9 +286,8 @@ const EIO = 29;
 // the standard library zip is one: Python has imported what the core needs, and keeps
 // the zip's directory in memory, so the zip's bytes are read only to import a module
 // that the snapshot has not (or to show a traceback's source lines). A failed or wrong
-// load is an I/O error for that read; the next read tries again.
+// load is an I/O error for that read; the next read tries again. `path` must not exist.
 export function lazyFile(FS, path, size, load) {
-  if (FS.analyzePath(path).exists) FS.unlink(path);
   const slash = path.lastIndexOf("/");
   const node = FS.createLazyFile(path.slice(0, slash) || "/", path.slice(slash + 1), "", true, false);
   let bytes = null;

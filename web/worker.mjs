@@ -112,13 +112,15 @@ if "pydantic_core" in sys.modules:
 // a lazy file (web/snapshot.mjs), downloaded only if Python reads it.
 const EMPTY_ZIP = "data:application/zip;base64,UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==";
 
-// The whole body of `url`, synchronously (Python reads files synchronously; a worker may).
-function fetchSync(url) {
+// The whole body of `url`, synchronously (Python reads files synchronously; a worker
+// may); marks `step` once it is in.
+function fetchSync(url, step) {
   const request = new XMLHttpRequest();
   request.open("GET", url, false);
   request.responseType = "arraybuffer";
   request.send();
   if (request.status !== 200) throw new Error(`${url}: HTTP ${request.status}`);
+  mark(step);
   return new Uint8Array(request.response);
 }
 // The snapshot bundle as the worker last read it (decoded), by URL, in the Cache API: a
@@ -253,18 +255,11 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
   delete pyodide._api.config.createPyodideModule;
   const { meta, files } = await bundle.complete;
   const stdlibURL = options.indexURL + "python_stdlib.zip";
-  lazyFile(pyodide.FS, meta.stdlib.path, meta.stdlib.bytes, () => {
-    const bytes = fetchSync(stdlibURL);
-    mark("stdlib-loaded");
-    return bytes;
-  });
+  pyodide.FS.unlink(meta.stdlib.path); // the empty zip
+  lazyFile(pyodide.FS, meta.stdlib.path, meta.stdlib.bytes, () => fetchSync(stdlibURL, "stdlib-loaded"));
   writeFiles(pyodide.FS, meta.sitePackages, files);
   const { url, files: listing } = meta.lazyFiles;
-  lazyFiles(pyodide.FS, meta.sitePackages, listing, () => {
-    const tar = readTar(fetchSync(here(url)));
-    mark("site-packages-loaded");
-    return tar;
-  });
+  lazyFiles(pyodide.FS, meta.sitePackages, listing, () => readTar(fetchSync(here(url), "site-packages-loaded")));
   pyodide.runPython(AFTER_RESTORE);
   return pyodide;
 }

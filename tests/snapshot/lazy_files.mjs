@@ -17,6 +17,7 @@ console.warn = () => {}; // the failed loads below warn, as they should
 
 let loads = 0;
 let serve = "fail";
+FS.unlink(stdlib);
 lazyFile(FS, stdlib, bytes.length, () => {
   loads += 1;
   if (serve === "fail") throw new Error("offline");
