@@ -278,6 +278,20 @@ export function xorBase(image, key, base) {
   }
 }
 
+// The Python a restore runs once the files are in place: the finders of folders read
+// them again (the zip's finder keeps the directory it read when the snapshot was made, so
+// an import does not read the zip, which is a lazyFile), and a call into pydantic-core
+// (its code, data and function table) checks the library.
+export const AFTER_RESTORE = `
+import sys
+from importlib.machinery import FileFinder
+for finder in list(sys.path_importer_cache.values()):
+    if isinstance(finder, FileFinder):
+        finder.invalidate_caches()
+if "pydantic_core" in sys.modules:
+    sys.modules["pydantic_core"].SchemaValidator({"type": "int"}).validate_python("1")
+`;
+
 // Emscripten's "I/O error", which Python sees as OSError (EIO).
 const EIO = 29;
 

@@ -94,19 +94,6 @@ const here = (path) => new URL(path, import.meta.url).href;
 const mark = (step, detail) => performance.mark(`pagecontext:${step}`, detail === undefined ? {} : { detail });
 // A snapshot boot that takes longer than this is abandoned for a normal boot.
 const SNAPSHOT_TIMEOUT_MS = 30_000;
-// Run after a restore, once the files are written: the finders of folders reread them
-// (the zip's finder keeps the directory it read when the snapshot was made, so an
-// import does not read the zip), and a call into pydantic-core (its code, data and
-// function table) checks the library.
-const AFTER_RESTORE = `
-import sys
-from importlib.machinery import FileFinder
-for finder in list(sys.path_importer_cache.values()):
-    if isinstance(finder, FileFinder):
-        finder.invalidate_caches()
-if "pydantic_core" in sys.modules:
-    sys.modules["pydantic_core"].SchemaValidator({"type": "int"}).validate_python("1")
-`;
 // What Pyodide installs as the standard library before a restore: an empty zip (no
 // request). The restored Python has imported what the core needs; the real zip becomes
 // a lazy file (web/snapshot.mjs), downloaded only if Python reads it.
@@ -202,8 +189,18 @@ async function bundleStream(urls, signal, cache) {
 // Pyodide with the bundle's packages installed and imported. The bundle streams in
 // while Pyodide fetches its runtime; the restore waits in a preRun for the rest.
 async function restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal) {
-  const { copyRuns, lazyFile, lazyFiles, openBundle, preloadDynlibs, readTar, wrapInstantiate, writeFiles, xorBase } =
-    await helpers;
+  const {
+    AFTER_RESTORE,
+    copyRuns,
+    lazyFile,
+    lazyFiles,
+    openBundle,
+    preloadDynlibs,
+    readTar,
+    wrapInstantiate,
+    writeFiles,
+    xorBase,
+  } = await helpers;
   const bundle = openBundle(body);
   bundle.complete.then(() => mark("snapshot-unpacked"), () => {});
   let failed;
