@@ -17,7 +17,7 @@ import gc
 import json
 import random
 import secrets
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Literal
 
 import js
@@ -71,6 +71,16 @@ def _nulls_to_none(value: Any) -> Any:
     if isinstance(value, list):
         return [_nulls_to_none(item) for item in value]
     return value
+
+
+def _each_message(batch: Any) -> Iterator[Any]:
+    """The port messages of a batch from `listenPort` in order: a string item holds one
+    JSON text per line (JSON text has no raw newline), any other item is one message."""
+    for item in batch:
+        if isinstance(item, str):
+            yield from item.split("\n")
+        else:
+            yield item
 
 
 def _js(message: dict[str, object]) -> Any:
@@ -272,16 +282,17 @@ class WorkerBinding:
     def _from_port(self, batch: Any) -> None:
         """Handle the port messages that arrived since the last call, in order.
 
-        Each is the JSON text of plain, finite data (parsed in C, contexts on the
-        session's fast path), or {problem, value}: data with NaN or an infinity is read
-        value by value so the core sees it as is; anything else (a Map, a Date, an
-        ArrayBuffer, a BigInt) is never coerced, only dropped and counted.
+        Each item is the JSON text of plain, finite data, or of several, one per line
+        (parsed in C, contexts on the session's fast path), or {problem, value}: data
+        with NaN or an infinity is read value by value so the core sees it as is;
+        anything else (a Map, a Date, an ArrayBuffer, a BigInt) is never coerced, only
+        dropped and counted.
         """
         session = self.session
         if session is None:
             return
         before = (session.refused, self.rejected_plain, self.internal_errors)
-        for item in batch:
+        for item in _each_message(batch):
             if self.port is None:
                 break  # a bye in this batch closed the port: the rest is not ours
             try:
@@ -496,8 +507,8 @@ def start(scope: Any, early: Any, listen_port: Any) -> WorkerBinding:
     """Take over the worker scope and replay the messages that arrived during boot.
 
     `listen_port(port, deliver)` is the boot script's listener: it checks that each
-    port message is plain data, calls `deliver` with what arrived (JSON texts, or
-    {problem, value}) and returns an object whose `close()` stops it.
+    port message is plain data, calls `deliver` with what arrived (runs of JSON texts,
+    one per line, or {problem, value}) and returns an object whose `close()` stops it.
     """
     # The worker boots from a memory snapshot (web/worker.mjs), which gives every worker
     # the same `random` state: reseed it from the system. (The core's ids and nonces come
