@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from pagecontext.models import (
     SelectionClearedMessage,
     Target,
     dump_message,
+    parse_context_json,
     parse_message,
 )
 from wire import (
@@ -243,6 +245,67 @@ def test_prototype_keys_are_forbidden_at_any_depth(key: str) -> None:
     """Keys that reach Object.prototype in JS are refused wherever they appear."""
     assert rejection(context(**{key: {}})) == ("forbidden-key", "msg-1")
     assert rejection(with_selection(filters={key: 1})) == ("forbidden-key", "msg-1")
+
+
+@pytest.mark.parametrize("key", ["__proto__", "constructor", "prototype"])
+@pytest.mark.parametrize("where", ["filters", "snapshot"])
+def test_the_fast_context_path_refuses_prototype_keys_also_when_escaped(
+    key: str, where: str
+) -> None:
+    """The JSON fast path finds a forbidden key written as it is, and also one written
+    with escapes, which only a walk of the decoded message can see."""
+    plain = json.dumps(with_selection(**{where: {key: "x"}}), separators=(",", ":"))
+    escaped = plain.replace(f'"{key}"', '"' + "".join(f"\\u{ord(c):04x}" for c in key) + '"')
+    assert escaped != plain
+    assert len(plain) < DEFAULT_LIMITS.max_string_chars
+    for text in (plain, escaped):
+        assert json.loads(text) == json.loads(plain)
+        assert parse_context_json(text) is None
+    assert isinstance(parse_context_json(plain.replace(key, "region")), ContextMessage)
+
+
+@pytest.mark.parametrize("length", [1024, 1025])
+def test_the_fast_context_path_keeps_the_string_limit_in_a_long_text(length: int) -> None:
+    """A message longer than the string limit is measured string by string."""
+    text = json.dumps(with_selection(filters={"note": "n" * length}), separators=(",", ":"))
+    accepted = parse_context_json(text)
+    assert isinstance(accepted, ContextMessage) is (length <= DEFAULT_LIMITS.max_string_chars)
+
+
+def test_snapshot_values_keep_their_json_types_on_both_paths() -> None:
+    """An integer stays an int and 1.0 a float, true a bool, "1" a string, an object a
+    Quantity: from a dict (parse_message) and from JSON text (the fast path) alike."""
+    snapshot = {
+        "int": 1,
+        "float": 1.5,
+        "whole float": 1.0,
+        "bool": True,
+        "text": "1",
+        "none": None,
+        "quantity": {"value": 2.0, "unit": "EUR"},
+        "flag": {"value": False, "unit": "set"},
+    }
+    raw = with_selection(snapshot=snapshot)
+    slow = parse_message(raw)
+    fast = parse_context_json(json.dumps(raw, separators=(",", ":")))
+    for message in (slow, fast):
+        assert isinstance(message, ContextMessage)
+        assert message.selection.snapshot is not None
+        kinds = {key: type(value) for key, value in message.selection.snapshot.items()}
+        assert kinds == {
+            "int": int,
+            "float": float,
+            "whole float": float,
+            "bool": bool,
+            "text": str,
+            "none": type(None),
+            "quantity": Quantity,
+            "flag": Quantity,
+        }
+        assert message.selection.snapshot["quantity"] == Quantity(value=2.0, unit="EUR")
+        assert type(message.selection.snapshot["flag"].value) is bool  # type: ignore[union-attr]
+    assert fast == slow
+    assert dump_message(slow)["selection"]["snapshot"] == snapshot  # type: ignore[index]
 
 
 def test_nesting_deeper_than_the_limit_is_refused() -> None:

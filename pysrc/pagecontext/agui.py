@@ -63,7 +63,7 @@ from ag_ui.core import (
 from pydantic import Field, TypeAdapter, ValidationError
 
 from pagecontext.errors import LocalProtocolError, PagecontextError
-from pagecontext.models import ObservedAt, Quantity, Revision, Scalar, Target, WireModel
+from pagecontext.models import ObservedAt, Revision, SnapshotValue, Target, WireModel
 from pagecontext.store import ContextEntry
 
 __all__ = [
@@ -337,7 +337,7 @@ class TaskContext(WireModel):
     resource_ref: _Id
     observed_at: ObservedAt
     basis_revision: Revision
-    snapshot: dict[str, Scalar | Quantity] = Field(default_factory=dict)
+    snapshot: dict[str, SnapshotValue] = Field(default_factory=dict)
 
 
 def task_context_entry(task: TaskContext) -> ContextEntry:
