@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Final, Literal, Self, TypeAlias
@@ -388,7 +387,7 @@ def _longest_string(message: ContextMessage) -> int:
     """The longest id, free-form key or string in a context message (field names and
     patterned strings are shorter than `_FIELD_NAME_CHARS`); raises on a forbidden key."""
     selection = message.selection
-    longest = max(len(identifier) for identifier in _identifiers(message))
+    longest = max(map(len, _identifiers(message)))
     for key, value in selection.filters.items():
         if key in _FORBIDDEN_KEYS:
             raise _CheckFailedError("forbidden-key")
@@ -521,16 +520,17 @@ def _check_limits(message: Message, longest_string: int, limits: Limits) -> None
         raise _CheckFailedError("over-limit")
 
 
-def _identifiers(message: Message) -> Iterator[str]:
-    yield message.page_instance_id
-    yield message.conversation_id
+def _identifiers(message: Message) -> tuple[str, ...]:
+    # A tuple, not a generator: this runs twice on every context message.
+    common = (message.page_instance_id, message.conversation_id)
     if isinstance(message, ContextMessage):
-        yield message.selection.page_id
-        yield message.selection.component_id
-        yield message.selection.resource_ref
-    elif isinstance(message, CommandMessage):
-        yield message.target.component_id
-        if message.target.resource_ref is not None:
-            yield message.target.resource_ref
-    elif isinstance(message, ConnectedMessage):
-        yield message.instance_id
+        selection = message.selection
+        return (*common, selection.page_id, selection.component_id, selection.resource_ref)
+    if isinstance(message, CommandMessage):
+        target = message.target
+        if target.resource_ref is not None:
+            return (*common, target.component_id, target.resource_ref)
+        return (*common, target.component_id)
+    if isinstance(message, ConnectedMessage):
+        return (*common, message.instance_id)
+    return common
