@@ -5,10 +5,11 @@ lookalike origins, stray window messages, and no data ever sent to "*"."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import BrowserContext, FrameLocator, Page, expect
+from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
@@ -301,14 +302,40 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
             assert record["message"]["type"] == "connect"
 
 
-def diagnose(page: Page) -> dict[str, int]:
-    """Ask the page's worker for a report after a garbage collection, and read it."""
+def diagnose(page: Page | Frame) -> dict[str, int]:
+    """Ask the frame's worker for a report after a garbage collection, and read it."""
     seq = page.evaluate("pagecontext.diagnose()")
-    expect(html(page)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    root = page.locator("html")
+    expect(root).to_have_attribute("data-pc-diagnostics-seq", str(seq))
     return {
-        key: int(html(page).get_attribute(f"data-pc-{key}") or "0")
+        key: int(root.get_attribute(f"data-pc-{key}") or "0")
         for key in ("heap-bytes", "py-objects", "port-refused")
     }
+
+
+def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memory_as_it_was(
+    page: Page, origins: Origins
+) -> None:
+    """A page that binds the real assistant sends it three bursts of 10,000 valid
+    contexts, each in one task: the assistant commits the last revision of each, and its
+    worker's Pyodide heap grows by less than 2 MiB (a burst never makes Python hold all
+    of its text at once)."""
+    page.goto(f"{origins.page}/e2e/flooding-page.html?assistant={origins.assistant}")
+    expect(html(page)).to_have_attribute(
+        "data-connected", re.compile(".+"), timeout=BOOT_TIMEOUT_MS
+    )
+    assistant = page.frames[1]
+    expect(assistant.locator("html")).to_have_attribute("data-pc-state", "bound")
+    heaps = [diagnose(assistant)["heap-bytes"]]
+    for burst in range(3):
+        first = 1 + burst * 10_000
+        page.evaluate("first => window.flood(first, 10000)", first)
+        expect(assistant.locator("html")).to_have_attribute(
+            "data-pc-revision", str(first + 9_999), timeout=BOOT_TIMEOUT_MS
+        )
+        heaps.append(diagnose(assistant)["heap-bytes"])
+    assert diagnose(assistant)["port-refused"] == 0
+    assert max(heaps) - heaps[0] < 2 * 1024 * 1024, heaps
 
 
 @pytest.mark.scenario(16, 18, 19)

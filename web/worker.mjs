@@ -56,12 +56,15 @@ function plainDataProblem(value, depth = 0) {
 // and queued, plain data as its JSON text, anything else as {problem, value}; the queue
 // goes to `deliver` in one call once the messages already waiting have arrived (a wake-up
 // posted on a private channel runs after them). One call into Python per burst instead of
-// one per message, and one string for each run of JSON texts, joined by newlines (which
-// JSON.stringify never writes): Python reads each array item across the boundary at a
-// cost, and splits one string in C. Returns {close()}, which stops listening and drops
-// what is queued.
+// one per message, and one string for each run of up to RUN_TEXTS JSON texts, joined by
+// newlines (which JSON.stringify never writes): Python reads each array item across the
+// boundary at a cost, and splits one string in C. (An unbounded run would make Python
+// hold a burst's whole text at once, and grow the memory for it.) Returns {close()},
+// which stops listening and drops what is queued.
+const RUN_TEXTS = 128;
 function listenPort(port, deliver) {
   let queue = [];
+  let run = 0; // texts in the queue's last item, if it is a string
   let scheduled = false;
   const wake = new MessageChannel();
   wake.port1.onmessage = () => {
@@ -75,9 +78,15 @@ function listenPort(port, deliver) {
     const data = event.data;
     const problem = plainDataProblem(data);
     const last = queue.length - 1;
-    if (problem !== "") queue.push({ problem, value: data });
-    else if (last >= 0 && typeof queue[last] === "string") queue[last] += "\n" + JSON.stringify(data);
-    else queue.push(JSON.stringify(data));
+    if (problem !== "") {
+      queue.push({ problem, value: data });
+    } else if (last >= 0 && typeof queue[last] === "string" && run < RUN_TEXTS) {
+      queue[last] += "\n" + JSON.stringify(data);
+      run += 1;
+    } else {
+      queue.push(JSON.stringify(data));
+      run = 1;
+    }
     if (!scheduled) {
       scheduled = true;
       wake.port2.postMessage(null);
