@@ -854,6 +854,104 @@ def _receiver_lines(results: Json) -> list[str]:
     return lines
 
 
+# The design's performance budgets (DESIGN.md), as limits on this run's numbers.
+LONG_TASK_BUDGET_MS: Final = 50.0
+READY_WARM_BUDGET_MS: Final = 1000.0
+READY_COLD_BUDGET_MS: Final = 3000.0
+P99_BUDGET_MS: Final = 16.0
+RATIO_BUDGET: Final = 1.5
+FIRST_VISIT_BUDGET_BYTES: Final = 6_000_000
+
+
+def _budget(name: str, budget: str, measured: str, met: bool) -> Json:
+    return {"name": name, "budget": budget, "measured": measured, "met": met}
+
+
+def budgets(results: Json) -> list[Json]:
+    """Each design budget the sections that ran can judge: what it asks, what this run
+    measured, and whether that is within it. Medians over visits or rounds, except
+    where the budget names a percentile or says "ever" (long tasks: any visit)."""
+    rows: list[Json] = []
+    if "boot" in results:
+        boot = results["boot"]
+        frames = [(cache, frame) for cache in ("cold", "warm") for frame in ("page", "assistant")]
+        longest = max(boot[c][f]["long_tasks"]["longest_ms"]["max"] for c, f in frames)
+        typical = max(boot[c][f]["long_tasks"]["longest_ms"]["median"] for c, f in frames)
+        rows.append(
+            _budget(
+                "long tasks at boot",
+                f"none > {LONG_TASK_BUDGET_MS:.0f} ms",
+                f"longest {longest:.0f} ms in any visit ({typical:.0f} ms at the median)",
+                longest <= LONG_TASK_BUDGET_MS,
+            )
+        )
+        for cache, limit in (("warm", READY_WARM_BUDGET_MS), ("cold", READY_COLD_BUDGET_MS)):
+            ready = {f: boot[cache][f]["ready_ms"]["median"] for f in ("page", "assistant")}
+            rows.append(
+                _budget(
+                    f"ready, {cache}",
+                    f"<= {limit:.0f} ms",
+                    f"page {ready['page']:.0f} ms, assistant {ready['assistant']:.0f} ms",
+                    max(ready.values()) <= limit,
+                )
+            )
+        first = results["bytes"]["first_visit"]["total"]["transfer"]["median"]
+        rows.append(
+            _budget(
+                "bytes, first visit",
+                f"<= {FIRST_VISIT_BUDGET_BYTES / 1e6:.0f} MB",
+                f"{first / 1e6:.1f} MB",
+                first <= FIRST_VISIT_BUDGET_BYTES,
+            )
+        )
+    if "latency" in results:
+        lat = results["latency"]
+        for name, key in (
+            ("select -> commit, p99", "select_to_commit_ms"),
+            ("command -> applied, p99", "command_to_applied_ms"),
+        ):
+            p99 = lat[key]["single"].get("p99")
+            rows.append(
+                _budget(
+                    name,
+                    f"<= {P99_BUDGET_MS:.0f} ms",
+                    "-" if p99 is None else f"{p99:.1f} ms",
+                    p99 is not None and p99 <= P99_BUDGET_MS,
+                )
+            )
+        rows.append(
+            _budget(
+                "1,000-selection bursts",
+                "end on the last revision, nothing stale applied",
+                "ok" if lat["burst_ok"] else "failed",
+                bool(lat["burst_ok"]),
+            )
+        )
+    if "receiver_ratio" in results:
+        ratio = results["receiver_ratio"]["ratio"]
+        rows.append(
+            _budget("receiver ratio", f"<= {RATIO_BUDGET}x", f"{ratio:.2f}x", ratio <= RATIO_BUDGET)
+        )
+        growth = results["memory"]["pyodide"]["growth_bytes"]
+        rows.append(
+            _budget(
+                "memory across 10,000 messages",
+                "no growth",
+                f"Pyodide heap {growth:+,} bytes",
+                growth <= 0,
+            )
+        )
+    return rows
+
+
+def _budget_lines(rows: list[Json]) -> list[str]:
+    lines = ["budgets (DESIGN.md)                 budget / this run"]
+    for row in rows:
+        mark = "met" if row["met"] else "OVER"
+        lines.append(f"  {mark:<4} {row['name']:<30} {row['budget']} / {row['measured']}")
+    return lines
+
+
 def table(results: Json) -> str:
     """The short summary printed at the end (of the sections that ran)."""
     lines: list[str] = []
@@ -864,6 +962,8 @@ def table(results: Json) -> str:
     ):
         if key in results:
             lines += section(results)
+    if results.get("budgets"):
+        lines += _budget_lines(results["budgets"])
     return "\n".join(lines)
 
 
@@ -944,7 +1044,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": {key: round(value, 1) for key, value in phases.items()}
         | {"total": round(total, 1)},
     }
-    ordered: Json = {"meta": meta}
+    ordered: Json = {"meta": meta, "budgets": budgets(results)}
     for key in ("boot", "bytes", "latency", "receiver_ratio", "memory"):
         if key in results:
             ordered[key] = results[key]

@@ -1,0 +1,124 @@
+"""The benchmark's budget verdicts (bench/run.py `budgets`): each design budget judged
+from a run's numbers, and only for the sections that ran."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+
+def _summary(median: float, maximum: float | None = None) -> dict[str, float]:
+    return {"n": 5, "median": median, "min": median, "max": median if maximum is None else maximum}
+
+
+def results(
+    *,
+    longest_ms: float = 40,
+    longest_any_ms: float = 45,
+    ready_warm_ms: float = 900,
+    ready_cold_ms: float = 2500,
+    first_visit_bytes: float = 5_000_000,
+    p99_ms: float = 12,
+    burst_ok: bool = True,
+    ratio: float = 1.4,
+    heap_growth: int = 0,
+) -> dict[str, Any]:
+    frame = {
+        "ready_ms": _summary(ready_warm_ms),
+        "long_tasks": {"longest_ms": _summary(longest_ms, longest_any_ms)},
+    }
+    cold = {**frame, "ready_ms": _summary(ready_cold_ms)}
+    single = {"single": {"n": 100, "p99": p99_ms}}
+    return {
+        "boot": {
+            "cold": {"page": cold, "assistant": cold},
+            "warm": {"page": frame, "assistant": frame},
+        },
+        "bytes": {"first_visit": {"total": {"transfer": _summary(first_visit_bytes)}}},
+        "latency": {
+            "select_to_commit_ms": single,
+            "command_to_applied_ms": single,
+            "burst_ok": burst_ok,
+        },
+        "receiver_ratio": {"ratio": ratio},
+        "memory": {"pyodide": {"growth_bytes": heap_growth}},
+    }
+
+
+def verdicts(run: dict[str, Any]) -> dict[str, bool]:
+    return {row["name"]: row["met"] for row in bench.budgets(run)}
+
+
+def test_a_run_within_every_budget_meets_all_of_them() -> None:
+    assert verdicts(results()) == {
+        "long tasks at boot": True,
+        "ready, warm": True,
+        "ready, cold": True,
+        "bytes, first visit": True,
+        "select -> commit, p99": True,
+        "command -> applied, p99": True,
+        "1,000-selection bursts": True,
+        "receiver ratio": True,
+        "memory across 10,000 messages": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "over"),
+    [
+        ({"longest_any_ms": 51}, "long tasks at boot"),
+        ({"ready_warm_ms": 1001}, "ready, warm"),
+        ({"ready_cold_ms": 3001}, "ready, cold"),
+        ({"first_visit_bytes": 6_000_001}, "bytes, first visit"),
+        ({"p99_ms": 16.1}, "select -> commit, p99"),
+        ({"burst_ok": False}, "1,000-selection bursts"),
+        ({"ratio": 1.51}, "receiver ratio"),
+        ({"heap_growth": 65536}, "memory across 10,000 messages"),
+    ],
+)
+def test_each_budget_is_over_exactly_when_its_number_is(change: dict[str, Any], over: str) -> None:
+    """A number just past its budget fails that budget, and only that one (both p99
+    budgets read the same fake latency here, so a p99 change fails both)."""
+    failed = {name for name, met in verdicts(results(**change)).items() if not met}
+    expected = {over, "command -> applied, p99"} if "p99_ms" in change else {over}
+    assert failed == expected
+
+
+def test_the_limits_themselves_are_within_budget() -> None:
+    """At exactly the limit a budget is met: "<= 1.0 s", "none over 50 ms"."""
+    at_limit = results(
+        longest_any_ms=50,
+        ready_warm_ms=1000,
+        ready_cold_ms=3000,
+        first_visit_bytes=6_000_000,
+        p99_ms=16,
+        ratio=1.5,
+    )
+    assert all(verdicts(at_limit).values())
+
+
+def test_only_the_sections_that_ran_are_judged() -> None:
+    run = results()
+    del run["boot"], run["bytes"], run["latency"]
+    assert set(verdicts(run)) == {"receiver ratio", "memory across 10,000 messages"}
+    assert bench.budgets({}) == []
