@@ -18,6 +18,7 @@ import {
   BUNDLE_VERSION,
   checksum,
   copyRuns,
+  heapBreak,
   nonZeroRuns,
   preloadDynlibs,
   readTar,
@@ -140,8 +141,7 @@ const stdlib = { path: stdlibPath, bytes: pyodide.FS.stat(stdlibPath).size };
 // comes from the top). Given back in address order, each piece merges into the one
 // before, and the heap's bookkeeping is written once per run of pieces, not into each.
 function zeroFreeMemory(Module) {
-  const heapBreak = () => Module.HEAPU32[Module._emscripten_get_sbrk_ptr() >>> 2];
-  const end = heapBreak();
+  const end = heapBreak(Module);
   const info = Module._malloc(64); // struct mallinfo: ten ints
   const stats = () => {
     Module._mallinfo(info);
@@ -171,12 +171,12 @@ function zeroFreeMemory(Module) {
   taken.sort((a, b) => a - b);
   for (const block of taken) Module._free(block);
   Module._free(info);
-  if (heapBreak() !== end) throw new Error(`zeroing free memory moved the heap's break from ${end} to ${heapBreak()}`);
+  const after = heapBreak(Module);
+  if (after !== end) throw new Error(`zeroing free memory moved the heap's break from ${end} to ${after}`);
   return zeroed;
 }
 const zeroed = zeroFreeMemory(pyodide._module);
-const { HEAPU32, _emscripten_get_sbrk_ptr: sbrkPointer } = pyodide._module;
-const heapBreak = HEAPU32[sbrkPointer() >>> 2];
+const memoryBreak = heapBreak(pyodide._module);
 const whole = pyodide.makeMemorySnapshot();
 // `whole` is `header` bytes of Pyodide's own state, then the wasm memory. How far the
 // memory had grown depends on the peak of the imports above (it grows by a fifth at a
@@ -186,7 +186,7 @@ const HEADROOM = 2 << 20;
 const WASM_PAGE = 65536;
 const header = new Uint32Array(whole.buffer, whole.byteOffset, 4)[1];
 let used = whole.length;
-while (used > header + heapBreak && whole[used - 1] === 0) used -= 1;
+while (used > header + memoryBreak && whole[used - 1] === 0) used -= 1;
 const memoryEnd = Math.ceil((used - header + HEADROOM) / WASM_PAGE) * WASM_PAGE;
 const snapshot = whole.subarray(0, Math.min(whole.length, header + memoryEnd));
 // The static data's pages are stored XORed with what instantiation wrote there (see

@@ -332,9 +332,14 @@ export function lazyFile(FS, path, size, load) {
   return node;
 }
 
+// The heap's break: where the next memory malloc takes from the system would start.
+export function heapBreak(Module) {
+  return Module.HEAPU32[Module._emscripten_get_sbrk_ptr() >>> 2];
+}
+
 // Where the next library will go: the table's length and the heap's break.
 export function nextPlacement(Module) {
-  return { tableBase: Module.wasmTable.length, memoryBase: Module.HEAPU32[Module._emscripten_get_sbrk_ptr() >>> 2] };
+  return { tableBase: Module.wasmTable.length, memoryBase: heapBreak(Module) };
 }
 
 // Headroom before the first library: the browser and Node.js reach the preRun with a

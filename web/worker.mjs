@@ -8,11 +8,11 @@
 // name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
 // "network"), snapshot-unpacked; on a restore, runtime-imported (pyodide.asm.mjs),
 // wasm-instantiated, prerun, snapshot-placed (the bundle's memory and library in place);
-// runtime-loaded ("snapshot" or "fresh"),
-// snapshot-failed (why), packages-loaded, module-imported, worker-started,
-// snapshot-kept once a bundle from the network is in the Cache API; and stdlib-loaded or
-// site-packages-loaded if Python, restored, reads the standard library zip or an
-// installed file that the bundle leaves out (see lazyFile in snapshot.mjs).
+// runtime-loaded ("snapshot" or "fresh"), snapshot-failed (why), packages-loaded,
+// module-imported, worker-started, snapshot-kept once a bundle from the network is in
+// the Cache API; and stdlib-loaded or site-packages-loaded if Python, restored, reads
+// the standard library zip or an installed file that the bundle leaves out (see
+// lazyFile in snapshot.mjs).
 performance.mark("pagecontext:worker-start");
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
