@@ -34,6 +34,7 @@ if str(ROOT / "pysrc") not in sys.path:  # `python bench/run.py` without PYTHONP
 from playwright.sync_api import (  # noqa: E402
     Browser,
     BrowserContext,
+    CDPSession,
     Frame,
     Page,
     Playwright,
@@ -273,8 +274,11 @@ def _long_frame_causes(frames: list[Json]) -> Json:
     return dict(sorted(causes.items(), key=lambda item: -int(item[1]["count"])))
 
 
-def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
-    """Load the demo in a new tab of `context`; measure boot, long tasks and bytes."""
+def boot_visit(
+    context: BrowserContext, origins: Origins, cdp: CDPSession | None = None
+) -> tuple[Json, Page]:
+    """Load the demo in a new tab of `context`; measure boot, long tasks and bytes, and
+    with `cdp` (a browser session) the CPU time used until both frames are bound."""
     requested: list[str] = []
 
     def record(request: Any) -> None:
@@ -282,11 +286,13 @@ def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
 
     page = context.new_page()
     page.on("request", record)
+    before = cpu_snapshot(cdp) if cdp is not None else None
     page.goto(origins.page + "/", wait_until="commit")
     page.wait_for_selector(BOUND, state="attached", timeout=BOOT_TIMEOUT_MS)
     page.frame_locator(PANEL_IFRAME).locator(BOUND).wait_for(
         state="attached", timeout=BOOT_TIMEOUT_MS
     )
+    cpu = cpu_used(before, cpu_snapshot(cdp)) if cdp is not None and before is not None else None
     page.wait_for_selector("tr[data-pc-resource-ref]", state="attached", timeout=STEP_TIMEOUT_MS)
     page.wait_for_timeout(SETTLE_MS)
     panel = panel_frame(page, origins)
@@ -296,7 +302,7 @@ def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
     }
     origin = float(probes["page"]["timeOrigin"])
     boot_end = max(float(probe["states"]["bound"]) for probe in probes.values())
-    sample: Json = {"frames": {}, "bytes": {}}
+    sample: Json = {"frames": {}, "bytes": {}, "cpu_s": cpu}
     for name, probe in probes.items():
         states = probe["states"]
         own = float(probe["timeOrigin"])
@@ -357,6 +363,133 @@ def boot_visit(context: BrowserContext, origins: Origins) -> tuple[Json, Page]:
     return sample, page
 
 
+# -- CPU time -----------------------------------------------------------------------------
+
+# What a visit costs the machine, independent of how busy it was: the CPU time each of
+# the browser's processes used (Chromium's own accounting, by process type), and on
+# Linux each renderer's threads by kind, from /proc. Wall times on a shared 2-core
+# machine stretch with any other load; CPU seconds do not, and they bound the wall time
+# from below: N CPU-seconds of work cannot finish in less than N / cores seconds.
+CPU_PARTS: Final = (
+    "total",
+    "renderers",
+    "renderer_main_threads",
+    "renderer_workers",
+    "renderer_background",
+    "renderer_other",
+    "browser",
+    "network",
+    "gpu",
+    "other_processes",
+    "rest_of_machine",
+)
+CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    """CPU seconds used so far: by each browser process (pid -> (type, seconds)), by each
+    renderer thread ((pid, tid) -> (kind, seconds); empty without /proc), and by the whole
+    machine (None without /proc/stat)."""
+
+    processes: dict[int, tuple[str, float]]
+    threads: dict[tuple[int, int], tuple[str, float]]
+    machine: float | None
+
+
+def thread_kind(pid: int, tid: int, name: str) -> str:
+    """A renderer thread's kind: its main thread, a worker's thread (the core's Pyodide),
+    the background pool (V8's compile and GC jobs among them), or another thread."""
+    if tid == pid:
+        return "renderer_main_threads"
+    if name.startswith("DedicatedWorker"):
+        return "renderer_workers"
+    if name.startswith(("ThreadPoolForeg", "ThreadPoolBackg", "V8 ")):
+        return "renderer_background"
+    return "renderer_other"
+
+
+def _proc_seconds(stat: str) -> tuple[str, float]:
+    """(name, user + system seconds) from a /proc/<pid>/task/<tid>/stat line."""
+    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return name, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _machine_seconds() -> float | None:
+    """CPU seconds every process on the machine has used (all cores), or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    # user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    values = [int(value) for value in fields[1:9]]
+    return (sum(values) - values[3] - values[4]) / CLOCK_TICKS
+
+
+def cpu_snapshot(cdp: CDPSession) -> CpuSnapshot:
+    info = cdp.send("SystemInfo.getProcessInfo")["processInfo"]
+    processes = {int(p["id"]): (str(p["type"]), float(p["cpuTime"])) for p in info}
+    threads: dict[tuple[int, int], tuple[str, float]] = {}
+    for pid, (kind, _) in processes.items():
+        if kind != "renderer":
+            continue
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in map(int, tids):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as stat:
+                    name, seconds = _proc_seconds(stat.read())
+            except (OSError, ValueError):
+                continue
+            threads[(pid, tid)] = (thread_kind(pid, tid, name), seconds)
+    return CpuSnapshot(processes, threads, _machine_seconds())
+
+
+def _process_part(kind: str) -> str:
+    if kind == "renderer":
+        return "renderers"
+    if kind == "browser":
+        return "browser"
+    if kind == "GPU":
+        return "gpu"
+    if "NetworkService" in kind:
+        return "network"
+    return "other_processes"
+
+
+def cpu_used(before: CpuSnapshot, after: CpuSnapshot) -> Json:
+    """The CPU seconds used between two snapshots, by part (CPU_PARTS). A process or thread
+    that started in between counts from zero; one that ended in between is not seen.
+    Renderer threads are split only if /proc listed them (else the renderer_* parts are
+    None); rest_of_machine (the bench, its servers and any other work) needs /proc/stat."""
+    used: dict[str, float] = {}
+    for pid, (kind, seconds) in after.processes.items():
+        earlier = before.processes.get(pid)
+        delta = seconds - (earlier[1] if earlier is not None else 0.0)
+        part = _process_part(kind)
+        used[part] = used.get(part, 0.0) + max(0.0, delta)
+    browser_total = sum(used.values())
+    result: Json = dict.fromkeys(CPU_PARTS)
+    for part in ("renderers", "browser", "network", "gpu", "other_processes"):
+        result[part] = _round(used.get(part, 0.0))
+    result["total"] = _round(browser_total)
+    if after.threads:
+        for part in CPU_PARTS:
+            if part.startswith("renderer_"):
+                result[part] = 0.0
+        for key, (kind, seconds) in after.threads.items():
+            earlier_thread = before.threads.get(key)
+            delta = seconds - (earlier_thread[1] if earlier_thread is not None else 0.0)
+            result[kind] = _round(result[kind] + max(0.0, delta))
+    if before.machine is not None and after.machine is not None:
+        result["rest_of_machine"] = _round(max(0.0, after.machine - before.machine - browser_total))
+    return result
+
+
 def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str], None]) -> Json:
     """Cold (fresh context) then warm (new tab, same context) visits, `boot_rounds` times.
 
@@ -364,13 +497,14 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
     """
     samples: dict[str, list[Json]] = {"cold": [], "warm": []}
     keep: tuple[BrowserContext, Page] | None = None
+    cdp = browser.new_browser_cdp_session()
     for index in range(plan.boot_rounds):
         if keep is not None:
             keep[0].close()
         context = new_context(browser)
         for cache in ("cold", "warm"):
             started = time.perf_counter()
-            sample, page = boot_visit(context, origins)
+            sample, page = boot_visit(context, origins, cdp)
             samples[cache].append(sample)
             frames = sample["frames"]
             log(
@@ -406,6 +540,11 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                     for step in sorted({step for m in marks for step in m})
                 }
             }
+        per_frame["cpu_s"] = {
+            part: summary([float(visit["cpu_s"][part]) for visit in visits])
+            for part in CPU_PARTS
+            if all(visit["cpu_s"] and visit["cpu_s"][part] is not None for visit in visits)
+        }
         boot[cache] = per_frame
         visit_name = "first_visit" if cache == "cold" else "repeat_visit"
         parts: Json = {}
@@ -419,7 +558,10 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
         )
         byte_results[visit_name] = parts
     boot["samples"] = {
-        cache: [{"frames": visit["frames"], "workers": visit["workers"]} for visit in visits]
+        cache: [
+            {"frames": visit["frames"], "workers": visit["workers"], "cpu_s": visit["cpu_s"]}
+            for visit in visits
+        ]
         for cache, visits in samples.items()
     }
     byte_results["samples"] = {
@@ -779,6 +921,7 @@ def _boot_lines(results: Json) -> list[str]:
                     f"  {worker:<17} {step:<18} "
                     f"{_step(cold.get(step)):>6} / {_step(warm.get(step))}"
                 )
+    lines += _cpu_lines(boot)
     lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
     for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):
         first = results["bytes"]["first_visit"][part]
@@ -790,6 +933,42 @@ def _boot_lines(results: Json) -> list[str]:
             f"({repeat['from_network']['median']:.0f} of "
             f"{repeat['responses']['median']:.0f} from network)"
         )
+    return lines
+
+
+CPU_LABELS: Final = {
+    "total": "all browser processes",
+    "renderers": "renderers",
+    "renderer_main_threads": "  main threads",
+    "renderer_workers": "  workers (the cores)",
+    "renderer_background": "  background pool",
+    "renderer_other": "  other threads",
+    "browser": "browser process",
+    "network": "network service",
+    "gpu": "GPU process",
+    "other_processes": "other processes",
+    "rest_of_machine": "rest of the machine",
+}
+
+
+def _cpu_lines(boot: Json) -> list[str]:
+    cold, warm = boot["cold"].get("cpu_s", {}), boot["warm"].get("cpu_s", {})
+    if "total" not in cold or "total" not in warm:
+        return []
+    cores = os.cpu_count() or 1
+    lines = ["CPU seconds, navigation to both frames bound (median)   cold / warm"]
+    for part in CPU_PARTS:
+        if part not in cold or part not in warm:
+            continue
+        line = f"  {CPU_LABELS[part]:<24} {cold[part]['median']:5.2f} / {warm[part]['median']:.2f}"
+        if part == "total":
+            line += (
+                f"  (on {cores} cores, {cold[part]['median'] / cores:.2f} / "
+                f"{warm[part]['median'] / cores:.2f} s at the least)"
+            )
+        elif part == "rest_of_machine":
+            line += "  (the bench, its servers, other work)"
+        lines.append(line)
     return lines
 
 

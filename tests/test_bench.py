@@ -1,5 +1,6 @@
 """The benchmark's budget verdicts (bench/run.py `budgets`): each design budget judged
-from a run's numbers, and only for the sections that ran."""
+from a run's numbers, and only for the sections that ran; and its CPU accounting
+(`cpu_used`): what a visit cost each kind of process and renderer thread."""
 
 from __future__ import annotations
 
@@ -122,3 +123,84 @@ def test_only_the_sections_that_ran_are_judged() -> None:
     del run["boot"], run["bytes"], run["latency"]
     assert set(verdicts(run)) == {"receiver ratio", "memory across 10,000 messages"}
     assert bench.budgets({}) == []
+
+
+def snapshot(
+    processes: dict[int, tuple[str, float]],
+    threads: dict[tuple[int, int], tuple[str, float]] | None = None,
+    machine: float | None = None,
+) -> Any:
+    return bench.CpuSnapshot(processes, threads or {}, machine)
+
+
+def test_a_visit_costs_what_each_process_used_in_between() -> None:
+    before = snapshot(
+        {1: ("browser", 10.0), 2: ("renderer", 4.0), 3: ("network.mojom.NetworkService", 1.0)},
+        machine=100.0,
+    )
+    after = snapshot(
+        {
+            1: ("browser", 10.5),
+            2: ("renderer", 5.0),  # the previous visit's renderer, still busy
+            3: ("network.mojom.NetworkService", 1.25),
+            7: ("renderer", 2.0),  # started during the visit: counts from zero
+            8: ("GPU", 0.125),
+            9: ("storage.mojom.StorageService", 0.05),
+        },
+        machine=106.0,
+    )
+    used = bench.cpu_used(before, after)
+    assert used["renderers"] == 3.0
+    assert used["browser"] == 0.5
+    assert used["network"] == 0.25
+    assert used["gpu"] == 0.125
+    assert used["other_processes"] == 0.05
+    assert used["total"] == pytest.approx(3.925)
+    # The machine was busy 6 s in all: what the browser did not use, the rest did.
+    assert used["rest_of_machine"] == pytest.approx(2.075)
+    # No thread listing (no /proc): the renderers are not split.
+    assert used["renderer_workers"] is None
+
+
+def test_renderer_threads_are_split_by_kind() -> None:
+    before = snapshot(
+        {2: ("renderer", 1.0)},
+        {(2, 2): ("renderer_main_threads", 0.5), (2, 5): ("renderer_workers", 0.25)},
+    )
+    after = snapshot(
+        {2: ("renderer", 2.0)},
+        {
+            (2, 2): ("renderer_main_threads", 0.75),
+            (2, 5): ("renderer_workers", 0.75),
+            (2, 6): ("renderer_background", 0.25),  # a thread that started in between
+        },
+    )
+    used = bench.cpu_used(before, after)
+    assert used["renderer_main_threads"] == 0.25
+    assert used["renderer_workers"] == 0.5
+    assert used["renderer_background"] == 0.25
+    assert used["renderer_other"] == 0.0
+    assert used["rest_of_machine"] is None  # no /proc/stat
+
+
+@pytest.mark.parametrize(
+    ("pid", "tid", "name", "kind"),
+    [
+        (40, 40, "chromium", "renderer_main_threads"),
+        (40, 41, "DedicatedWorker thread", "renderer_workers"),
+        (40, 42, "ThreadPoolForeg", "renderer_background"),
+        (40, 43, "ThreadPoolBackg", "renderer_background"),
+        (40, 44, "Chrome_ChildIOT", "renderer_other"),
+        (40, 45, "Compositor", "renderer_other"),
+    ],
+)
+def test_a_renderer_thread_kind_follows_its_name(pid: int, tid: int, name: str, kind: str) -> None:
+    assert bench.thread_kind(pid, tid, name) == kind
+
+
+def test_proc_stat_lines_read_as_name_and_seconds() -> None:
+    """utime and stime are the 14th and 15th fields, in clock ticks; a thread name may
+    hold spaces and parentheses."""
+    ticks = bench.CLOCK_TICKS
+    line = f"41 (DedicatedWorker (x) t) S 1 2 3 4 5 6 7 8 9 10 {3 * ticks} {ticks} 0 0 20"
+    assert bench._proc_seconds(line) == ("DedicatedWorker (x) t", 4.0)
