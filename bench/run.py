@@ -571,6 +571,48 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
     return {"boot": boot, "bytes": byte_results, "_keep": keep}
 
 
+def run_page_alone(
+    browser: Browser, origins: Origins, plan: Plan, log: Callable[[str], None]
+) -> Json:
+    """The page's boot with no second frame competing: the same cold and warm visits, but
+    every request to the assistant's origin fails, so only the page's edge and core boot.
+    Until the page is ready: its ready time and the CPU seconds used. This separates what
+    one frame costs from what the two frames' boots cost each other on this machine."""
+    cdp = browser.new_browser_cdp_session()
+    samples: dict[str, list[Json]] = {"cold": [], "warm": []}
+    for index in range(plan.boot_rounds):
+        context = new_context(browser)
+        context.route(origins.assistant + "/**", lambda route: route.abort())
+        for cache in ("cold", "warm"):
+            page = context.new_page()
+            before = cpu_snapshot(cdp)
+            page.goto(origins.page + "/", wait_until="commit")
+            page.wait_for_function("() => window.__pcBench.states.ready", timeout=BOOT_TIMEOUT_MS)
+            cpu = cpu_used(before, cpu_snapshot(cdp))
+            ready = float(
+                page.evaluate("() => window.__pcBench.states.ready - window.__pcBench.timeOrigin")
+            )
+            samples[cache].append({"ready_ms": _round(ready), "cpu_s": cpu})
+            page.close()
+        context.close()
+        log(
+            f"page alone {index + 1}/{plan.boot_rounds}: ready "
+            f"{samples['cold'][-1]['ready_ms']:.0f} ms cold, "
+            f"{samples['warm'][-1]['ready_ms']:.0f} ms warm"
+        )
+    return {
+        cache: {
+            "ready_ms": summary([float(visit["ready_ms"]) for visit in visits]),
+            "cpu_s": {
+                part: summary([float(visit["cpu_s"][part]) for visit in visits])
+                for part in CPU_PARTS
+                if all(visit["cpu_s"][part] is not None for visit in visits)
+            },
+        }
+        for cache, visits in samples.items()
+    } | {"samples": samples}
+
+
 # -- latency ------------------------------------------------------------------------------
 
 
@@ -922,6 +964,7 @@ def _boot_lines(results: Json) -> list[str]:
                     f"{_step(cold.get(step)):>6} / {_step(warm.get(step))}"
                 )
     lines += _cpu_lines(boot)
+    lines += _page_alone_lines(boot)
     lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
     for part in ("total", "page", "assistant", "page_worker", "assistant_worker"):
         first = results["bytes"]["first_visit"][part]
@@ -969,6 +1012,20 @@ def _cpu_lines(boot: Json) -> list[str]:
         elif part == "rest_of_machine":
             line += "  (the bench, its servers, other work)"
         lines.append(line)
+    return lines
+
+
+def _page_alone_lines(boot: Json) -> list[str]:
+    alone = boot.get("page_alone")
+    if alone is None:
+        return []
+    lines = [
+        "page alone (the assistant's origin unreachable)   cold / warm",
+        f"  page ready {_ms(alone['cold']['ready_ms']):>25} / {_ms(alone['warm']['ready_ms'])}",
+    ]
+    cold, warm = alone["cold"]["cpu_s"].get("total"), alone["warm"]["cpu_s"].get("total")
+    if cold is not None and warm is not None:
+        lines.append(f"  CPU seconds until ready {cold['median']:14.2f} / {warm['median']:.2f}")
     return lines
 
 
@@ -1191,9 +1248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Latency alone still needs a bound demo: one boot round, not reported.
             boot = run_boot(browser, origins, plan if "boot" in sections else ONE_BOOT, log)
             if "boot" in sections:
-                phases["boot_and_bytes"] = time.perf_counter() - mark
                 results["boot"] = boot["boot"]
                 results["bytes"] = boot["bytes"]
+                results["boot"]["page_alone"] = run_page_alone(browser, origins, plan, log)
+                phases["boot_and_bytes"] = time.perf_counter() - mark
             context, page = boot["_keep"]
             if "latency" in sections:
                 mark = time.perf_counter()

@@ -204,3 +204,17 @@ def test_proc_stat_lines_read_as_name_and_seconds() -> None:
     ticks = bench.CLOCK_TICKS
     line = f"41 (DedicatedWorker (x) t) S 1 2 3 4 5 6 7 8 9 10 {3 * ticks} {ticks} 0 0 20"
     assert bench._proc_seconds(line) == ("DedicatedWorker (x) t", 4.0)
+
+
+def test_the_table_shows_the_page_alone_with_its_cpu() -> None:
+    cpu = {"total": _summary(2.25)}
+    boot = {
+        "page_alone": {
+            "cold": {"ready_ms": _summary(1400), "cpu_s": cpu},
+            "warm": {"ready_ms": _summary(1100), "cpu_s": {"total": _summary(2.0)}},
+        }
+    }
+    lines = bench._page_alone_lines(boot)
+    assert lines[1].split()[2:] == ["1400", "[1400-1400]", "/", "1100", "[1100-1100]"]
+    assert lines[2].split()[-3:] == ["2.25", "/", "2.00"]
+    assert bench._page_alone_lines({}) == []
