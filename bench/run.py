@@ -365,11 +365,11 @@ def boot_visit(
 
 # -- CPU time -----------------------------------------------------------------------------
 
-# What a visit costs the machine, independent of how busy it was: the CPU time each of
-# the browser's processes used (Chromium's own accounting, by process type), and on
-# Linux each renderer's threads by kind, from /proc. Wall times on a shared 2-core
-# machine stretch with any other load; CPU seconds do not, and they bound the wall time
-# from below: N CPU-seconds of work cannot finish in less than N / cores seconds.
+# What a visit costs the machine: the CPU time each of the browser's processes used
+# (Chromium's own accounting, by process type), and on Linux each renderer's threads by
+# kind, from /proc. It is the work done, where a wall time also counts the waiting for a
+# core that other work holds; it bounds the wall time from below: N CPU-seconds of work
+# cannot finish in less than N / cores seconds.
 CPU_PARTS: Final = (
     "total",
     "renderers",
