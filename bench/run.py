@@ -203,6 +203,7 @@ WORKER_STEPS: Final = (
     "worker-start",
     "snapshot-opened",
     "runtime-imported",
+    "wasm-opened",
     "snapshot-unpacked",
     "wasm-instantiated",
     "prerun",

@@ -46,8 +46,9 @@ def test_both_workers_restore_the_snapshot(
     """Page and panel: Python comes from the snapshot, with nothing left to install, and
     a whole conversation (a selection, a command and its receipt, a question and the
     agent's streamed answer) never reads the standard library zip or the installed files
-    the bundle leaves out, so neither is downloaded. The page keeps the bundle in the
-    Cache API, and its next visit reads it from there."""
+    the bundle leaves out, so neither is downloaded. The page keeps the bundle and the
+    runtime's wasm in the Cache API, and its next visit reads both from there (the
+    panel, a third-party frame here, has no Cache API and reads the HTTP cache)."""
     lazy: list[str] = []
     context.on("request", lambda r: lazy.append(r.url) if any(n in r.url for n in LAZY) else None)
     workers: list[Worker] = []
@@ -78,6 +79,8 @@ def test_both_workers_restore_the_snapshot(
     second = _visit(again, origins)
     assert {steps["snapshot-opened"] for steps in second} <= {"cache", "network"}
     assert "cache" in {steps["snapshot-opened"] for steps in second}
+    assert sorted(str(steps.get("wasm-opened")) for steps in first) == ["None", "network"]
+    assert sorted(str(steps.get("wasm-opened")) for steps in second) == ["None", "cache"]
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
 
 

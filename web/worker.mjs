@@ -7,12 +7,12 @@
 // logs why and boots Pyodide normally. performance.mark()s in this worker's timeline
 // name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
 // "network"), snapshot-unpacked; on a restore, runtime-imported (pyodide.asm.mjs),
-// wasm-instantiated, prerun, snapshot-placed (the bundle's memory and library in place);
-// runtime-loaded ("snapshot" or "fresh"), snapshot-failed (why), packages-loaded,
-// module-imported, worker-started, snapshot-kept once a bundle from the network is in
-// the Cache API; and stdlib-loaded or site-packages-loaded if Python, restored, reads
-// the standard library zip or an installed file that the bundle leaves out (see
-// lazyFile in snapshot.mjs).
+// wasm-opened ("cache" or "network"), wasm-instantiated, prerun, snapshot-placed (the
+// bundle's memory and library in place); runtime-loaded ("snapshot" or "fresh"),
+// snapshot-failed (why), packages-loaded, module-imported, worker-started,
+// snapshot-kept once the bundle and the wasm are in the Cache API; and stdlib-loaded or
+// site-packages-loaded if Python, restored, reads the standard library zip or an
+// installed file that the bundle leaves out (see lazyFile in snapshot.mjs).
 performance.mark("pagecontext:worker-start");
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
@@ -125,10 +125,11 @@ function fetchSync(url, step) {
   mark(step);
   return new Uint8Array(request.response);
 }
-// The snapshot bundle as the worker last read it (decoded), by URL, in the Cache API: a
-// later visit copies it from there (tens of ms) instead of decoding it again from the
-// HTTP cache (hundreds). Opaque origins and, in some browsers, third-party frames have
-// no Cache API; they read the HTTP cache.
+// What a restore reads, the snapshot bundle and the runtime's wasm, as the worker last
+// read it (decoded), by URL, in the Cache API: a later visit copies it from there (tens
+// of ms) instead of decoding it again from the HTTP cache (hundreds, on a busy machine:
+// one process decodes every cached body for the whole browser). Opaque origins and, in
+// some browsers, third-party frames have no Cache API; they read the HTTP cache.
 const SNAPSHOT_CACHE = "pagecontext-snapshot";
 
 async function snapshotCache() {
@@ -195,9 +196,33 @@ async function bundleStream(urls, signal, cache) {
     const blob = new Blob(chunks);
     chunks.length = 0;
     await cache.put(key, new Response(blob, { headers: { "Content-Type": "application/octet-stream" } }));
-    for (const request of await cache.keys()) if (request.url !== key) await cache.delete(request);
   };
   return { body, keep };
+}
+
+// While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
+// worker's global fetch) is answered from `cache` when the cache has it, else from the
+// server. Returns {done() (the global fetch as it was), keep() (stores the wasm, unless
+// the cache has it)}.
+function runtimeWasm(url, cache) {
+  const fetchFromServer = self.fetch;
+  self.fetch = async (input, init) => {
+    if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
+    const cached = await cache.match(url).catch(() => undefined);
+    mark("wasm-opened", cached ? "cache" : "network");
+    return cached || fetchFromServer(input, init);
+  };
+  return {
+    done() {
+      self.fetch = fetchFromServer;
+    },
+    async keep() {
+      if (await cache.match(url)) return;
+      const response = await fetchFromServer(url);
+      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+      await cache.put(url, new Response(await response.blob(), { headers: { "Content-Type": "application/wasm" } }));
+    },
+  };
 }
 
 // Restore the snapshot in `body` (the bundle's bytes, as they arrive); resolves to
@@ -277,17 +302,30 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
 }
 
 // Boot from the snapshot bundle; resolves to {pyodide, keep (null, or a function that
-// stores the bundle in the Cache API)}, or rejects (and forgets a cached copy).
+// stores in the Cache API what this visit read from the server, and forgets older
+// copies)}, or rejects (and forgets the cached copies).
 async function bootFromSnapshot(snapshot, options, loadPyodide, createModule, helpers, signal) {
   const urls = snapshot.parts.map(here);
+  const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
   const cache = await snapshotCache();
+  const wasm = cache && runtimeWasm(wasmURL, cache);
   try {
-    const { body, keep } = await bundleStream(urls, signal, cache);
+    const { body, keep: keepBundle } = await bundleStream(urls, signal, cache);
     const pyodide = await restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal);
+    const keep = cache && (async () => {
+      await keepBundle?.();
+      await wasm.keep();
+      for (const request of await cache.keys()) {
+        if (request.url !== urls[0] && request.url !== wasmURL) await cache.delete(request);
+      }
+    });
     return { pyodide, keep };
   } catch (error) {
     await cache?.delete(urls[0]).catch(() => {});
+    await cache?.delete(wasmURL).catch(() => {});
     throw error;
+  } finally {
+    wasm?.done();
   }
 }
 
