@@ -206,11 +206,16 @@ async function bundleStream(urls, signal, cache) {
 // the cache has it)}.
 function runtimeWasm(url, cache) {
   const fetchFromServer = self.fetch;
+  // Read now, while the runtime's JavaScript loads, so that the bytes are in memory by
+  // the time Pyodide asks for them.
+  const early = cache.match(url).then((cached) => cached?.arrayBuffer(), () => undefined);
+  early.catch(() => {});
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
-    const cached = await cache.match(url).catch(() => undefined);
-    mark("wasm-opened", cached ? "cache" : "network");
-    return cached || fetchFromServer(input, init);
+    const bytes = await early.catch(() => undefined);
+    mark("wasm-opened", bytes ? "cache" : "network");
+    if (!bytes) return fetchFromServer(input, init);
+    return new Response(bytes, { headers: { "Content-Type": "application/wasm" } });
   };
   return {
     done() {
