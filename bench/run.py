@@ -515,6 +515,7 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                 f"({time.perf_counter() - started:.1f} s)"
             )
             if cache == "cold":
+                wait_kept(page)
                 page.close()
             else:
                 keep = (context, page)
@@ -541,11 +542,7 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                     for step in sorted({step for m in marks for step in m})
                 }
             }
-        per_frame["cpu_s"] = {
-            part: summary([float(visit["cpu_s"][part]) for visit in visits])
-            for part in CPU_PARTS
-            if all(visit["cpu_s"] and visit["cpu_s"][part] is not None for visit in visits)
-        }
+        per_frame["cpu_s"] = cpu_summary([visit["cpu_s"] for visit in visits])
         boot[cache] = per_frame
         visit_name = "first_visit" if cache == "cold" else "repeat_visit"
         parts: Json = {}
@@ -572,6 +569,33 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
     return {"boot": boot, "bytes": byte_results, "_keep": keep}
 
 
+def cpu_summary(visits: list[Json | None]) -> Json:
+    """Statistics of each CPU part over visits (each `cpu_used`'s result, or None where
+    it was not measured); a part is left out unless every visit has it."""
+    return {
+        part: summary([float(visit[part]) for visit in visits if visit is not None])
+        for part in CPU_PARTS
+        if all(visit is not None and visit[part] is not None for visit in visits)
+    }
+
+
+# Resolves once the worker marked pagecontext:snapshot-kept, or at once if it has no
+# Cache API (then it keeps nothing), or after `ms`.
+KEPT_JS: Final = """(ms) => new Promise((resolve) => {
+  const end = performance.now() + ms;
+  const check = () => performance.getEntriesByName("pagecontext:snapshot-kept").length
+    || performance.now() > end ? resolve() : setTimeout(check, 50);
+  caches.open("pagecontext-snapshot").then(check, resolve);
+})"""
+
+
+def wait_kept(page: Page) -> None:
+    """Let each worker of `page` keep what its next visit reads from the Cache API before
+    the tab closes, as it would for a visitor who stays on the page."""
+    for worker in page.workers:
+        worker.evaluate(KEPT_JS, STEP_TIMEOUT_MS)
+
+
 def run_page_alone(
     browser: Browser, origins: Origins, plan: Plan, log: Callable[[str], None]
 ) -> Json:
@@ -594,6 +618,8 @@ def run_page_alone(
                 page.evaluate("() => window.__pcBench.states.ready - window.__pcBench.timeOrigin")
             )
             samples[cache].append({"ready_ms": _round(ready), "cpu_s": cpu})
+            if cache == "cold":
+                wait_kept(page)
             page.close()
         context.close()
         log(
@@ -604,11 +630,7 @@ def run_page_alone(
     return {
         cache: {
             "ready_ms": summary([float(visit["ready_ms"]) for visit in visits]),
-            "cpu_s": {
-                part: summary([float(visit["cpu_s"][part]) for visit in visits])
-                for part in CPU_PARTS
-                if all(visit["cpu_s"][part] is not None for visit in visits)
-            },
+            "cpu_s": cpu_summary([visit["cpu_s"] for visit in visits]),
         }
         for cache, visits in samples.items()
     } | {"samples": samples}
