@@ -203,16 +203,18 @@ async function bundleStream(urls, signal, cache) {
 // While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
 // worker's global fetch) is answered from `cache` when the cache has it, else from the
 // server. Returns {done() (the global fetch as it was), keep() (stores the wasm, unless
-// the cache has it)}.
+// the restore read it from the cache)}.
 function runtimeWasm(url, cache) {
   const fetchFromServer = self.fetch;
   // Read now, while the runtime's JavaScript loads, so that the bytes are in memory by
   // the time Pyodide asks for them.
   let early = cache.match(url).then((cached) => cached?.arrayBuffer()).catch(() => undefined);
+  let source = null; // where the wasm came from: "cache" or "network"
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
     const bytes = await early;
-    mark("wasm-opened", bytes ? "cache" : "network");
+    source = bytes ? "cache" : "network";
+    mark("wasm-opened", source);
     if (!bytes) return fetchFromServer(input, init);
     return new Response(bytes, { headers: { "Content-Type": "application/wasm" } });
   };
@@ -222,7 +224,7 @@ function runtimeWasm(url, cache) {
       early = null; // the bytes, 9.6 MB, are not kept after the restore
     },
     async keep() {
-      if (await cache.match(url)) return;
+      if (source === "cache") return;
       const response = await fetchFromServer(url);
       if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
       await cache.put(url, new Response(await response.blob(), { headers: { "Content-Type": "application/wasm" } }));
