@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import BrowserContext, Page, Request, Route, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import OTHER_ROW, ROW, html, panel, receipt, select_and_ask, show_and_expect
@@ -65,6 +65,114 @@ def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Or
     page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")
     expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
     expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^config: the <script"))
+
+
+# In the top frame: the order in which its state changed and its child frame was given
+# a URL to load.
+RECORD_CHILD_LOAD = """
+if (window.top === window) {
+  window.__pcOrder = [];
+  new MutationObserver((records) => {
+    for (const record of records) {
+      const element = record.target;
+      if (element === document.documentElement && record.attributeName === "data-pc-state") {
+        window.__pcOrder.push("state:" + element.getAttribute("data-pc-state"));
+      } else if (record.attributeName === "src" && element.matches("[data-pc-child]")) {
+        window.__pcOrder.push("child-loaded");
+      }
+    }
+  }).observe(document, {subtree: true, attributeFilter: ["data-pc-state", "src"]});
+}
+"""
+EDGE_STARTED = "() => performance.getEntriesByName('pagecontext:edge-started').length > 0"
+
+
+def _child_load_order(page: Page) -> list[str]:
+    """What the top frame recorded, up to and including its child's first load."""
+    order: list[str] = page.evaluate("window.__pcOrder")
+    assert "child-loaded" in order, order
+    return order[: order.index("child-loaded") + 1]
+
+
+class HeldWasm:
+    """Holds the page's runtime wasm (a first visit fetches it) until `release()`."""
+
+    def __init__(self, context: BrowserContext, origins: Origins) -> None:
+        self.context = context
+        self.origin = origins.page
+        self.routes: list[Route] = []
+        # A plain function: Playwright marks the handler it is given.
+        context.route(f"{self.origin}/vendor/**/pyodide.asm.wasm", lambda r: self.routes.append(r))
+
+    def _is_wasm(self, request: Request) -> bool:
+        return request.url.startswith(self.origin) and request.url.endswith("/pyodide.asm.wasm")
+
+    def goto(self, page: Page, url: str) -> None:
+        """Load `url` and return once the page's worker asked for its wasm (held) and
+        the page's edge has started."""
+        with self.context.expect_event("request", self._is_wasm, timeout=BOOT_TIMEOUT_MS):
+            page.goto(url)
+        page.wait_for_function(EDGE_STARTED, timeout=BOOT_TIMEOUT_MS)
+
+    def release(self) -> None:
+        assert len(self.routes) == 1, self.routes
+        self.routes[0].fallback()
+
+
+def test_a_business_page_loads_its_assistant_once_its_runtime_is_up(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """By default (`childLoad: "staggered"`) the assistant's frame waits for the page's
+    Python runtime: while the page's worker waits for its wasm, the frame has no URL;
+    once the runtime is instantiated it loads, before the page's core is ready, and the
+    two bind."""
+    held = HeldWasm(context, origins)
+    page.add_init_script(RECORD_CHILD_LOAD)
+    held.goto(page, origins.page + "/")
+    assert page.locator("[data-pc-child]").get_attribute("src") is None
+    held.release()
+    wait_bound(page)
+    wait_bound(panel(page))
+    assert _child_load_order(page)[-2:] == ["state:booting", "child-loaded"]
+
+
+def test_a_page_may_load_its_assistant_at_once(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """With `childLoad: "at-once"` the assistant's frame loads as the edge starts, while
+    the page's worker still waits for its wasm, and the two bind as usual."""
+    held = HeldWasm(context, origins)
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+        "childLoad": "at-once",
+    }
+    query = quote(json.dumps(config))
+    held.goto(page, f"{origins.page}/e2e/configured.html?frame=1&config={query}")
+    expect(page.locator("[data-pc-child]")).to_have_attribute(
+        "src", re.compile("^" + re.escape(origins.assistant + "/assistant.html#pc-nonce="))
+    )
+    held.release()
+    wait_bound(page)
+    wait_bound(panel(page))
+
+
+def test_a_page_whose_core_fails_still_loads_its_assistant(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The assistant never waits for a runtime that will not come: when the page's worker
+    cannot load Pyodide, the page reports `failed` (the worker fails before the page's
+    edge listens; its message waits for the edge) and its assistant frame loads and
+    boots all the same."""
+    context.route(f"{origins.page}/vendor/**/pyodide.mjs", lambda route: route.abort())
+    page.add_init_script(RECORD_CHILD_LOAD)
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^worker: "))
+    booted = re.compile("^(ready|bound)$")
+    expect(html(panel(page))).to_have_attribute("data-pc-state", booted, timeout=BOOT_TIMEOUT_MS)
+    assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:

@@ -34,6 +34,7 @@ def test_a_minimal_config_is_completed_with_the_defaults() -> None:
     assert parse_config(PAGE) == {
         **PAGE,
         "childUrl": None,
+        "childLoad": "staggered",
         "share": "ask",
         "limits": {},
         "history": DEFAULT_HISTORY,
@@ -49,6 +50,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
     checked = parse_config(
         config_with(
             childUrl=ASSISTANT + "/assistant.html?x=1",
+            childLoad="at-once",
             share="select",
             limits={"maxStringChars": 512, "maxSnapshotFields": 16},
             history=64,
@@ -57,6 +59,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
         )
     )
     assert checked["childUrl"] == ASSISTANT + "/assistant.html?x=1"
+    assert checked["childLoad"] == "at-once"
     assert checked["share"] == "select"
     assert checked["limits"] == {"max_string_chars": 512, "max_snapshot_fields": 16}
     assert checked["history"] == 64
@@ -73,6 +76,16 @@ def test_an_assistant_names_its_agent_and_authorization(agent_url: str) -> None:
     assistant = {**PAGE, "role": "assistant", "agentUrl": agent_url, "authorization": "Bearer x"}
     checked = parse_config(assistant)
     assert (checked["agentUrl"], checked["authorization"]) == (agent_url, "Bearer x")
+
+
+@pytest.mark.parametrize(("role", "default"), [("page", "staggered"), ("assistant", "at-once")])
+def test_a_business_page_staggers_its_assistants_boot(role: str, default: str) -> None:
+    """By default a page embedding its assistant loads it once the page's own runtime is
+    up; an assistant workbench loads the business page it frames at once. Either may be
+    chosen explicitly."""
+    assert parse_config(config_with(role=role))["childLoad"] == default
+    for chosen in ("staggered", "at-once"):
+        assert parse_config(config_with(role=role, childLoad=chosen))["childLoad"] == chosen
 
 
 def test_a_child_accepts_a_child_url_it_does_not_use() -> None:
@@ -115,6 +128,7 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(childUrl="https://evil.example.com/a"), "childUrl", ASSISTANT),
         (config_with(childUrl=ASSISTANT + ".evil.com/a"), "childUrl", "on peerOrigin"),
         (config_with(childUrl="/assistant.html"), "childUrl", "absolute URL"),
+        (config_with(childLoad="later"), "childLoad", '"staggered", "at-once"'),
         (config_with(share="always"), "share", '"ask", "select"'),
         (config_with(limits=[]), "limits", "must be an object"),
         (config_with(limits={"maxRows": 5}), "limits.maxRows", "unknown limit"),

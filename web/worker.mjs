@@ -107,6 +107,30 @@ function listenPort(port, deliver) {
 // worker from a data: URL that imports this file.
 const here = (path) => new URL(path, import.meta.url).href;
 const mark = (step, detail) => performance.mark(`pagecontext:${step}`, detail === undefined ? {} : { detail });
+// The edge listens once MicroPython is up, which may be after this worker has something
+// to say (it failed, or its runtime is up): a message posted before anyone listens is
+// lost, so what this script says waits for the edge's first message (`init`, sent once
+// the edge listens). Python answers `init`, so it posts directly.
+const unsent = [];
+let edgeListens = false;
+self.addEventListener("message", () => {
+  edgeListens = true;
+  for (const message of unsent.splice(0)) self.postMessage(message);
+}, { once: true });
+function toEdge(message) {
+  if (edgeListens) self.postMessage(message);
+  else unsent.push(message);
+}
+
+// Tells the frame's edge, once, that the runtime is instantiated: the heaviest part of
+// this worker's boot is over, and an embedder whose `childLoad` is "staggered" loads its
+// child frame now, so the two frames' heaviest steps do not share the cores.
+let runtimeAnnounced = false;
+function announceRuntime() {
+  if (runtimeAnnounced) return;
+  runtimeAnnounced = true;
+  toEdge({ kind: "runtime" });
+}
 // A snapshot boot that takes longer than this is abandoned for a normal boot.
 const SNAPSHOT_TIMEOUT_MS = 30_000;
 // What Pyodide installs as the standard library before a restore: an empty zip (no
@@ -264,6 +288,7 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
       let baseKey;
       wrapInstantiate(settings, (memory) => {
         mark("wasm-instantiated");
+        announceRuntime();
         return bundle.meta
           .then((meta) => {
             baseKey = copyRuns(memory, meta.base.runs);
@@ -393,6 +418,7 @@ try {
     const { loadPyodide } = await pyodideModule;
     pyodide = await loadPyodide(options);
     mark("runtime-loaded", "fresh");
+    announceRuntime();
   }
   const missing = runtime.packages.filter((name) => !installed.includes(name));
   if (missing.length) await pyodide.loadPackage(missing, { messageCallback: () => {} });
@@ -403,5 +429,5 @@ try {
   mark("worker-started");
   keep?.().then(() => mark("snapshot-kept"), () => {});
 } catch (error) {
-  self.postMessage({ kind: "failed", error: String((error && error.stack) || error) });
+  toEdge({ kind: "failed", error: String((error && error.stack) || error) });
 }

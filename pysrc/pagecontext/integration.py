@@ -3,9 +3,9 @@
 Owns what a page hands pagecontext in its own terms, checked before anything is used:
 
 - the config object (the JSON in `<script type="application/json" id="pc-config">`):
-  role, position, the peer's exact origin, the child URL, the share mode, limits,
-  timeouts and the page's own modules; for an assistant, its agent URL and the
-  Authorization it sends. `parse_config` returns it complete, with
+  role, position, the peer's exact origin, the child URL and when it loads, the share
+  mode, limits, timeouts and the page's own modules; for an assistant, its agent URL
+  and the Authorization it sends. `parse_config` returns it complete, with
   defaults, or raises `ConfigError` naming the first field that is wrong;
 - a component's view attributes (`data-pc-filters`, `data-pc-generation`), and the
   detail of `pagecontext:select` (a page that keeps the selection in its own state
@@ -30,6 +30,14 @@ except ImportError:
 ROLES = ("page", "assistant")
 POSITIONS = ("embedder", "child")
 SHARE_MODES = ("ask", "select")
+# When an embedder loads its child: "staggered" once its own Python runtime is
+# instantiated (the heaviest step of its boot), or its core is ready or has failed, so
+# the two frames' heaviest boot steps do not share the cores; "at-once" as soon as the
+# edge starts.
+CHILD_LOADS = ("staggered", "at-once")
+# A business page's own boot comes first; an assistant workbench loads the business page
+# it frames at once.
+DEFAULT_CHILD_LOAD = {"page": "staggered", "assistant": "at-once"}
 # The config's limit names and the `pagecontext.models.Limits` fields they set.
 LIMIT_FIELDS = {
     "maxIdChars": "max_id_chars",
@@ -54,6 +62,7 @@ _KEYS = (
     "position",
     "peerOrigin",
     "childUrl",
+    "childLoad",
     "share",
     "limits",
     "history",
@@ -145,6 +154,8 @@ def parse_config(raw: object) -> dict[str, Any]:
             "childUrl",
             "must be an absolute URL on peerOrigin " + peer + ", got " + _shown(child_url),
         )
+    child_load = config.get("childLoad", DEFAULT_CHILD_LOAD[role])
+    child_load = _choice("childLoad", child_load, CHILD_LOADS)
     share = _choice("share", config.get("share", "ask"), SHARE_MODES)
     limits = {}
     for name, value in _object("limits", config.get("limits", {})).items():
@@ -187,6 +198,7 @@ def parse_config(raw: object) -> dict[str, Any]:
         "position": position,
         "peerOrigin": peer,
         "childUrl": child_url,
+        "childLoad": child_load,
         "share": share,
         "limits": limits,
         "history": history,

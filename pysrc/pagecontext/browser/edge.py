@@ -270,6 +270,7 @@ class Edge:
         self.root.setAttribute("data-pc-error", error)
         self.public["error"] = error
         self._set_state("failed")
+        self._load_child()
 
     def _on_boot_timeout(self) -> None:
         self.boot_timer = None
@@ -303,7 +304,17 @@ class Edge:
         self.opaque_child = sandboxed and not self.frame.sandbox.contains("allow-same-origin")
         if self.opaque_child:
             self.root.setAttribute("data-pc-child-origin", "opaque")
-        self._navigate_child()
+        if self.config["childLoad"] == "at-once":
+            self._navigate_child()
+
+    def _load_child(self) -> None:
+        """Load the child the first time, if it waits (`childLoad: "staggered"`): once
+        this frame's runtime is instantiated, or at the latest once its core is ready or
+        has failed, so that the child never waits for a core that will not come. Later
+        loads go through `_on_ready`."""
+        # An embedder's nonce is set by its first navigation and never cleared.
+        if self.position == "embedder" and self.frame is not None and self.nonce is None:
+            self._navigate_child()
 
     def _navigate_child(self) -> None:
         """Mint a fresh single-use nonce and load the child with it.
@@ -406,11 +417,14 @@ class Edge:
         if not isinstance(message, dict):
             return
         kind = message.get("kind")
-        if kind == "ready":
+        if kind == "runtime":
+            self._load_child()
+        elif kind == "ready":
             if self.boot_timer is not None:
                 self.owner.cancel(self.boot_timer)
                 self.boot_timer = None
             self._set_state("ready")
+            self._load_child()
         elif kind == "bound":
             connection = message.get("connection")
             self.root.setAttribute("data-pc-connection", str(connection))
