@@ -84,6 +84,43 @@ def test_both_workers_restore_the_snapshot(
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
 
 
+# Resolves with the detail of the worker's `pagecontext:rehearsed` mark once it is set.
+REHEARSED = """() => new Promise((resolve) => {
+  const found = () => performance.getEntriesByName("pagecontext:rehearsed")[0];
+  if (found()) return resolve(found().detail);
+  new PerformanceObserver(() => { if (found()) resolve(found().detail); })
+    .observe({ type: "mark" });
+})"""
+
+
+def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
+    page: Page, origins: Origins
+) -> None:
+    """After binding, each worker rehearses a selection's and a command's path on
+    sessions of its own (pagecontext.rehearsal): it finishes, and the frames show
+    nothing of it: no chip, no revision, an empty conversation, no highlighted row.
+    The first real selection and Show me then work as usual."""
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    assert len(workers) == 2
+    for worker in workers:
+        spent = worker.evaluate(REHEARSED)
+        assert spent["ms"] > 0, spent
+        assert 0 < spent["longest"] <= spent["ms"], spent
+    assistant = panel(page)
+    expect(assistant.locator("[data-pc-chip]")).to_have_count(0)
+    expect(assistant.locator("[data-pc-log-kind]")).to_have_count(0)
+    expect(html(assistant)).to_have_attribute("data-pc-revision", "0")
+    expect(page.locator("[data-pc-highlight]")).to_have_count(0)
+    select_and_ask(page, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible()
+    expect(html(assistant)).to_have_attribute("data-pc-revision", "1")
+    show_and_expect(assistant, "applied")
+
+
 @pytest.mark.parametrize("damage", ["missing", "truncated"])
 def test_without_a_good_snapshot_the_workers_boot_normally(
     page: Page, context: BrowserContext, origins: Origins, damage: str

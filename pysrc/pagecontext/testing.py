@@ -1,7 +1,8 @@
 """Fakes that ship with the library: a port pair, a DOM registry, a clock and ids.
 
 They let a page core and an assistant core talk without a browser, in tests of this
-project and of projects that use it. `ChannelPair` joins a `PageSession` and an
+project and of projects that use it, and in the browser workers' rehearsal of a
+selection's path (pagecontext.rehearsal). `ChannelPair` joins a `PageSession` and an
 `AssistantSession` by a fake link and carries their effects, as a browser binding would.
 """
 
@@ -201,7 +202,9 @@ class ChannelPair:
     other side (deep-copied), `ToEdge` messages are collected in `page_edge` or
     `assistant_edge`, `ClosePort` reasons in `page_closed` or `assistant_closed`. The
     page's `apply` instructions are done in `dom` at once and reported back with
-    `on_ui_done`. `pump()` delivers queued messages until the link is quiet.
+    `on_ui_done`. `pump()` delivers queued messages until the link is quiet: as data
+    (`on_port_message`), or with `as_text=True` as JSON text (`on_port_json`), as the
+    browser's workers deliver them.
 
     Both sessions share `clock`; ids are deterministic ("p1", "a1", ...).
     """
@@ -214,8 +217,12 @@ class ChannelPair:
         assistant_instance_id: str = "asst-1",
         conversation_id: str = "conv-1",
         connect: bool = True,
+        as_text: bool = False,
     ) -> None:
         self.embedder: Side = embedder
+        # Deliver each message as its JSON text through `on_port_json`, as the browser
+        # workers do, rather than as data through `on_port_message`.
+        self.as_text = as_text
         self.clock = FakeClock()
         self.assistant = AssistantSession(
             instance_id=assistant_instance_id,
@@ -371,7 +378,11 @@ class ChannelPair:
             if link in self._closed_links or self._port[to] != link:
                 continue
             delivered += 1
-            self.run(to, self._session(to).on_port_message(message))
+            session = self._session(to)
+            if self.as_text:
+                self.run(to, session.on_port_json(json.dumps(message)))
+            else:
+                self.run(to, session.on_port_message(message))
         raise RuntimeError("the link never went quiet")
 
     def sent_by(self, side: Side, kind: str) -> list[dict[str, object]]:

@@ -27,6 +27,7 @@ from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY
 from pagecontext.models import Limits
+from pagecontext.rehearsal import rehearsal
 from pagecontext.session import (
     ActionRequest,
     AssistantSession,
@@ -151,6 +152,10 @@ class WorkerBinding:
         self.api_origin = ""
         # Requests in flight (agent runs, action API calls), kept until they finish.
         self._requests: set[asyncio.Task[None]] = set()
+        # A selection's path, rehearsed once after the first binding (pagecontext.rehearsal).
+        self._rehearsal: Iterator[list[dict[str, object]]] | None = None
+        self._rehearsed = False
+        self._rehearsal_ms: list[float] = []
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -388,6 +393,8 @@ class WorkerBinding:
                 # What is pending goes first (unless the edge has a state still unread).
                 self._flush()
                 self.scope.postMessage(_js(effect.message))
+                if effect.message.get("kind") == "bound":
+                    self._rehearse()
             elif isinstance(effect, ClosePort):
                 self._close_port()
                 if effect.refused:
@@ -397,6 +404,39 @@ class WorkerBinding:
             elif isinstance(effect, ActionRequest):
                 self._request(self._call_action(effect))
         self._arm_timer()
+
+    # -- rehearsal ----------------------------------------------------------------------
+
+    def _rehearse(self) -> None:
+        """Once bound for the first time, rehearse a selection's path on sessions of the
+        rehearsal's own, one round per task, so the user's first selection and command
+        do not pay for compiling and warming up the code they run."""
+        if self._rehearsed:
+            return
+        self._rehearsed = True
+        self._rehearsal = rehearsal()
+        js.setTimeout(create_once_callable(self._rehearse_round), 0)
+
+    def _rehearse_round(self) -> None:
+        if self._rehearsal is None:
+            return  # closed meanwhile
+        started = js.performance.now()
+        posted = next(self._rehearsal, None)
+        if posted is None:
+            self._rehearsal = None
+            # The detail: the milliseconds its steps took in all, and the longest step.
+            spent = {"ms": round(sum(self._rehearsal_ms), 1), "longest": max(self._rehearsal_ms)}
+            js.performance.mark("pagecontext:rehearsed", _js({"detail": spent}))
+            return
+        # Converted as this worker converts what it posts and what it receives (from
+        # its edge as data, from the port as a batch of JSON texts), and dropped.
+        for message in posted:
+            to_plain(_js(message))
+        batch = js.Array.of("\n".join(json.dumps(message) for message in posted))
+        for _text in _each_message(batch):
+            pass
+        self._rehearsal_ms.append(round(js.performance.now() - started, 1))
+        js.setTimeout(create_once_callable(self._rehearse_round), 0)
 
     # -- HTTP: the agent's stream and the action API -----------------------------------
 
@@ -496,6 +536,7 @@ class WorkerBinding:
         """Close the port and destroy every proxy this binding created."""
         self._close_port()
         self._cancel_timer()
+        self._rehearsal = None  # a round already scheduled finds nothing to do
         self.scope.onmessage = None
         self._edge_proxy.destroy()
 

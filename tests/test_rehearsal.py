@@ -1,0 +1,67 @@
+"""The rehearsal a browser worker runs after its first binding (pagecontext.rehearsal):
+it walks the whole path of a selection and a command, and its sessions are its own."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pagecontext.rehearsal import ROUNDS, rehearsal
+from pagecontext.testing import ChannelPair
+
+
+def _kind(message: dict[str, object]) -> object:
+    return message.get("type") or message.get("kind")
+
+
+def test_each_round_commits_a_context_and_applies_show_me() -> None:
+    """Every round shares a new revision, which the assistant commits and shows as its
+    chip; its "Show me" is applied on the page and answered with applied receipts; the
+    panel's log holds the command. Each round is four steps, one yield each."""
+    steps = list(rehearsal())
+    assert len(steps) == 4 * ROUNDS
+    for index in range(ROUNDS):
+        shared, committed, sent, answered = steps[4 * index : 4 * index + 4]
+        revision = index + 1
+        contexts = [m for m in shared if _kind(m) == "context"]
+        assert [m["selectionRevision"] for m in contexts] == [revision]
+        states = [m for m in committed if _kind(m) == "state"]
+        chip = states[-1]["chip"]
+        assert isinstance(chip, dict)
+        assert chip["revision"] == revision
+        assert chip["resourceRef"] == contexts[0]["selection"]["resourceRef"]  # type: ignore[index]
+        assert Counter(str(m["action"]) for m in sent if _kind(m) == "command") == {
+            "highlight": 1,
+            "locate": 1,
+        }
+        receipts = [m for m in answered if _kind(m) == "receipt"]
+        assert {(m["layer"], m["status"]) for m in receipts} == {
+            ("received", "applied"),
+            ("ui", "applied"),
+        }
+        assert len(receipts) == 4
+        logs = [m for m in answered if _kind(m) == "log"]
+        assert len(logs) == 1
+        assert logs[0]["changed"], "the command's entry is redrawn"
+
+
+def test_a_text_link_delivers_what_a_data_link_does() -> None:
+    """ChannelPair(as_text=True) hands each message to `on_port_json` as its JSON text,
+    as the browser's workers do; the sessions end in the same state as over data."""
+    ends = []
+    for as_text in (False, True):
+        pair = ChannelPair(as_text=as_text)
+        pair.render("orders", ["row:1", "row:2"], shareable=[("amount", "EUR")])
+        pair.run("page", pair.page.on_select("orders", "row:2", {"amount": 1250}))
+        pair.run("page", pair.page.share())
+        pair.pump()
+        pair.run("assistant", pair.assistant.show())
+        pair.pump()
+        state = pair.assistant.edge_message("state")
+        ends.append((state["chip"], state["command"], pair.dom.highlights))
+    assert ends[0] == ends[1]
+    chip, command, highlights = ends[1]
+    assert isinstance(chip, dict)
+    assert chip["resourceRef"] == "row:2"
+    assert isinstance(command, dict)
+    assert command["ui"]["state"] == "applied"  # type: ignore[index]
+    assert highlights == {"orders": {"row:2": "focus"}}
