@@ -589,6 +589,25 @@ KEPT_JS: Final = """(ms) => new Promise((resolve) => {
 })"""
 
 
+# The detail of a worker's `pagecontext:rehearsed` mark ({ms, longest}), once it is set:
+# the time its rehearsal of a selection's path took (pagecontext.rehearsal).
+REHEARSED_JS: Final = """() => new Promise((resolve) => {
+  const found = () => performance.getEntriesByName("pagecontext:rehearsed")[0];
+  if (found()) return resolve(found().detail);
+  new PerformanceObserver(() => { if (found()) resolve(found().detail); })
+    .observe({ type: "mark" });
+})"""
+
+
+def rehearsals(page: Page, origins: Origins) -> Json:
+    """Each worker's rehearsal: milliseconds in all and its longest step."""
+    spent: Json = {}
+    for worker in page.workers:
+        owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
+        spent[f"{owner}_worker"] = worker.evaluate(REHEARSED_JS)
+    return spent
+
+
 def wait_kept(page: Page) -> None:
     """Let each worker of `page` keep what its next visit reads from the Cache API before
     the tab closes, as it would for a visitor who stays on the page."""
@@ -766,6 +785,7 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             f"checks {'ok' if burst['ok'] else checks} ({time.perf_counter() - started:.1f} s)"
         )
     return {
+        "rehearsal_ms": rehearsals(page, origins),
         "select_to_commit_ms": {
             "single": summary(select_single, p99=True),
             "burst": summary(select_burst, p99=True),
@@ -1060,6 +1080,11 @@ def _latency_lines(results: Json) -> list[str]:
     lines.append(f"  select -> commit, burst    {_pct(lat['select_to_commit_ms']['burst'])}")
     lines.append(f"  command -> applied, single {_pct(lat['command_to_applied_ms']['single'])}")
     lines.append(f"  command -> applied, burst  {_pct(lat['command_to_applied_ms']['burst'])}")
+    for worker, spent in sorted(lat.get("rehearsal_ms", {}).items()):
+        lines.append(
+            f"  {worker} rehearsal after binding: {spent['ms']:.0f} ms in all, "
+            f"longest step {spent['longest']:.0f} ms"
+        )
     for index, burst in enumerate(lat["bursts"]):
         lines.append(
             f"  burst {index + 1}: {burst['selections']} selections, last commit "

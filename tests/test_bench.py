@@ -218,3 +218,20 @@ def test_the_table_shows_the_page_alone_with_its_cpu() -> None:
     assert lines[1].split()[2:] == ["1400", "[1400-1400]", "/", "1100", "[1100-1100]"]
     assert lines[2].split()[-3:] == ["2.25", "/", "2.00"]
     assert bench._page_alone_lines({}) == []
+
+
+def test_the_latency_table_shows_each_workers_rehearsal() -> None:
+    """The latency section reports what each worker's rehearsal after binding took."""
+    pct = {"n": 100, "p50": 10.0, "p99": 30.0, "min": 5.0, "max": 40.0}
+    latency = {
+        "rehearsal_ms": {
+            "page_worker": {"ms": 212.4, "longest": 58.1},
+            "assistant_worker": {"ms": 180.0, "longest": 51.6},
+        },
+        "select_to_commit_ms": {"single": pct, "burst": pct},
+        "command_to_applied_ms": {"single": pct, "burst": pct},
+        "bursts": [],
+    }
+    lines = bench._latency_lines({"latency": latency})
+    assert "  assistant_worker rehearsal after binding: 180 ms in all, longest step 52 ms" in lines
+    assert "  page_worker rehearsal after binding: 212 ms in all, longest step 58 ms" in lines
