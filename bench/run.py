@@ -38,6 +38,7 @@ from playwright.sync_api import (  # noqa: E402
     Frame,
     Page,
     Playwright,
+    Worker,
     sync_playwright,
 )
 from starlette.applications import Starlette  # noqa: E402
@@ -175,6 +176,12 @@ def new_context(browser: Browser) -> BrowserContext:
     context = browser.new_context()
     context.add_init_script(path=str(PAGES / "probe.js"))
     return context
+
+
+def worker_name(worker: Worker, origins: Origins) -> str:
+    """ "page_worker" or "assistant_worker", by the origin the worker's script is on."""
+    owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
+    return f"{owner}_worker"
 
 
 def panel_frame(page: Page, origins: Origins) -> Frame:
@@ -331,12 +338,10 @@ def boot_visit(
     }
     sample["workers"] = {}
     for worker in page.workers:
-        owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
-        entries[f"{owner}_worker"] = worker.evaluate(RESOURCES_JS)
+        name = worker_name(worker, origins)
+        entries[name] = worker.evaluate(RESOURCES_JS)
         steps = worker.evaluate(STEPS_JS)
-        sample["workers"][f"{owner}_worker"] = {
-            step: _round(float(at) - origin) for step, at in steps.items()
-        }
+        sample["workers"][name] = {step: _round(float(at) - origin) for step, at in steps.items()}
     seen: set[str] = set()
     for name, items in entries.items():
         kept = [item for item in items if item["type"] != "iframe"]
@@ -601,11 +606,7 @@ REHEARSED_JS: Final = """() => new Promise((resolve) => {
 
 def rehearsals(page: Page, origins: Origins) -> Json:
     """Each worker's rehearsal: milliseconds in all and its longest step."""
-    spent: Json = {}
-    for worker in page.workers:
-        owner = "page" if worker.url.startswith(origins.page + "/") else "assistant"
-        spent[f"{owner}_worker"] = worker.evaluate(REHEARSED_JS)
-    return spent
+    return {worker_name(worker, origins): worker.evaluate(REHEARSED_JS) for worker in page.workers}
 
 
 def wait_kept(page: Page) -> None:
