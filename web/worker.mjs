@@ -122,13 +122,12 @@ function toEdge(message) {
   else unsent.push(message);
 }
 
-// Tells the frame's edge, once, that the runtime is instantiated: the heaviest part of
-// this worker's boot is over, and an embedder whose `childLoad` is "staggered" loads its
-// child frame now, so the two frames' heaviest steps do not share the cores.
-let runtimeAnnounced = false;
+// Tells the frame's edge that the runtime is instantiated: the heaviest part of this
+// worker's boot is over, and an embedder whose `childLoad` is "staggered" loads its
+// child frame now, so the two frames' heaviest steps do not share the cores. (A restore
+// that fails after instantiating is followed by a normal boot that says it again; the
+// edge loads its child once.)
 function announceRuntime() {
-  if (runtimeAnnounced) return;
-  runtimeAnnounced = true;
   toEdge({ kind: "runtime" });
 }
 // A snapshot boot that takes longer than this is abandoned for a normal boot.
