@@ -4,8 +4,10 @@ it walks the whole path of a selection and a command, and its sessions are its o
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from pagecontext.rehearsal import ROUNDS, rehearsal
+from pagecontext.session import Effect
 from pagecontext.testing import ChannelPair
 
 
@@ -44,12 +46,25 @@ def test_each_round_commits_a_context_and_applies_show_me() -> None:
         assert logs[0]["changed"], "the command's entry is redrawn"
 
 
+def _counted(
+    receive: Callable[[str], list[Effect]], texts: list[str]
+) -> Callable[[str], list[Effect]]:
+    def counted(text: str) -> list[Effect]:
+        texts.append(text)
+        return receive(text)
+
+    return counted
+
+
 def test_a_text_link_delivers_what_a_data_link_does() -> None:
     """ChannelPair(as_text=True) hands each message to `on_port_json` as its JSON text,
     as the browser's workers do; the sessions end in the same state as over data."""
     ends = []
     for as_text in (False, True):
         pair = ChannelPair(as_text=as_text)
+        texts: list[str] = []  # what reached the sessions as JSON text
+        for session in (pair.page, pair.assistant):
+            session.on_port_json = _counted(session.on_port_json, texts)  # type: ignore[method-assign]
         pair.render("orders", ["row:1", "row:2"], shareable=[("amount", "EUR")])
         pair.run("page", pair.page.on_select("orders", "row:2", {"amount": 1250}))
         pair.run("page", pair.page.share())
@@ -58,6 +73,8 @@ def test_a_text_link_delivers_what_a_data_link_does() -> None:
         pair.pump()
         state = pair.assistant.edge_message("state")
         ends.append((state["chip"], state["command"], pair.dom.highlights))
+        # The context, two commands and four receipts: each as text, or none.
+        assert len(texts) == (7 if as_text else 0)
     assert ends[0] == ends[1]
     chip, command, highlights = ends[1]
     assert isinstance(chip, dict)
