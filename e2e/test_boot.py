@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker, expect
 
+from pagecontext.browser import callsites
+
 from .conftest import Origins, wait_bound
 from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
 
@@ -85,8 +87,9 @@ def test_both_workers_restore_the_snapshot(
 
 
 # Resolves with the detail of the worker's `pagecontext:rehearsed` mark once it is set.
-REHEARSED = """() => new Promise((resolve) => {
-  const found = () => performance.getEntriesByName("pagecontext:rehearsed")[0];
+# A worker's mark's detail, once it is made (`name` is the argument).
+MARKED = """(name) => new Promise((resolve) => {
+  const found = () => performance.getEntriesByName(name)[0];
   if (found()) return resolve(found().detail);
   new PerformanceObserver(() => { if (found()) resolve(found().detail); })
     .observe({ type: "mark" });
@@ -97,9 +100,10 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
     page: Page, origins: Origins
 ) -> None:
     """After binding, each worker rehearses a selection's and a command's path on
-    sessions of its own (pagecontext.rehearsal): it finishes, and the frames show
-    nothing of it: no chip, no revision, an empty conversation, no highlighted row.
-    The first real selection and Show me then work as usual."""
+    sessions of its own (pagecontext.rehearsal), then provokes the interpreter's call
+    sites (pagecontext.browser.callsites): both finish, and the frames show nothing of
+    them: no chip, no revision, an empty conversation, no highlighted row. The first
+    real selection and Show me then work as usual."""
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     page.goto(origins.page + "/")
@@ -107,9 +111,12 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
     wait_bound(panel(page))
     assert len(workers) == 2
     for worker in workers:
-        spent = worker.evaluate(REHEARSED)
+        spent = worker.evaluate(MARKED, "pagecontext:rehearsed")
         assert spent["ms"] > 0, spent
         assert 0 < spent["longest"] <= spent["ms"], spent
+        # After each of the rehearsal's steps, and as many times again after it.
+        provoked = worker.evaluate(MARKED, "pagecontext:call-sites-provoked")
+        assert provoked["provoked"] > callsites.PROVOKE_AFTER, provoked
     assistant = panel(page)
     expect(assistant.locator("[data-pc-chip]")).to_have_count(0)
     expect(assistant.locator("[data-pc-log-kind]")).to_have_count(0)

@@ -24,6 +24,7 @@ import js
 import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
+from pagecontext.browser import callsites
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY
 from pagecontext.models import Limits
@@ -156,6 +157,11 @@ class WorkerBinding:
         self._rehearsal: Iterator[list[dict[str, object]]] | None = None
         self._rehearsed = False
         self._rehearsal_ms: list[float] = []
+        # The interpreter's call sites (pagecontext.browser.callsites): spread at the
+        # rehearsal's start, provoked after each of its steps and `_provocations` times
+        # after it; how long each provocation took.
+        self._provocations = 0
+        self._provoke_ms: list[float] = []
         self._edge_proxy = create_proxy(self._from_edge)
         scope.onmessage = self._edge_proxy
 
@@ -410,12 +416,42 @@ class WorkerBinding:
     def _rehearse(self) -> None:
         """Once bound for the first time, rehearse a selection's path on sessions of the
         rehearsal's own, one round per task, so the user's first selection and command
-        do not pay for compiling and warming up the code they run."""
+        do not pay for compiling and warming up the code they run. It starts by
+        spreading the interpreter's call sites, and provokes them after each round and
+        a few times after the last (pagecontext.browser.callsites)."""
         if self._rehearsed:
             return
         self._rehearsed = True
         self._rehearsal = rehearsal()
+        js.setTimeout(create_once_callable(self._spread_call_sites), 0)
+
+    def _spread_call_sites(self) -> None:
+        if self._rehearsal is None:
+            return  # closed meanwhile
+        started = js.performance.now()
+        # JavaScript proxies too: a selection's path reads and calls them.
+        callsites.spread((js.Object, js.Array.of(1), js.JSON, js.Object.new(), js.Map.new()))
+        self._rehearsal_ms.append(round(js.performance.now() - started, 1))
         js.setTimeout(create_once_callable(self._rehearse_round), 0)
+
+    def _provoke(self) -> None:
+        started = js.performance.now()
+        callsites.provoke()
+        self._provoke_ms.append(round(js.performance.now() - started, 1))
+
+    def _provoke_call_sites(self) -> None:
+        if self._provocations <= 0:
+            return  # closed meanwhile
+        self._provoke()
+        self._provocations -= 1
+        if self._provocations:
+            js.setTimeout(
+                create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
+            )
+            return
+        # The detail: how many times the call sites were provoked, and the longest time.
+        done = {"provoked": len(self._provoke_ms), "longest": max(self._provoke_ms)}
+        js.performance.mark("pagecontext:call-sites-provoked", _js({"detail": done}))
 
     def _rehearse_round(self) -> None:
         if self._rehearsal is None:
@@ -427,6 +463,10 @@ class WorkerBinding:
             # The detail: the milliseconds its steps took in all, and the longest step.
             spent = {"ms": round(sum(self._rehearsal_ms), 1), "longest": max(self._rehearsal_ms)}
             js.performance.mark("pagecontext:rehearsed", _js({"detail": spent}))
+            self._provocations = callsites.PROVOKE_AFTER
+            js.setTimeout(
+                create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
+            )
             return
         # Converted as this worker converts what it posts and what it receives (from
         # its edge as data, from the port as a batch of JSON texts), and dropped.
@@ -435,6 +475,7 @@ class WorkerBinding:
         batch = js.Array.of("\n".join(json.dumps(message) for message in posted))
         for _text in _each_message(batch):
             pass
+        self._provoke()
         self._rehearsal_ms.append(round(js.performance.now() - started, 1))
         js.setTimeout(create_once_callable(self._rehearse_round), 0)
 
@@ -537,6 +578,7 @@ class WorkerBinding:
         self._close_port()
         self._cancel_timer()
         self._rehearsal = None  # a round already scheduled finds nothing to do
+        self._provocations = 0
         self.scope.onmessage = None
         self._edge_proxy.destroy()
 
