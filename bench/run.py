@@ -594,19 +594,23 @@ KEPT_JS: Final = """(ms) => new Promise((resolve) => {
 })"""
 
 
-# The detail of a worker's `pagecontext:rehearsed` mark ({ms, longest}), once it is set:
-# the time its rehearsal of a selection's path took (pagecontext.rehearsal).
-REHEARSED_JS: Final = """() => new Promise((resolve) => {
-  const found = () => performance.getEntriesByName("pagecontext:rehearsed")[0];
+# The detail of a worker's mark named by the argument, once it is set: `rehearsed`
+# ({ms, longest}: its rehearsal of a selection's path, pagecontext.rehearsal) and
+# `call-sites-provoked` ({provoked, longest}: pagecontext.browser.callsites).
+MARK_DETAIL_JS: Final = """(name) => new Promise((resolve) => {
+  const found = () => performance.getEntriesByName(name)[0];
   if (found()) return resolve(found().detail);
   new PerformanceObserver(() => { if (found()) resolve(found().detail); })
     .observe({ type: "mark" });
 })"""
 
 
-def rehearsals(page: Page, origins: Origins) -> Json:
-    """Each worker's rehearsal: milliseconds in all and its longest step."""
-    return {worker_name(worker, origins): worker.evaluate(REHEARSED_JS) for worker in page.workers}
+def worker_marks(page: Page, origins: Origins, name: str) -> Json:
+    """Each worker's detail of the mark `name`, waiting for it."""
+    return {
+        worker_name(worker, origins): worker.evaluate(MARK_DETAIL_JS, name)
+        for worker in page.workers
+    }
 
 
 def wait_kept(page: Page) -> None:
@@ -786,7 +790,10 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             f"checks {'ok' if burst['ok'] else checks} ({time.perf_counter() - started:.1f} s)"
         )
     return {
-        "rehearsal_ms": rehearsals(page, origins),
+        "rehearsal_ms": worker_marks(page, origins, "pagecontext:rehearsed"),
+        "call_sites": worker_marks(page, origins, "pagecontext:call-sites-provoked"),
+        # The first of each after binding: a quick user's first selection and command.
+        "first_ms": {"select": select_single[0], "command": command_single[0]},
         "select_to_commit_ms": {
             "single": summary(select_single, p99=True),
             "burst": summary(select_burst, p99=True),
@@ -1081,10 +1088,21 @@ def _latency_lines(results: Json) -> list[str]:
     lines.append(f"  select -> commit, burst    {_pct(lat['select_to_commit_ms']['burst'])}")
     lines.append(f"  command -> applied, single {_pct(lat['command_to_applied_ms']['single'])}")
     lines.append(f"  command -> applied, burst  {_pct(lat['command_to_applied_ms']['burst'])}")
+    if "first_ms" in lat:
+        first = lat["first_ms"]
+        lines.append(
+            f"  the first after binding: select -> commit {first['select']:.1f} ms, "
+            f"command -> applied {first['command']:.1f} ms"
+        )
     for worker, spent in sorted(lat.get("rehearsal_ms", {}).items()):
         lines.append(
             f"  {worker} rehearsal after binding: {spent['ms']:.0f} ms in all, "
             f"longest step {spent['longest']:.0f} ms"
+        )
+    for worker, provoked in sorted(lat.get("call_sites", {}).items()):
+        lines.append(
+            f"  {worker} call sites provoked {provoked['provoked']} times, "
+            f"longest {provoked['longest']:.0f} ms"
         )
     for index, burst in enumerate(lat["bursts"]):
         lines.append(

@@ -220,18 +220,36 @@ def test_the_table_shows_the_page_alone_with_its_cpu() -> None:
     assert bench._page_alone_lines({}) == []
 
 
-def test_the_latency_table_shows_each_workers_rehearsal() -> None:
-    """The latency section reports what each worker's rehearsal after binding took."""
+def latency_lines(**parts: object) -> list[str]:
+    """The latency section's lines for a result with `parts` and plain percentiles."""
     pct = {"n": 100, "p50": 10.0, "p99": 30.0, "min": 5.0, "max": 40.0}
     latency = {
-        "rehearsal_ms": {
-            "page_worker": {"ms": 212.4, "longest": 58.1},
-            "assistant_worker": {"ms": 180.0, "longest": 51.6},
-        },
         "select_to_commit_ms": {"single": pct, "burst": pct},
         "command_to_applied_ms": {"single": pct, "burst": pct},
         "bursts": [],
+        **parts,
     }
-    lines = bench._latency_lines({"latency": latency})
+    return bench._latency_lines({"latency": latency})
+
+
+def test_the_latency_table_shows_each_workers_rehearsal() -> None:
+    """The latency section reports what each worker's rehearsal after binding took."""
+    lines = latency_lines(
+        rehearsal_ms={
+            "page_worker": {"ms": 212.4, "longest": 58.1},
+            "assistant_worker": {"ms": 180.0, "longest": 51.6},
+        }
+    )
     assert "  assistant_worker rehearsal after binding: 180 ms in all, longest step 52 ms" in lines
     assert "  page_worker rehearsal after binding: 212 ms in all, longest step 58 ms" in lines
+
+
+def test_the_latency_table_shows_the_first_samples_and_the_call_sites() -> None:
+    """The latency section reports the first selection and command after binding, and
+    how often each worker provoked the interpreter's call sites."""
+    lines = latency_lines(
+        first_ms={"select": 22.84, "command": 8.66},
+        call_sites={"page_worker": {"provoked": 23, "longest": 9.6}},
+    )
+    assert "  the first after binding: select -> commit 22.8 ms, command -> applied 8.7 ms" in lines
+    assert "  page_worker call sites provoked 23 times, longest 10 ms" in lines
