@@ -3,12 +3,14 @@ normally, after saying why, when the snapshot is missing or damaged."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker, expect
 
 from pagecontext.browser import callsites
+from pagecontext.server import site
 
 from .conftest import Origins, wait_bound
 from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
@@ -19,6 +21,7 @@ MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
   .map((m) => [m.name.slice("pagecontext:".length), m.detail]))"""
 STDLIB = "python_stdlib.zip"
 # What a restored worker downloads only if Python reads it (web/snapshot.mjs, lazyFile).
+ROOT = Path(__file__).resolve().parents[1]
 LAZY = (STDLIB, "/vendor/snapshot/pagecontext-files-")
 # The steps only a restore has (the bench times them).
 RESTORE_STEPS = ["runtime-imported", "wasm-instantiated", "prerun", "snapshot-placed"]
@@ -164,3 +167,14 @@ def test_without_a_good_snapshot_the_workers_boot_normally(
     assert len(stdlib) == 2, "a normal boot installs the standard library, in each frame"
     select_and_ask(page, ROW)
     show_and_expect(panel(page), "applied")
+
+
+def test_micropython_is_served_as_its_package_with_the_compile_hint_first(
+    page: Page, origins: Origins
+) -> None:
+    """The main thread's MicroPython module is the pinned package's file, byte for byte,
+    after one line: V8's compile hint, which has it compiled off the main thread."""
+    runtime = page.request.get(origins.page + "/py/runtime.json").json()
+    served = page.request.get(origins.page + runtime["micropython"]["module"]).body()
+    package = ROOT / "node_modules" / site.MICROPYTHON_PACKAGE / "micropython.mjs"
+    assert served == site.COMPILE_HINT + package.read_bytes()

@@ -54,6 +54,12 @@ from pagecontext.server.compress import STORED_ZIPS, restore_stored
 
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
+# V8's explicit compile hint: a script that starts with this comment is compiled whole
+# while it streams in, off the main thread. MicroPython's module is one function whose
+# inner functions V8 would otherwise parse and compile on the main thread at its first
+# call, in one task of each frame's boot (docs/performance.md, "MicroPython's module,
+# compiled off the main thread"). Served as the package's file with this line first.
+COMPILE_HINT = b"//# allFunctionsCalledOnLoad\n"
 MICROPYTHON_PACKAGE = "@micropython/micropython-webassembly-pyscript"
 
 # The modules the main-thread edge runs under MicroPython: the window-facing rules, the
@@ -304,6 +310,8 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     mpy_dir = f"vendor/micropython-{mpy_version}"
     _copy_files(node_modules / "pyodide", PYODIDE_FILES, out / pyodide_dir)
     _copy_files(node_modules / MICROPYTHON_PACKAGE, MICROPYTHON_FILES, out / mpy_dir)
+    module = out / mpy_dir / "micropython.mjs"
+    module.write_bytes(COMPILE_HINT + module.read_bytes())
 
     third_party = sorted(wheels_dir.glob("*.whl"))
     if not third_party:
