@@ -5,7 +5,8 @@ package-lock.json, the third-party wheels from browser-wheels.txt (pinned by has
 and the project's own wheel is built from pysrc. The result:
 
     site/vendor/pyodide-<version>/       Pyodide runtime files (immutable)
-    site/vendor/micropython-<version>/   MicroPython runtime files (immutable)
+    site/vendor/micropython-<version>/   MicroPython runtime files (immutable; the module
+                                         with V8's compile hint as its first line)
     site/vendor/snapshot/pagecontext-<sha>-<n>.bin  the worker's boot snapshot, in parts
                                          (immutable), each with its brotli variant .br
     site/vendor/snapshot/pagecontext-files-<sha>.tar  the installed files the snapshot
