@@ -159,7 +159,8 @@ Operation = Callable[[Any], None]
 
 def samples(extra: Iterable[object] = ()) -> dict[Operation, list[object]]:
     """Each operation with the objects `spread` runs it on: more than four slot functions
-    each (`extra`: objects of the host, such as JavaScript proxies, added to all)."""
+    each (`extra`: objects of the host, such as JavaScript proxies, added to all; they
+    are written to, so they must be the caller's own)."""
     plain = _Plain()
     slots = _Slots()
     extra = list(extra)
@@ -238,7 +239,8 @@ def samples(extra: Iterable[object] = ()) -> dict[Operation, list[object]]:
 
 
 def spread(extra: Iterable[object] = ()) -> None:
-    """Run every generic operation over more than four slot functions."""
+    """Run every generic operation over more than four slot functions. The operations
+    set an attribute and an item on `extra` too: pass objects of the caller's own."""
     for operation, targets in samples(extra).items():
         for target in targets:
             with contextlib.suppress(Exception):

@@ -429,8 +429,9 @@ class WorkerBinding:
         if self._rehearsal is None:
             return  # closed meanwhile
         started = js.performance.now()
-        # JavaScript proxies too: a selection's path reads and calls them.
-        callsites.spread((js.Object, js.Array.of(1), js.JSON, js.Object.new(), js.Map.new()))
+        # JavaScript proxies too, which a selection's path reads and calls: new objects of
+        # each kind of proxy, since the operations write to them.
+        callsites.spread((js.Object.new(), js.Array.of(1), js.Map.new(), js.Array.of.bind(None)))
         self._provoke()
         self._rehearsal_ms.append(round(js.performance.now() - started, 1))
         js.setTimeout(create_once_callable(self._rehearse_round), 0)
