@@ -1105,7 +1105,7 @@ def _latency_lines(results: Json) -> list[str]:
     for worker, provoked in sorted(lat.get("call_sites", {}).items()):
         lines.append(
             f"  {worker} call sites provoked {provoked['provoked']} times, "
-            f"longest {provoked['longest']:.0f} ms"
+            f"{provoked['ms']:.0f} ms in all, longest {provoked['longest']:.0f} ms"
         )
     for index, burst in enumerate(lat["bursts"]):
         lines.append(

@@ -120,6 +120,7 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
         # After each of the rehearsal's steps, and as many times again after it.
         provoked = worker.evaluate(MARKED, "pagecontext:call-sites-provoked")
         assert provoked["provoked"] > callsites.PROVOKE_AFTER, provoked
+        assert 0 < provoked["longest"] <= provoked["ms"], provoked
         # It wrote to objects of its own only, none of the worker's globals.
         touched = "() => [Object, JSON, Array, Array.of, Map].filter((g) => 'x' in g || 0 in g)"
         assert worker.evaluate(touched) == []

@@ -249,7 +249,7 @@ def test_the_latency_table_shows_the_first_samples_and_the_call_sites() -> None:
     how often each worker provoked the interpreter's call sites."""
     lines = latency_lines(
         first_ms={"select": 22.84, "command": 8.66},
-        call_sites={"page_worker": {"provoked": 23, "longest": 9.6}},
+        call_sites={"page_worker": {"provoked": 23, "ms": 31.4, "longest": 9.6}},
     )
     assert "  the first after binding: select -> commit 22.8 ms, command -> applied 8.7 ms" in lines
-    assert "  page_worker call sites provoked 23 times, longest 10 ms" in lines
+    assert "  page_worker call sites provoked 23 times, 31 ms in all, longest 10 ms" in lines
