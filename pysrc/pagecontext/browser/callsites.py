@@ -27,10 +27,11 @@ Two steps take that cost before the user comes:
   each of them within one task, and V8 reads the targets `spread` recorded. It only works
   while the loop's optimized code is installed, which Python cannot observe, so the
   worker calls it after each step of its rehearsal and a few times after; where nothing
-  is left to deoptimize it costs well under a millisecond.
+  is left to deoptimize it costs about a millisecond.
 
-Pure Python, with no effect on any state: elsewhere (CPython, other engines) it is a few
-milliseconds of work and nothing more.
+Pure Python, writing only to objects of its own (and to the `extra` objects a caller
+passes): elsewhere (CPython, other engines) it is a few milliseconds of work and nothing
+more.
 """
 
 from __future__ import annotations
@@ -274,7 +275,7 @@ _DEPTH = 0
 
 def _level(index: int) -> None:
     # Nothing before the descent calls through a type's slot: the comparison, the
-    # subscript and the calls below are the interpreter's specialised forms for an int,
+    # subscript and the calls below are the interpreter's specialized forms for an int,
     # a tuple and two builtin classes.
     if index < _DEPTH:
         list(map(_level, (index + 1,)))
