@@ -596,7 +596,7 @@ KEPT_JS: Final = """(ms) => new Promise((resolve) => {
 
 # The detail of a worker's mark named by the argument, once it is set: `rehearsed`
 # ({ms, longest}: its rehearsal of a selection's path, pagecontext.rehearsal) and
-# `call-sites-provoked` ({provoked, longest}: pagecontext.browser.callsites).
+# `call-sites-provoked` ({provoked, ms, longest}: pagecontext.browser.callsites).
 MARK_DETAIL_JS: Final = """(name) => new Promise((resolve) => {
   const found = () => performance.getEntriesByName(name)[0];
   if (found()) return resolve(found().detail);

@@ -20,8 +20,8 @@ MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
   .filter((m) => m.name.startsWith("pagecontext:"))
   .map((m) => [m.name.slice("pagecontext:".length), m.detail]))"""
 STDLIB = "python_stdlib.zip"
-# What a restored worker downloads only if Python reads it (web/snapshot.mjs, lazyFile).
 ROOT = Path(__file__).resolve().parents[1]
+# What a restored worker downloads only if Python reads it (web/snapshot.mjs, lazyFile).
 LAZY = (STDLIB, "/vendor/snapshot/pagecontext-files-")
 # The steps only a restore has (the bench times them).
 RESTORE_STEPS = ["runtime-imported", "wasm-instantiated", "prerun", "snapshot-placed"]
@@ -89,7 +89,6 @@ def test_both_workers_restore_the_snapshot(
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
 
 
-# Resolves with the detail of the worker's `pagecontext:rehearsed` mark once it is set.
 # A worker's mark's detail, once it is made (`name` is the argument).
 MARKED = """(name) => new Promise((resolve) => {
   const found = () => performance.getEntriesByName(name)[0];
@@ -117,7 +116,7 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
         spent = worker.evaluate(MARKED, "pagecontext:rehearsed")
         assert spent["ms"] > 0, spent
         assert 0 < spent["longest"] <= spent["ms"], spent
-        # After each of the rehearsal's steps, and as many times again after it.
+        # After the spread, after each of the rehearsal's steps, and PROVOKE_AFTER times.
         provoked = worker.evaluate(MARKED, "pagecontext:call-sites-provoked")
         assert provoked["provoked"] > callsites.PROVOKE_AFTER, provoked
         assert 0 < provoked["longest"] <= provoked["ms"], provoked
