@@ -111,6 +111,19 @@ async def _fetch(url: str, body: str | None, headers: dict[str, str], timeout_ms
     return await js.fetch(url, _js(init))
 
 
+def _ms_since(started: float) -> float:
+    """The milliseconds since `started` (a `performance.now()`), to a tenth."""
+    now: float = js.performance.now()
+    return round(now - started, 1)
+
+
+def _mark_times(name: str, times: list[float], **detail: object) -> None:
+    """Mark `pagecontext:<name>` with `detail`, the milliseconds `times` took in all
+    (`ms`) and the longest of them (`longest`)."""
+    detail.update(ms=round(sum(times), 1), longest=max(times))
+    js.performance.mark("pagecontext:" + name, _js({"detail": detail}))
+
+
 def _timed_out(error: JsException) -> bool:
     """True if `_fetch` gave up waiting, False for a network or CORS failure."""
     return bool(error.name == "TimeoutError")
@@ -433,13 +446,13 @@ class WorkerBinding:
         # each kind of proxy, since the operations write to them.
         callsites.spread((js.Object.new(), js.Array.of(1), js.Map.new(), js.Array.of.bind(None)))
         self._provoke()
-        self._rehearsal_ms.append(round(js.performance.now() - started, 1))
+        self._rehearsal_ms.append(_ms_since(started))
         js.setTimeout(create_once_callable(self._rehearse_round), 0)
 
     def _provoke(self) -> None:
         started = js.performance.now()
         callsites.provoke()
-        self._provoke_ms.append(round(js.performance.now() - started, 1))
+        self._provoke_ms.append(_ms_since(started))
 
     def _provoke_call_sites(self) -> None:
         if self._provocations <= 0:
@@ -451,14 +464,8 @@ class WorkerBinding:
                 create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
             )
             return
-        # The detail: how many times the call sites were provoked, the milliseconds that
-        # took in all, and the longest time.
-        done = {
-            "provoked": len(self._provoke_ms),
-            "ms": round(sum(self._provoke_ms), 1),
-            "longest": max(self._provoke_ms),
-        }
-        js.performance.mark("pagecontext:call-sites-provoked", _js({"detail": done}))
+        # The detail: how many times the call sites were provoked, and their times.
+        _mark_times("call-sites-provoked", self._provoke_ms, provoked=len(self._provoke_ms))
 
     def _rehearse_round(self) -> None:
         if self._rehearsal is None:
@@ -467,9 +474,8 @@ class WorkerBinding:
         posted = next(self._rehearsal, None)
         if posted is None:
             self._rehearsal = None
-            # The detail: the milliseconds its steps took in all, and the longest step.
-            spent = {"ms": round(sum(self._rehearsal_ms), 1), "longest": max(self._rehearsal_ms)}
-            js.performance.mark("pagecontext:rehearsed", _js({"detail": spent}))
+            # The detail: the times its steps took.
+            _mark_times("rehearsed", self._rehearsal_ms)
             self._provocations = callsites.PROVOKE_AFTER
             js.setTimeout(
                 create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
@@ -483,7 +489,7 @@ class WorkerBinding:
         for _text in _each_message(batch):
             pass
         self._provoke()
-        self._rehearsal_ms.append(round(js.performance.now() - started, 1))
+        self._rehearsal_ms.append(_ms_since(started))
         js.setTimeout(create_once_callable(self._rehearse_round), 0)
 
     # -- HTTP: the agent's stream and the action API -----------------------------------
