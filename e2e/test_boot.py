@@ -53,9 +53,19 @@ def test_both_workers_restore_the_snapshot(
     agent's streamed answer) never reads the standard library zip or the installed files
     the bundle leaves out, so neither is downloaded. The page keeps the bundle and the
     runtime's wasm in the Cache API, and its next visit reads both from there (the
-    panel, a third-party frame here, has no Cache API and reads the HTTP cache)."""
+    panel, a third-party frame here, has no Cache API and reads the HTTP cache). The page
+    requests the wasm once: what it keeps is the response it compiled."""
     lazy: list[str] = []
     context.on("request", lambda r: lazy.append(r.url) if any(n in r.url for n in LAZY) else None)
+    page_wasm: list[str] = []
+    context.on(
+        "request",
+        lambda r: (
+            page_wasm.append(r.url)
+            if r.url.startswith(origins.page) and r.url.endswith("/pyodide.asm.wasm")
+            else None
+        ),
+    )
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     first = _visit(page, origins)
@@ -80,6 +90,8 @@ def test_both_workers_restore_the_snapshot(
              kept();
            })"""
     )
+    # Pyodide compiled the server's response, and the Cache API kept that same body.
+    assert len(page_wasm) == 1, page_wasm
     again = context.new_page()
     second = _visit(again, origins)
     assert {steps["snapshot-opened"] for steps in second} <= {"cache", "network"}

@@ -232,14 +232,17 @@ function runtimeWasm(url, cache) {
   // Read now, while the runtime's JavaScript loads, so that the bytes are in memory by
   // the time Pyodide asks for them.
   let early = cache.match(url).then((cached) => cached?.arrayBuffer()).catch(() => undefined);
-  let source = null; // where the wasm came from: "cache" or "network"
+  // The server's response, a second reader of the body Pyodide compiles: the Cache API
+  // gets the bytes decoded once, not a second decode from the HTTP cache.
+  let fetched = null;
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
     const bytes = await early;
-    source = bytes ? "cache" : "network";
-    mark("wasm-opened", source);
-    if (!bytes) return fetchFromServer(input, init);
-    return new Response(bytes, { headers: { "Content-Type": "application/wasm" } });
+    mark("wasm-opened", bytes ? "cache" : "network");
+    if (bytes) return new Response(bytes, { headers: { "Content-Type": "application/wasm" } });
+    const response = await fetchFromServer(input, init);
+    if (response.ok) fetched = response.clone();
+    return response;
   };
   return {
     done() {
@@ -247,10 +250,10 @@ function runtimeWasm(url, cache) {
       early = null; // the bytes, 9.6 MB, are not kept after the restore
     },
     async keep() {
-      if (source === "cache") return;
-      const response = await fetchFromServer(url);
-      if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-      await cache.put(url, new Response(await response.blob(), { headers: { "Content-Type": "application/wasm" } }));
+      const response = fetched;
+      fetched = null;
+      if (!response) return; // read from the cache, or never answered by the server
+      await cache.put(url, new Response(response.body, { headers: { "Content-Type": "application/wasm" } }));
     },
   };
 }
