@@ -50,7 +50,11 @@ from pagecontext.server.app import (  # noqa: E402
     create_assistant_app,
     create_page_app,
 )
-from pagecontext.server.chromium import CHROMIUM_ARGS, chromium_executable  # noqa: E402
+from pagecontext.server.chromium import (  # noqa: E402
+    CHROMIUM_ARGS,
+    MARK_DETAIL_JS,
+    chromium_executable,
+)
 from pagecontext.server.data import create_demo_db  # noqa: E402
 from pagecontext.server.run import free_port, serve_in_thread  # noqa: E402
 
@@ -594,19 +598,10 @@ KEPT_JS: Final = """(ms) => new Promise((resolve) => {
 })"""
 
 
-# The detail of a worker's mark named by the argument, once it is set: `rehearsed`
-# ({ms, longest}: its rehearsal of a selection's path, pagecontext.rehearsal) and
-# `call-sites-provoked` ({provoked, ms, longest}: pagecontext.browser.callsites).
-MARK_DETAIL_JS: Final = """(name) => new Promise((resolve) => {
-  const found = () => performance.getEntriesByName(name)[0];
-  if (found()) return resolve(found().detail);
-  new PerformanceObserver(() => { if (found()) resolve(found().detail); })
-    .observe({ type: "mark" });
-})"""
-
-
 def worker_marks(page: Page, origins: Origins, name: str) -> Json:
-    """Each worker's detail of the mark `name`, waiting for it."""
+    """Each worker's detail of the mark `name`, waiting for it: `rehearsed` ({ms,
+    longest}: its rehearsal of a selection's path, pagecontext.rehearsal) and
+    `call-sites-provoked` ({provoked, ms, longest}: pagecontext.browser.callsites)."""
     return {
         worker_name(worker, origins): worker.evaluate(MARK_DETAIL_JS, name)
         for worker in page.workers

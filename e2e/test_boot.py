@@ -11,6 +11,7 @@ from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Wor
 
 from pagecontext.browser import callsites
 from pagecontext.server import site
+from pagecontext.server.chromium import MARK_DETAIL_JS
 
 from .conftest import Origins, wait_bound
 from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
@@ -83,13 +84,7 @@ def test_both_workers_restore_the_snapshot(
         assert "stdlib-loaded" not in steps
         assert "site-packages-loaded" not in steps
     page_worker = next(w for w in page.workers if w.url.startswith(origins.page))
-    page_worker.evaluate(
-        """() => new Promise((resolve) => {
-             const kept = () => performance.getEntriesByName("pagecontext:snapshot-kept").length
-               ? resolve() : setTimeout(kept, 50);
-             kept();
-           })"""
-    )
+    page_worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-kept")
     # Pyodide compiled the server's response, and the Cache API kept that same body.
     assert len(page_wasm) == 1, page_wasm
     again = context.new_page()
@@ -99,15 +94,6 @@ def test_both_workers_restore_the_snapshot(
     assert sorted(str(steps.get("wasm-opened")) for steps in first) == ["None", "network"]
     assert sorted(str(steps.get("wasm-opened")) for steps in second) == ["None", "cache"]
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
-
-
-# A worker's mark's detail, once it is made (`name` is the argument).
-MARKED = """(name) => new Promise((resolve) => {
-  const found = () => performance.getEntriesByName(name)[0];
-  if (found()) return resolve(found().detail);
-  new PerformanceObserver(() => { if (found()) resolve(found().detail); })
-    .observe({ type: "mark" });
-})"""
 
 
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
@@ -125,11 +111,11 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
     wait_bound(panel(page))
     assert len(workers) == 2
     for worker in workers:
-        spent = worker.evaluate(MARKED, "pagecontext:rehearsed")
+        spent = worker.evaluate(MARK_DETAIL_JS, "pagecontext:rehearsed")
         assert spent["ms"] > 0, spent
         assert 0 < spent["longest"] <= spent["ms"], spent
         # After the spread, after each of the rehearsal's steps, and PROVOKE_AFTER times.
-        provoked = worker.evaluate(MARKED, "pagecontext:call-sites-provoked")
+        provoked = worker.evaluate(MARK_DETAIL_JS, "pagecontext:call-sites-provoked")
         assert provoked["provoked"] > callsites.PROVOKE_AFTER, provoked
         assert 0 < provoked["longest"] <= provoked["ms"], provoked
         # It wrote to objects of its own only, none of the worker's globals.

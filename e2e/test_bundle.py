@@ -18,6 +18,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
 from pagecontext.cli import main
+from pagecontext.server.chromium import MARK_DETAIL_JS
 from pagecontext.server.run import free_port
 
 from .conftest import STEP_TIMEOUT_MS
@@ -137,9 +138,7 @@ def test_the_demo_flow_runs_from_the_bundle(
     expect(page.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
     expect_no_csp_violations(page, workers)
     for worker in workers:
-        loaded = worker.evaluate(
-            """() => performance.getEntriesByName("pagecontext:runtime-loaded")[0].detail"""
-        )
+        loaded = worker.evaluate(MARK_DETAIL_JS, "pagecontext:runtime-loaded")
         assert loaded == "snapshot"
 
 

@@ -9,6 +9,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import BrowserContext, Page, Worker, expect
 
+from pagecontext.server.chromium import MARK_DETAIL_JS
+
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     ROW,
@@ -103,10 +105,7 @@ def test_the_fresh_boot_raises_no_violation(
     pydantic-core's library): the demo flow still raises no violation."""
     context.route("**/vendor/snapshot/**", lambda route: route.fulfill(status=404))
     workers = watched_demo_flow(page, context, origins.page + "/")
-    marks = [
-        w.evaluate("""() => performance.getEntriesByName("pagecontext:runtime-loaded")[0].detail""")
-        for w in workers
-    ]
+    marks = [w.evaluate(MARK_DETAIL_JS, "pagecontext:runtime-loaded") for w in workers]
     assert marks == ["fresh", "fresh"]
     expect_no_csp_violations(page, workers)
 
