@@ -164,20 +164,24 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     """The assistant never waits for a runtime that will not come: when the page's worker
     cannot load Pyodide, the page reports `failed` (the worker fails before the page's
     edge listens; its message waits for the edge) and its assistant frame loads and
-    boots all the same."""
+    boots all the same. The assistant does not claim to be bound: nothing acknowledged
+    its `connected`."""
     context.route(f"{origins.page}/vendor/**/pyodide.mjs", lambda route: route.abort())
     page.add_init_script(RECORD_CHILD_LOAD)
     page.goto(origins.page + "/")
     expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
     expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^worker: "))
-    booted = re.compile("^(ready|bound)$")
-    expect(html(panel(page))).to_have_attribute("data-pc-state", booted, timeout=BOOT_TIMEOUT_MS)
+    # It answered the page's connect, and no `bound` comes from a worker that never ran.
+    child = html(panel(page))
+    expect(child).to_have_attribute("data-pc-state", "connecting", timeout=BOOT_TIMEOUT_MS)
+    assert child.get_attribute("data-pc-connection") is None
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:
     """`pagecontext:state` goes booting, ready, bound (connection 1), then carries the
-    selection's revision and the revision shared with the assistant."""
+    selection's revision and the revision shared with the assistant. The assistant, the
+    child, is `connecting` between its `connected` and the page's `bound`."""
     page.add_init_script(RECORD_STATES)
     page.goto(origins.page + "/")
     wait_bound(page)
@@ -192,6 +196,12 @@ def test_state_events_follow_the_connection_and_the_selection(page: Page, origin
     last = states[-1]
     assert (last["state"], last["connection"], last["revision"]) == ("bound", 1, 1), states
     assert last["sharedRevision"] == 1, states
+    assistant = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    child: list[dict[str, Any]] = assistant.evaluate("window.__pcStates")
+    child_order = [
+        s["state"] for i, s in enumerate(child) if i == 0 or child[i - 1]["state"] != s["state"]
+    ]
+    assert child_order == ["booting", "ready", "connecting", "bound"], child
 
 
 def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:

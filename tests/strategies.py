@@ -1,8 +1,8 @@
 """Hypothesis strategies for raw port messages: well-formed ones of every type, and mutants.
 
 Well-formed: `contexts()`, `selections_cleared()`, `commands()`, `receipts()`,
-`conversations()`, `connecteds()`, `byes()` and `messages()` (any of them) draw raw dicts
-that `parse_message` accepts under DEFAULT_LIMITS and that `dump_message` gives back
+`conversations()`, `connecteds()`, `bounds()`, `byes()` and `messages()` (any of them)
+draw raw dicts that `parse_message` accepts under DEFAULT_LIMITS and that `dump_message` gives back
 unchanged. Identities, ids and revisions are strategies, so a test can aim messages at
 a binding (`contexts(page_instance_ids=st.just("page-A"))`).
 
@@ -36,6 +36,7 @@ __all__ = [
     "LIMITS",
     "MUTATIONS",
     "Mutant",
+    "bounds",
     "byes",
     "commands",
     "connecteds",
@@ -317,6 +318,16 @@ def connecteds(
     )
 
 
+def bounds(
+    *,
+    message_id: SearchStrategy[str] | None = None,
+    page_instance_ids: SearchStrategy[str] | None = None,
+    conversation_ids: SearchStrategy[str] | None = None,
+) -> SearchStrategy[Raw]:
+    """bound messages (the embedder bound the port)."""
+    return _envelope("bound", message_id, page_instance_ids, conversation_ids)
+
+
 def byes(
     *,
     message_id: SearchStrategy[str] | None = None,
@@ -341,6 +352,7 @@ def messages(
         receipts,
         conversations,
         connecteds,
+        bounds,
         byes,
     )
     return st.one_of(
@@ -435,6 +447,7 @@ _SCHEMA: Final[dict[str, dict[str, _Field]]] = {
         "instanceId": _Field(),
         "nonce": _Field(max_chars=22),
     },
+    "bound": _ENVELOPE_FIELDS,
     "bye": _ENVELOPE_FIELDS,
 }
 _MAPS: Final = {
@@ -838,6 +851,7 @@ _TYPES: Final = (
     "receipt",
     "conversation",
     "connected",
+    "bound",
     "bye",
 )
 
@@ -913,6 +927,7 @@ def stamped(
         ],
         "conversation": [build(wire.conversation)],
         "connected": [build(wire.connected, role=st.sampled_from(["page", "assistant"]))],
+        "bound": [build(wire.bound)],
         "bye": [build(wire.bye)],
     }
     return st.one_of([strategy for kind in types for strategy in builders[kind]])

@@ -13,6 +13,7 @@ from pagecontext.handshake import (
     BindState,
     ChildBinder,
     EmbedderBinder,
+    bound_message,
     read_nonce,
 )
 from pagecontext.testing import counter_ids, port_pair
@@ -281,11 +282,67 @@ def test_a_child_refuses_malformed_connect_data(peer: dict[str, object]) -> None
 
 
 def test_a_child_connects_once() -> None:
-    """A second connect is a local error."""
+    """A second connect is a local error, before and after the embedder's `bound`."""
     child = assistant_child()
     child.connect({"role": "page", "pageInstanceId": "page-A"})
+    with pytest.raises(LocalProtocolError, match="'connect' in state AWAITING_BOUND"):
+        child.connect({"role": "page", "pageInstanceId": "page-A"})
+    child.on_bound(wire.bound(pageInstanceId="page-A", conversationId="conv-1"))
     with pytest.raises(LocalProtocolError, match="'connect' in state BOUND"):
         child.connect({"role": "page", "pageInstanceId": "page-A"})
+
+
+def test_a_child_is_bound_only_by_the_embedders_bound() -> None:
+    """The child waits after sending `connected`; the `bound` the embedder answers once
+    it has checked the nonce binds the child to the same identities."""
+    embedder = page_embedder()
+    embedder.expect(NONCE)
+    child = assistant_child()
+    pending, connected_message = child.connect({"role": "page", "pageInstanceId": "page-A"})
+    assert child.state is BindState.AWAITING_BOUND
+    binding = embedder.on_connected(connected_message)
+    ack = bound_message(binding, "ack1")
+    assert ack == wire.bound(messageId="ack1", pageInstanceId="page-A", conversationId="conv-1")
+    assert child.on_bound(ack) == pending
+    assert child.state is BindState.BOUND
+    with pytest.raises(LocalProtocolError, match="'bound' in state BOUND"):
+        child.on_bound(ack)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (wire.context(pageInstanceId="page-A", conversationId="conv-1"), "not-bound"),
+        (wire.bye(pageInstanceId="page-A", conversationId="conv-1"), "not-bound"),
+        ({**wire.bound(pageInstanceId="page-A", conversationId="conv-1"), "x": 1}, "not-bound"),
+        (wire.bound(pageInstanceId="page-A", conversationId="conv-1", version=2), "not-bound"),
+        ("bound", "not-bound"),
+        (wire.bound(pageInstanceId="page-B", conversationId="conv-1"), "identity-mismatch"),
+        (wire.bound(pageInstanceId="page-A", conversationId="conv-2"), "identity-mismatch"),
+    ],
+)
+def test_a_first_message_that_is_not_a_matching_bound_closes_the_child(
+    raw: object, reason: str
+) -> None:
+    """Until `bound`, nothing else is taken from the port: the child closes instead."""
+    child = assistant_child()
+    child.connect({"role": "page", "pageInstanceId": "page-A"})
+    with pytest.raises(HandshakeRejected) as caught:
+        child.on_bound(raw)
+    assert caught.value.reason == reason
+    assert child.state is BindState.CLOSED
+
+
+def test_a_child_takes_bound_only_after_connecting() -> None:
+    """`bound` before `connect` is a local error; so is one after the child closed."""
+    child = assistant_child()
+    ack = wire.bound(pageInstanceId="page-A", conversationId="conv-1")
+    with pytest.raises(LocalProtocolError, match="'bound' in state IDLE"):
+        child.on_bound(ack)
+    child.connect({"role": "page", "pageInstanceId": "page-A"})
+    child.close()
+    with pytest.raises(LocalProtocolError, match="'bound' in state CLOSED"):
+        child.on_bound(ack)
 
 
 @pytest.mark.parametrize(

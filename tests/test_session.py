@@ -13,7 +13,7 @@ import wire
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import ReceiptLedger
 from pagecontext.models import Limits
-from pagecontext.session import AssistantSession, PageSession, ToPeer
+from pagecontext.session import AssistantSession, ClosePort, PageSession, ToEdge, ToPeer
 from pagecontext.testing import ChannelPair, FakeClock, Side, counter_ids
 
 TOPOLOGIES: list[Side] = ["page", "assistant"]
@@ -105,6 +105,64 @@ def test_the_handshake_binds_both_sides_to_the_same_identities(embedder: Side) -
     assert page.peer_instance_id == "asst-1"
     assert assistant.peer_instance_id == "page-7"
     assert pair.page_closed == pair.assistant_closed == []
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_the_child_is_bound_only_by_the_embedders_bound(embedder: Side) -> None:
+    """The child answers `connect` with `connected` and reports `connecting`, not
+    `bound`. The embedder, once it has checked the nonce, sends `bound` before anything
+    else; the child reports `bound` when it arrives, and a context queued before the
+    handshake is then committed."""
+    pair = ChannelPair(embedder=embedder, connect=False)
+    render_orders(pair)
+    select(pair)
+    pair.run("page", pair.page.share())
+    child: Side = "assistant" if embedder == "page" else "page"
+    child_session = pair.assistant if child == "assistant" else pair.page
+    pair.handshake(deliver=False)
+    assert child_session.binding is None
+    assert pair.last_edge(child, "connecting") == {"kind": "connecting"}
+    with pytest.raises(KeyError):
+        pair.last_edge(child, "bound")
+    if child == "assistant":
+        assert pair.assistant.edge_message("state")["connecting"] is True
+    pair.pump(only=embedder)  # the embedder takes `connected`
+    assert next(message["type"] for side, message in pair.sent if side == embedder) == "bound"
+    assert child_session.binding is None
+    pair.pump()
+    assert child_session.binding is not None
+    assert pair.last_edge(child, "bound") == {"kind": "bound", "connection": 1}
+    assert pair.assistant.edge_message("state")["connecting"] is False
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection_revision == 1
+
+
+@pytest.mark.parametrize(
+    ("first", "reason"),
+    [
+        (wire.context(pageInstanceId="page-1", conversationId="conv-1"), "not-bound"),
+        (wire.bound(pageInstanceId="page-2", conversationId="conv-1"), "identity-mismatch"),
+    ],
+)
+def test_a_child_whose_embedder_does_not_answer_bound_closes_the_port(
+    first: dict[str, object], reason: str
+) -> None:
+    """A first port message other than a `bound` naming the child's page instance and
+    conversation closes the port, refused; the child is not bound and commits nothing."""
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids("a")
+    )
+    assistant.attach_port("child", wire.NONCE, {"role": "page", "pageInstanceId": "page-1"})
+    effects = assistant.on_port_message(first)
+    assert ClosePort(reason, refused=True) in effects
+    assert ToEdge({"kind": "unbound"}) in effects
+    assert assistant.binding is None
+    assert assistant.pinned is None
+    assert (
+        assistant.on_port_message(wire.bound(pageInstanceId="page-1", conversationId="conv-1"))
+        == []
+    )
+    assert assistant.binding is None
 
 
 @pytest.mark.scenario(11)
@@ -686,6 +744,7 @@ def test_a_session_checks_every_message_against_its_own_limits() -> None:
     )
     connect = {"role": "assistant", "assistantInstanceId": "asst-1", "conversationId": "conv-1"}
     page.attach_port("child", wire.NONCE, connect)
+    page.on_port_message(wire.bound(pageInstanceId="page-1", conversationId="conv-1"))
     page.on_port_message(wire.conversation(pageInstanceId="page-1", conversationId="c" * 17))
     assert page.binding is not None
     assert page.binding.conversation_id == "conv-1"
@@ -700,6 +759,7 @@ def test_a_session_checks_every_message_against_its_own_limits() -> None:
         limits=strict,
     )
     assistant.attach_port("child", wire.NONCE, {"role": "page", "pageInstanceId": "page-1"})
+    assistant.on_port_message(wire.bound(pageInstanceId="page-1", conversationId="conv-1"))
     assistant.on_port_message(wire.context(pageInstanceId="page-1", selectionRevision=1))
     assistant.show()
     highlight = assistant.last_show

@@ -118,6 +118,11 @@ def connected(**overrides: Any) -> dict[str, Any]:
     return _apply(raw, overrides)
 
 
+def bound(**overrides: Any) -> dict[str, Any]:
+    """embedder -> child: the embedder bound the port (docs/protocol.md 8.12)."""
+    return envelope("bound", **overrides)
+
+
 def conversation(**overrides: Any) -> dict[str, Any]:
     """assistant -> page: a new conversation (the envelope's conversationId)."""
     return envelope("conversation", **overrides)

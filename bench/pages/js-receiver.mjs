@@ -10,7 +10,7 @@
 //   state (its `state-read`), as the core worker holds them for the edge.
 //
 // It is a benchmark baseline, not a second implementation: it only handles what the
-// benchmark sends (init, port, context, selection-cleared, diagnose).
+// benchmark sends (init, port, bound, context, selection-cleared, diagnose).
 
 const PROTOCOL = "pagecontext";
 const VERSION = 1;
@@ -304,7 +304,7 @@ function connect(message, port) {
   session.lastRevision = 0;
   session.pinned = null;
   session.port = port;
-  port.onmessage = onPort;
+  port.onmessage = (event) => awaitBound(event, port);
   port.postMessage({
     protocol: PROTOCOL,
     version: VERSION,
@@ -316,6 +316,22 @@ function connect(message, port) {
     instanceId: session.instanceId,
     nonce: message.nonce,
   });
+}
+
+// The embedder's first message after `connected` must be its `bound`, naming this
+// binding; only then is the port read for contexts (docs/protocol.md 8.12).
+function awaitBound(event, port) {
+  const data = event.data;
+  const keys = data !== null && typeof data === "object" && !Array.isArray(data) ? Object.keys(data).sort().join(",") : "";
+  const envelope = [...ENVELOPE_KEYS].sort().join(",");
+  if (keys !== envelope || data.protocol !== PROTOCOL || data.version !== VERSION || data.type !== "bound"
+      || typeof data.messageId !== "string" || !MESSAGE_ID.test(data.messageId)
+      || data.pageInstanceId !== session.pageInstanceId || data.conversationId !== session.conversationId) {
+    port.close();
+    self.postMessage({ kind: "refused", reason: "not-bound" });
+    return;
+  }
+  port.onmessage = onPort;
   self.postMessage({ kind: "bound", connection: 1 });
   post(state());
 }

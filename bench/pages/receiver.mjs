@@ -173,7 +173,24 @@ class Session {
     this.port.onmessage = (event) => this.deliver("port", event.data);
     const nonce = randomId();
     const ready = this.waitFor((source, data) => source === "worker" && data.kind === "ready", "ready");
-    const connected = this.waitFor((source, data) => source === "port" && data.type === "connected", "connected");
+    // The embedder's part of the handshake: `bound` once `connected` names this binding.
+    const connected = this.waitFor((source, data) => source === "port" && data.type === "connected", "connected")
+      .then((c) => {
+        const message = c.data;
+        if (message.nonce !== nonce || message.pageInstanceId !== this.pageInstanceId
+            || message.conversationId !== this.conversationId || message.role !== "assistant") {
+          throw new Error(`${this.kind}: unexpected connected message ${JSON.stringify(message)}`);
+        }
+        this.port.postMessage({
+          protocol: "pagecontext",
+          version: 1,
+          type: "bound",
+          messageId: randomId(),
+          pageInstanceId: this.pageInstanceId,
+          conversationId: this.conversationId,
+        });
+        return c;
+      });
     const bound = this.waitFor((source, data) => source === "worker" && data.kind === "bound", "bound");
     this.worker.postMessage({
       kind: "init",
@@ -192,11 +209,6 @@ class Session {
       [channel.port2],
     );
     const [r, c] = await Promise.all([ready, connected, bound]);
-    const message = c.data;
-    if (message.nonce !== nonce || message.pageInstanceId !== this.pageInstanceId
-        || message.conversationId !== this.conversationId || message.role !== "assistant") {
-      throw new Error(`${this.kind}: unexpected connected message ${JSON.stringify(message)}`);
-    }
     return { readyMs: r.t - t0, connectedMs: c.t - t0 };
   }
 

@@ -1,9 +1,11 @@
-"""The port-level binding state machine (PROTOCOL.md section 2, steps 5-8).
+"""The port-level binding state machine (PROTOCOL.md section 2, steps 5-8, and
+docs/protocol.md 8.12).
 
 The window-level checks (origin, `event.source`) run in the browser bindings; this
 module decides on what arrives over the port: the embedder binds a connection only when
-the child's `connected` message presents the nonce minted for it, and the child builds
-that message from the embedder's `connect` data and the nonce it read from its URL.
+the child's `connected` message presents the nonce minted for it, and answers `bound`;
+the child builds `connected` from the embedder's `connect` data and the nonce it read
+from its URL, and counts itself bound only once that `bound` arrives.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pagecontext.models import (
     NONCE_PATTERN,
     PROTOCOL,
     VERSION,
+    BoundMessage,
     ConnectedMessage,
     Role,
     dump_message,
@@ -32,6 +35,7 @@ __all__ = [
     "Binding",
     "ChildBinder",
     "EmbedderBinder",
+    "bound_message",
     "read_nonce",
 ]
 
@@ -41,11 +45,12 @@ class BindState(enum.Enum):
 
     IDLE = "idle"
     AWAITING_CONNECTED = "awaiting-connected"
+    AWAITING_BOUND = "awaiting-bound"
     BOUND = "bound"
     CLOSED = "closed"
 
 
-_Event = Literal["expect", "connected", "rejected", "close", "child-reloaded", "connect"]
+_Event = Literal["expect", "connected", "rejected", "close", "child-reloaded", "connect", "bound"]
 
 # Transition rules.
 # - An embedder expects a `connected` message only after minting a nonce ("expect"),
@@ -53,7 +58,9 @@ _Event = Literal["expect", "connected", "rejected", "close", "child-reloaded", "
 # - A `connected` message either binds (BOUND) or is rejected, and a rejection closes:
 #   after an error the binder refuses further use until a new nonce is expected.
 # - "close" is legal from every state; "child-reloaded" ends a live or pending binding.
-# - A child connects once ("connect": IDLE -> BOUND); a failed connect closes it.
+# - A child connects once ("connect": IDLE -> AWAITING_BOUND) and is bound only by the
+#   embedder's `bound` ("bound": AWAITING_BOUND -> BOUND); a failed connect, or a first
+#   port message that is not a matching `bound`, closes it.
 # Anything not in a table is a LocalProtocolError naming the event and the state.
 _EMBEDDER_TRANSITIONS: Mapping[tuple[BindState, _Event], BindState] = {
     (BindState.IDLE, "expect"): BindState.AWAITING_CONNECTED,
@@ -68,9 +75,12 @@ _EMBEDDER_TRANSITIONS: Mapping[tuple[BindState, _Event], BindState] = {
     (BindState.CLOSED, "close"): BindState.CLOSED,
 }
 _CHILD_TRANSITIONS: Mapping[tuple[BindState, _Event], BindState] = {
-    (BindState.IDLE, "connect"): BindState.BOUND,
+    (BindState.IDLE, "connect"): BindState.AWAITING_BOUND,
     (BindState.IDLE, "rejected"): BindState.CLOSED,
+    (BindState.AWAITING_BOUND, "bound"): BindState.BOUND,
+    (BindState.AWAITING_BOUND, "rejected"): BindState.CLOSED,
     (BindState.IDLE, "close"): BindState.CLOSED,
+    (BindState.AWAITING_BOUND, "close"): BindState.CLOSED,
     (BindState.BOUND, "close"): BindState.CLOSED,
     (BindState.CLOSED, "close"): BindState.CLOSED,
 }
@@ -207,7 +217,8 @@ class EmbedderBinder:
 
 
 class ChildBinder:
-    """The child's side: answers the embedder's `connect` with a `connected` message.
+    """The child's side: answers the embedder's `connect` with a `connected` message,
+    and is bound once the embedder's `bound` echoes the binding's identities.
 
     `nonce` is what `read_nonce` found in the child's URL at start (None if absent).
     """
@@ -229,6 +240,7 @@ class ChildBinder:
         self._nonce = nonce
         self._new_id = new_id
         self._state = BindState.IDLE
+        self._binding: Binding | None = None
 
     @property
     def state(self) -> BindState:
@@ -240,22 +252,54 @@ class ChildBinder:
 
         `peer` is `{"role": "page", "pageInstanceId": ...}` or `{"role": "assistant",
         "assistantInstanceId": ..., "conversationId": ...}`, optionally with the connect
-        message's own `protocol`, `version` and `type` keys. Returns the Binding and the
-        `connected` message to send over the port. Raises HandshakeRejected ("no-nonce",
-        "wrong-role", "malformed") and goes CLOSED; LocalProtocolError on a second call.
+        message's own `protocol`, `version` and `type` keys. Returns the Binding it will
+        have once the embedder answers `bound` (`on_bound`), and the `connected` message
+        to send over the port. Raises HandshakeRejected ("no-nonce", "wrong-role",
+        "malformed") and goes CLOSED; LocalProtocolError on a second call.
         """
-        bound = _next_state(_CHILD_TRANSITIONS, self._state, "connect")
+        awaiting = _next_state(_CHILD_TRANSITIONS, self._state, "connect")
         try:
             binding, connected = self._connected_message(peer)
         except HandshakeRejected:
             self._state = _next_state(_CHILD_TRANSITIONS, self._state, "rejected")
             raise
-        self._state = bound
+        self._state = awaiting
+        self._binding = binding
         return binding, connected
+
+    def on_bound(self, raw: object) -> Binding:
+        """Bind on the embedder's first port message after `connected`; return the Binding.
+
+        Raises HandshakeRejected ("not-bound": not a valid `bound` message;
+        "identity-mismatch": it names another page instance or conversation) and goes
+        CLOSED; LocalProtocolError unless `connect` was answered and nothing bound yet.
+        """
+        bound = _next_state(_CHILD_TRANSITIONS, self._state, "bound")
+        binding = self._binding
+        assert binding is not None  # set by the move into AWAITING_BOUND
+        try:
+            message = parse_message(raw)
+        except MessageRejected:
+            message = None
+        reason = None
+        if not isinstance(message, BoundMessage):
+            reason = "not-bound"
+        elif (message.page_instance_id, message.conversation_id) != (
+            binding.page_instance_id,
+            binding.conversation_id,
+        ):
+            reason = "identity-mismatch"
+        if reason is not None:
+            self._state = _next_state(_CHILD_TRANSITIONS, self._state, "rejected")
+            self._binding = None
+            raise HandshakeRejected(reason)
+        self._state = bound
+        return binding
 
     def close(self) -> None:
         """End the binding."""
         self._state = _next_state(_CHILD_TRANSITIONS, self._state, "close")
+        self._binding = None
 
     def _connected_message(self, peer: Mapping[str, object]) -> tuple[Binding, dict[str, object]]:
         if self._nonce is None or not _NONCE_RE.match(self._nonce):
@@ -296,6 +340,16 @@ class ChildBinder:
             peer_instance_id=peer_instance_id,
         )
         return binding, dump_message(message)
+
+
+def bound_message(binding: Binding, message_id: str) -> dict[str, object]:
+    """The embedder's `bound` message for a binding `on_connected` just made."""
+    message = BoundMessage(
+        message_id=message_id,
+        page_instance_id=binding.page_instance_id,
+        conversation_id=binding.conversation_id,
+    )
+    return dump_message(message)
 
 
 _PEER_KEYS = {

@@ -42,6 +42,7 @@ __all__ = [
     "REFUSAL_REASONS",
     "VERSION",
     "Action",
+    "BoundMessage",
     "ByeMessage",
     "CommandMessage",
     "ConnectedMessage",
@@ -277,6 +278,13 @@ class ConnectedMessage(_Envelope):
     nonce: Annotated[str, StringConstraints(pattern=NONCE_PATTERN)]
 
 
+class BoundMessage(_Envelope):
+    """embedder -> child, first message on the port after `connected`: the embedder
+    checked the child's nonce and identities and bound the port (docs/protocol.md 8.12)."""
+
+    type: Literal["bound"] = "bound"
+
+
 class ByeMessage(_Envelope):
     """Either side: the connection is closing."""
 
@@ -290,6 +298,7 @@ Message = Annotated[
     | ConversationMessage
     | CommandMessage
     | ConnectedMessage
+    | BoundMessage
     | ByeMessage,
     Field(discriminator="type"),
 ]

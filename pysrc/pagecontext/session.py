@@ -49,7 +49,7 @@ from pagecontext.budget import DEFAULT_BUDGET
 from pagecontext.composer import Composer
 from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
-from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder
+from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
 from pagecontext.items import JsonValue
 from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
@@ -221,6 +221,10 @@ class _Connection:
         self.new_id = new_id
         self.position: Position | None = None
         self.embedder: EmbedderBinder | None = None
+        # As the child: the binder whose `connected` went out, and the binding it makes
+        # once the embedder's `bound` arrives.
+        self.child: ChildBinder | None = None
+        self.pending: Binding | None = None
         self.binding: Binding | None = None
         self.connections = 0
 
@@ -231,8 +235,11 @@ class _Connection:
         peer: Mapping[str, object] | None,
         conversation_id: str | None,
     ) -> list[Effect]:
-        """Take a new port: expect the child's `connected`, or send ours as the child."""
+        """Take a new port: expect the child's `connected`, or send ours as the child and
+        wait for the embedder's `bound`."""
         self.binding = None
+        self.child = None
+        self.pending = None
         self.position = position
         if position == "embedder":
             if nonce is None:
@@ -258,17 +265,32 @@ class _Connection:
             return [ClosePort(exc.reason, refused=True)]
         # Each port is a new connection, so receipts of an earlier one never match it.
         self.connections += 1
-        self.binding = replace(binding, connection_id=self.connections)
-        return [ToPeer(connected)]
+        self.child = child
+        self.pending = replace(binding, connection_id=self.connections)
+        return [ToPeer(connected), ToEdge({"kind": "connecting"})]
 
-    def on_connected(self, raw: object) -> Binding | ClosePort:
-        """As the embedder, verify the child's `connected` message."""
-        assert self.embedder is not None
+    def on_handshake(self, raw: object) -> list[Effect] | None:
+        """Take the port's next message while its handshake is pending: as the embedder,
+        the child's `connected` (answered with `bound`); as the child, the embedder's
+        `bound`. Returns the effects, with `binding` set if this message bound the port,
+        or the port closed if it may not; None when no handshake is pending."""
+        if self.awaiting_connected:
+            assert self.embedder is not None
+            try:
+                self.binding = self.embedder.on_connected(raw)
+            except HandshakeRejected as exc:
+                return [ClosePort(exc.reason, refused=True)]
+            return [ToPeer(bound_message(self.binding, self.new_id()))]
+        if self.pending is None:
+            return None
+        assert self.child is not None
         try:
-            self.binding = self.embedder.on_connected(raw)
+            self.child.on_bound(raw)
         except HandshakeRejected as exc:
-            return ClosePort(exc.reason, refused=True)
-        return self.binding
+            self.pending = None
+            return [ClosePort(exc.reason, refused=True), ToEdge({"kind": "unbound"})]
+        self.binding, self.pending = self.pending, None
+        return []
 
     @property
     def awaiting_connected(self) -> bool:
@@ -278,9 +300,15 @@ class _Connection:
             and self.embedder.state is BindState.AWAITING_CONNECTED
         )
 
+    @property
+    def handshaking(self) -> bool:
+        """A handshake is pending on the current port (either side)."""
+        return self.awaiting_connected or self.pending is not None
+
     def bye(self) -> list[Effect]:
-        """End the binding from this side: send `bye`, close the port, forget the binding."""
-        binding = self.binding
+        """End the binding from this side: send `bye`, close the port, forget the binding
+        (also one that waits for the embedder's `bound`)."""
+        binding = self.binding or self.pending
         if binding is None:
             return []
         message = ByeMessage(
@@ -294,6 +322,7 @@ class _Connection:
     def drop(self) -> None:
         """Forget the current binding (bye, close, or the child reloaded)."""
         self.binding = None
+        self.pending = None
         if self.embedder is not None and self.embedder.state is not BindState.CLOSED:
             self.embedder.close()
 
@@ -404,9 +433,9 @@ class PageSession:
 
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
-        if self._conn.awaiting_connected:
-            outcome = self._conn.on_connected(raw)
-            return [outcome] if isinstance(outcome, ClosePort) else self._bound()
+        handshake = self._conn.on_handshake(raw)
+        if handshake is not None:
+            return handshake + self._bound() if self._conn.binding is not None else handshake
         if self._conn.binding is None:
             return []
         kind = _type_of(raw)
@@ -613,9 +642,9 @@ class AssistantSession:
 
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
-        if self._conn.awaiting_connected:
-            outcome = self._conn.on_connected(raw)
-            return [outcome] if isinstance(outcome, ClosePort) else self._bound()
+        handshake = self._conn.on_handshake(raw)
+        if handshake is not None:
+            return handshake + self._bound() if self._conn.binding is not None else handshake
         binding = self._conn.binding
         if binding is None:
             return []
@@ -656,7 +685,7 @@ class AssistantSession:
         (the one a page sends in bursts) is checked and committed on a faster path.
         Raises ValueError if `text` is not JSON.
         """
-        if self._conn.binding is not None and not self._conn.awaiting_connected:
+        if self._conn.binding is not None and not self._conn.handshaking:
             message = parse_context_json(text, self._limits)
             if message is not None:
                 return self._received(self.receiver.admit(message))
@@ -1087,6 +1116,7 @@ class AssistantSession:
             {
                 "kind": "state",
                 "bound": self._conn.binding is not None,
+                "connecting": self._conn.pending is not None,
                 "chip": chip,
                 "command": last,
                 "refused": dict(self.receiver.counts),

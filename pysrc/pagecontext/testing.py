@@ -270,14 +270,19 @@ class ChannelPair:
         return _cloned(data)
 
     def handshake(
-        self, *, nonce: str | None = None, child_nonce: str | EllipsisType | None = ...
+        self,
+        *,
+        nonce: str | None = None,
+        child_nonce: str | EllipsisType | None = ...,
+        deliver: bool = True,
     ) -> str:
         """Open a new link and bind it through the sessions' public API; return the nonce.
 
         The embedder attaches with `nonce` (a fresh one if None), the child with
         `child_nonce` (default: the same nonce, as read from its URL) and the connect
-        data; then the child's `connected` is delivered. Errors a session raises (such
-        as LocalProtocolError for a reused nonce) propagate.
+        data; then the child's `connected` and the embedder's `bound` are delivered
+        (unless `deliver` is False: `pump()` them). Errors a session raises (such as
+        LocalProtocolError for a reused nonce) propagate.
         """
         minted = self.mint_nonce() if nonce is None else nonce
         presented = minted if isinstance(child_nonce, EllipsisType) else child_nonce
@@ -286,7 +291,8 @@ class ChannelPair:
         self._port[embedder] = self._port[child] = link
         self.run(embedder, self._session(embedder).attach_port("embedder", minted))
         self.run(child, self._session(child).attach_port("child", presented, self.connect_data()))
-        self.pump()
+        if deliver:
+            self.pump()
         return minted
 
     def child_reloaded(self) -> None:

@@ -430,6 +430,9 @@ class Edge:
             self.root.setAttribute("data-pc-connection", str(connection))
             self.public["connection"] = connection
             self._set_state("bound")
+        elif kind == "connecting":
+            # A child: its `connected` is out; the embedder's `bound` makes it bound.
+            self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
         elif kind == "diagnostics":
@@ -451,7 +454,10 @@ class Edge:
             # Read: the worker may build the next one while this one is drawn.
             self._to_worker({"kind": "state-read"})
             self.state = message
-            self._set_state("bound" if message.get("bound") else "ready")
+            if message.get("bound"):
+                self._set_state("bound")
+            else:
+                self._set_state("connecting" if message.get("connecting") else "ready")
             self._render_panel(message)
         elif kind == "persist":
             self._save(message.get("text"))
