@@ -102,14 +102,18 @@ def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
     """After binding, each worker rehearses a selection's and a command's path on
     sessions of its own (pagecontext.rehearsal), then provokes the interpreter's call
     sites (pagecontext.browser.callsites): both finish, and the frames show nothing of
-    them: no chip, no revision, an empty conversation, no highlighted row. The first
-    real selection and Show me then work as usual."""
+    them: no chip, no revision, an empty conversation, no highlighted row. The page's
+    worker, an embedder waiting for its child, rehearsed a binding before its own. The
+    first real selection and Show me then work as usual."""
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     page.goto(origins.page + "/")
     wait_bound(page)
     wait_bound(panel(page))
     assert len(workers) == 2
+    page_worker = next(w for w in workers if w.url.startswith(origins.page))
+    handshake = page_worker.evaluate(MARK_DETAIL_JS, "pagecontext:handshake-rehearsed")
+    assert 0 < handshake["longest"] == handshake["ms"], handshake
     for worker in workers:
         spent = worker.evaluate(MARK_DETAIL_JS, "pagecontext:rehearsed")
         assert spent["ms"] > 0, spent

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from pagecontext.rehearsal import ROUNDS, rehearsal
+import pytest
+
+from pagecontext.rehearsal import ROUNDS, rehearsal, rehearse_handshake
 from pagecontext.session import Effect
-from pagecontext.testing import ChannelPair
+from pagecontext.testing import ChannelPair, Side
 
 
 def _kind(message: dict[str, object]) -> object:
@@ -82,3 +84,17 @@ def test_a_text_link_delivers_what_a_data_link_does() -> None:
     assert isinstance(command, dict)
     assert command["ui"]["state"] == "applied"  # type: ignore[index]
     assert highlights == {"orders": {"row:2": "focus"}}
+
+
+@pytest.mark.parametrize("embedder", ["page", "assistant"])
+def test_a_handshake_rehearsal_binds_sessions_of_its_own(embedder: Side) -> None:
+    """`rehearse_handshake` binds a page and an assistant of its own, either one the
+    embedder: the child's `connected` and the embedder's `bound`, and nothing else, on
+    its in-memory link."""
+    pair = rehearse_handshake(embedder)
+    assert pair.page.binding is not None
+    assert pair.assistant.binding is not None
+    assert [(side, message["type"]) for side, message in pair.sent] == [
+        ("page" if embedder == "assistant" else "assistant", "connected"),
+        (embedder, "bound"),
+    ]

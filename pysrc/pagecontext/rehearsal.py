@@ -9,6 +9,10 @@ browser's port listener does: an object selected and shared, the context committ
 panel's state and conversation log built, "Show me" sent, applied on a fake DOM and
 answered with receipts. Its sessions are its own: nothing reaches the frame's session,
 the page, the other frame or a model.
+
+`rehearse_handshake()` does the same for a binding: a worker runs it while it waits
+for its child's `connected`, so that checking it and answering `bound` do not pay for
+that code's first run (30-50 ms, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -54,6 +58,13 @@ class _Pair(ChannelPair):
         self.page_edge.clear()
         self.refreshes.clear()
         return posted
+
+
+def rehearse_handshake(embedder: Side) -> ChannelPair:
+    """Bind a page session and an assistant session of its own, `embedder` embedding the
+    other, over an in-memory link that carries JSON text (the child's `connected`
+    checked, `bound` answered and taken); return them, bound."""
+    return ChannelPair(embedder=embedder, as_text=True)
 
 
 def rehearsal(rounds: int = ROUNDS) -> Iterator[list[dict[str, object]]]:

@@ -363,6 +363,11 @@ class PageSession:
         """The current binding, or None while unbound."""
         return self._conn.binding
 
+    @property
+    def connecting(self) -> bool:
+        """As the child: `connected` is sent, and the embedder's `bound` has not come."""
+        return self._conn.pending is not None
+
     def on_view(
         self,
         component_id: str,
@@ -578,6 +583,11 @@ class AssistantSession:
     def binding(self) -> Binding | None:
         """The current binding, or None while unbound."""
         return self._conn.binding
+
+    @property
+    def connecting(self) -> bool:
+        """As the child: `connected` is sent, and the embedder's `bound` has not come."""
+        return self._conn.pending is not None
 
     @property
     def pinned(self) -> ContextMessage | None:
@@ -1116,7 +1126,7 @@ class AssistantSession:
             {
                 "kind": "state",
                 "bound": self._conn.binding is not None,
-                "connecting": self._conn.pending is not None,
+                "connecting": self.connecting,
                 "chip": chip,
                 "command": last,
                 "refused": dict(self.receiver.counts),
