@@ -175,6 +175,9 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     child = html(panel(page))
     expect(child).to_have_attribute("data-pc-state", "connecting", timeout=BOOT_TIMEOUT_MS)
     assert child.get_attribute("data-pc-connection") is None
+    shown = panel(page).locator(".pc-connection-text")
+    text = "(element) => getComputedStyle(element, '::after').content"
+    assert shown.evaluate(text) == '"Connecting…"'
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 
