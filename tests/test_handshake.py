@@ -301,30 +301,50 @@ def test_a_child_is_bound_only_by_the_embedders_bound() -> None:
     pending, connected_message = child.connect({"role": "page", "pageInstanceId": "page-A"})
     assert child.state is BindState.AWAITING_BOUND
     binding = embedder.on_connected(connected_message)
+    assert (binding.page_instance_id, binding.conversation_id) == ("page-A", "conv-1")
+    assert (pending.page_instance_id, pending.conversation_id) == ("page-A", "conv-1")
     ack = bound_message(binding, "ack1")
     assert ack == wire.bound(messageId="ack1", pageInstanceId="page-A", conversationId="conv-1")
-    assert child.on_bound(ack) == pending
+    assert child.on_bound(ack) is True
     assert child.state is BindState.BOUND
     with pytest.raises(LocalProtocolError, match="'bound' in state BOUND"):
         child.on_bound(ack)
 
 
 @pytest.mark.parametrize(
+    "raw",
+    [
+        wire.context(pageInstanceId="page-A", conversationId="conv-1"),
+        wire.bye(pageInstanceId="page-A", conversationId="conv-1"),
+    ],
+)
+def test_an_embedder_that_predates_bound_binds_by_its_first_stamped_message(raw: object) -> None:
+    """An embedder that sends no `bound` sends only on a port it bound: its first valid
+    message, stamped with the binding's page instance and conversation, binds the child,
+    which is told to read it as a bound port's message (False)."""
+    child = assistant_child()
+    child.connect({"role": "page", "pageInstanceId": "page-A"})
+    assert child.on_bound(raw) is False
+    assert child.state is BindState.BOUND
+
+
+@pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        (wire.context(pageInstanceId="page-A", conversationId="conv-1"), "not-bound"),
-        (wire.bye(pageInstanceId="page-A", conversationId="conv-1"), "not-bound"),
+        (wire.without(wire.context(pageInstanceId="page-A"), "conversationId"), "not-bound"),
         ({**wire.bound(pageInstanceId="page-A", conversationId="conv-1"), "x": 1}, "not-bound"),
         (wire.bound(pageInstanceId="page-A", conversationId="conv-1", version=2), "not-bound"),
         ("bound", "not-bound"),
         (wire.bound(pageInstanceId="page-B", conversationId="conv-1"), "identity-mismatch"),
         (wire.bound(pageInstanceId="page-A", conversationId="conv-2"), "identity-mismatch"),
+        (wire.context(pageInstanceId="page-A", conversationId="conv-2"), "identity-mismatch"),
     ],
 )
 def test_a_first_message_that_is_not_a_matching_bound_closes_the_child(
     raw: object, reason: str
 ) -> None:
-    """Until `bound`, nothing else is taken from the port: the child closes instead."""
+    """A first message that is not valid, or is stamped for another binding, closes the
+    child: it is never bound."""
     child = assistant_child()
     child.connect({"role": "page", "pageInstanceId": "page-A"})
     with pytest.raises(HandshakeRejected) as caught:

@@ -140,15 +140,17 @@ def test_the_child_is_bound_only_by_the_embedders_bound(embedder: Side) -> None:
 @pytest.mark.parametrize(
     ("first", "reason"),
     [
-        (wire.context(pageInstanceId="page-1", conversationId="conv-1"), "not-bound"),
+        ({**wire.bound(pageInstanceId="page-1", conversationId="conv-1"), "x": 1}, "not-bound"),
         (wire.bound(pageInstanceId="page-2", conversationId="conv-1"), "identity-mismatch"),
+        (wire.context(pageInstanceId="page-1", conversationId="conv-2"), "identity-mismatch"),
     ],
 )
 def test_a_child_whose_embedder_does_not_answer_bound_closes_the_port(
     first: dict[str, object], reason: str
 ) -> None:
-    """A first port message other than a `bound` naming the child's page instance and
-    conversation closes the port, refused; the child is not bound and commits nothing."""
+    """A first port message that is not valid, or is stamped for another page instance
+    or conversation, closes the port, refused; the child is not bound and commits
+    nothing."""
     assistant = AssistantSession(
         instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids("a")
     )
@@ -163,6 +165,21 @@ def test_a_child_whose_embedder_does_not_answer_bound_closes_the_port(
         == []
     )
     assert assistant.binding is None
+
+
+def test_an_embedder_that_predates_bound_binds_the_child_with_its_first_context() -> None:
+    """An embedder from before `bound` sends its first context right after binding:
+    the context binds the assistant child (`bound` on its edge) and is committed."""
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids("a")
+    )
+    assistant.attach_port("child", wire.NONCE, {"role": "page", "pageInstanceId": "page-1"})
+    first = wire.context(pageInstanceId="page-1", conversationId="conv-1", selectionRevision=1)
+    effects = assistant.on_port_message(first)
+    assert ToEdge({"kind": "bound", "connection": 1}) in effects
+    assert assistant.binding is not None
+    assert assistant.pinned is not None
+    assert assistant.pinned.selection_revision == 1
 
 
 @pytest.mark.scenario(11)

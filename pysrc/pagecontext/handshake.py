@@ -267,12 +267,16 @@ class ChildBinder:
         self._binding = binding
         return binding, connected
 
-    def on_bound(self, raw: object) -> Binding:
-        """Bind on the embedder's first port message after `connected`; return the Binding.
+    def on_bound(self, raw: object) -> bool:
+        """Bind on the embedder's first port message after `connected`.
 
-        Raises HandshakeRejected ("not-bound": not a valid `bound` message;
-        "identity-mismatch": it names another page instance or conversation) and goes
-        CLOSED; LocalProtocolError unless `connect` was answered and nothing bound yet.
+        Returns True if it is the embedder's `bound`. An embedder that predates `bound`
+        sends none: its first message, valid and stamped with this binding's page
+        instance and conversation, binds as well (it sends only on a port it bound), and
+        False says the caller is still to handle it as a bound port's message. Raises
+        HandshakeRejected ("not-bound": not a valid message; "identity-mismatch": it
+        names another page instance or conversation) and goes CLOSED;
+        LocalProtocolError unless `connect` was answered and nothing bound yet.
         """
         bound = _next_state(_CHILD_TRANSITIONS, self._state, "bound")
         binding = self._binding
@@ -282,7 +286,7 @@ class ChildBinder:
         except MessageRejected:
             message = None
         reason = None
-        if not isinstance(message, BoundMessage):
+        if message is None:
             reason = "not-bound"
         elif (message.page_instance_id, message.conversation_id) != (
             binding.page_instance_id,
@@ -294,7 +298,7 @@ class ChildBinder:
             self._binding = None
             raise HandshakeRejected(reason)
         self._state = bound
-        return binding
+        return isinstance(message, BoundMessage)
 
     def close(self) -> None:
         """End the binding."""

@@ -269,28 +269,30 @@ class _Connection:
         self.pending = replace(binding, connection_id=self.connections)
         return [ToPeer(connected), ToEdge({"kind": "connecting"})]
 
-    def on_handshake(self, raw: object) -> list[Effect] | None:
+    def on_handshake(self, raw: object) -> tuple[list[Effect], bool] | None:
         """Take the port's next message while its handshake is pending: as the embedder,
         the child's `connected` (answered with `bound`); as the child, the embedder's
-        `bound`. Returns the effects, with `binding` set if this message bound the port,
-        or the port closed if it may not; None when no handshake is pending."""
+        `bound` (see `ChildBinder.on_bound`). Returns the effects, with `binding` set if
+        this message bound the port, or the port closed if it may not, and whether the
+        message is still to be handled as a bound port's; None when no handshake is
+        pending."""
         if self.awaiting_connected:
             assert self.embedder is not None
             try:
                 self.binding = self.embedder.on_connected(raw)
             except HandshakeRejected as exc:
-                return [ClosePort(exc.reason, refused=True)]
-            return [ToPeer(bound_message(self.binding, self.new_id()))]
+                return [ClosePort(exc.reason, refused=True)], False
+            return [ToPeer(bound_message(self.binding, self.new_id()))], False
         if self.pending is None:
             return None
         assert self.child is not None
         try:
-            self.child.on_bound(raw)
+            explicit = self.child.on_bound(raw)
         except HandshakeRejected as exc:
             self.pending = None
-            return [ClosePort(exc.reason, refused=True), ToEdge({"kind": "unbound"})]
+            return [ClosePort(exc.reason, refused=True), ToEdge({"kind": "unbound"})], False
         self.binding, self.pending = self.pending, None
-        return []
+        return [], not explicit
 
     @property
     def awaiting_connected(self) -> bool:
@@ -325,6 +327,26 @@ class _Connection:
         self.pending = None
         if self.embedder is not None and self.embedder.state is not BindState.CLOSED:
             self.embedder.close()
+
+
+def _take_handshake(
+    conn: _Connection,
+    raw: object,
+    bound: Callable[[], list[Effect]],
+    read: Callable[[object], list[Effect]],
+) -> list[Effect] | None:
+    """A port message while a handshake is pending (`_Connection.on_handshake`): its
+    effects, the session's on binding (`bound`), and, for a message that bound the port
+    without being `bound`, the session's on reading it (`read`). None when no handshake
+    is pending."""
+    handshake = conn.on_handshake(raw)
+    if handshake is None:
+        return None
+    effects, unread = handshake
+    if conn.binding is None:
+        return effects
+    effects += bound()
+    return effects + read(raw) if unread else effects
 
 
 def _type_of(raw: object) -> object:
@@ -438,9 +460,9 @@ class PageSession:
 
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
-        handshake = self._conn.on_handshake(raw)
+        handshake = _take_handshake(self._conn, raw, self._bound, self.on_port_message)
         if handshake is not None:
-            return handshake + self._bound() if self._conn.binding is not None else handshake
+            return handshake
         if self._conn.binding is None:
             return []
         kind = _type_of(raw)
@@ -652,9 +674,9 @@ class AssistantSession:
 
     def on_port_message(self, raw: object) -> list[Effect]:
         """Handle one message from the bound port."""
-        handshake = self._conn.on_handshake(raw)
+        handshake = _take_handshake(self._conn, raw, self._bound, self.on_port_message)
         if handshake is not None:
-            return handshake + self._bound() if self._conn.binding is not None else handshake
+            return handshake
         binding = self._conn.binding
         if binding is None:
             return []
