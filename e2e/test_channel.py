@@ -338,6 +338,24 @@ def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memor
     assert max(heaps) - heaps[0] < 2 * 1024 * 1024, heaps
 
 
+def test_an_embedder_that_predates_bound_still_binds_the_assistant(
+    page: Page, origins: Origins
+) -> None:
+    """A page that sends no `bound` after the assistant's `connected` (docs/protocol.md
+    8.12): the assistant waits, `connecting`, and the page's first context binds it and
+    is committed."""
+    page.goto(f"{origins.page}/e2e/flooding-page.html?assistant={origins.assistant}&legacy=1")
+    expect(html(page)).to_have_attribute(
+        "data-connected", re.compile(".+"), timeout=BOOT_TIMEOUT_MS
+    )
+    assistant = page.frames[1].locator("html")
+    expect(assistant).to_have_attribute("data-pc-state", "connecting")
+    page.evaluate("() => window.flood(1, 1)")
+    expect(assistant).to_have_attribute("data-pc-revision", "1")
+    expect(assistant).to_have_attribute("data-pc-state", "bound")
+    assert assistant.get_attribute("data-pc-port-refused") in (None, "0")
+
+
 @pytest.mark.scenario(16, 18, 19)
 def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     demo: Page, origins: Origins
