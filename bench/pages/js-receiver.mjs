@@ -319,7 +319,8 @@ function connect(message, port) {
 }
 
 // The embedder's first message after `connected` must be its `bound`, naming this
-// binding; only then is the port read for contexts (docs/protocol.md 8.12).
+// binding; only then is the port read for contexts (docs/protocol.md 8.12; the bench's
+// embedder always sends it, so the core's leniency for older embedders is left out).
 function awaitBound(event, port) {
   const data = event.data;
   const keys = data !== null && typeof data === "object" && !Array.isArray(data) ? Object.keys(data).sort().join(",") : "";

@@ -5,7 +5,8 @@ The window-level checks (origin, `event.source`) run in the browser bindings; th
 module decides on what arrives over the port: the embedder binds a connection only when
 the child's `connected` message presents the nonce minted for it, and answers `bound`;
 the child builds `connected` from the embedder's `connect` data and the nonce it read
-from its URL, and counts itself bound only once that `bound` arrives.
+from its URL, and counts itself bound only once the embedder's first message arrives:
+that `bound`, or, from an embedder that predates it, its first stamped message.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ _Event = Literal["expect", "connected", "rejected", "close", "child-reloaded", "
 #   after an error the binder refuses further use until a new nonce is expected.
 # - "close" is legal from every state; "child-reloaded" ends a live or pending binding.
 # - A child connects once ("connect": IDLE -> AWAITING_BOUND) and is bound only by the
-#   embedder's `bound` ("bound": AWAITING_BOUND -> BOUND); a failed connect, or a first
-#   port message that is not a matching `bound`, closes it.
+#   embedder's first port message ("bound": AWAITING_BOUND -> BOUND); a failed connect,
+#   or a first message that is not valid and stamped for the binding, closes it.
 # Anything not in a table is a LocalProtocolError naming the event and the state.
 _EMBEDDER_TRANSITIONS: Mapping[tuple[BindState, _Event], BindState] = {
     (BindState.IDLE, "expect"): BindState.AWAITING_CONNECTED,
@@ -218,7 +219,8 @@ class EmbedderBinder:
 
 class ChildBinder:
     """The child's side: answers the embedder's `connect` with a `connected` message,
-    and is bound once the embedder's `bound` echoes the binding's identities.
+    and is bound once the embedder's first port message (its `bound`) echoes the
+    binding's identities.
 
     `nonce` is what `read_nonce` found in the child's URL at start (None if absent).
     """
