@@ -103,12 +103,27 @@ export async function mount(config) {
   const handle = { edge: null, worker, unmount: () => unmountHandle(handle) };
   mounted = handle;
   const { edge } = await edgeRuntime();
+  // The edge starts in three steps, each a task of its own: the config checked, the
+  // edge made, then its listeners, its `init` to the worker and its handshake.
+  // Unmounted between two steps, it stops there (unmount ends the worker).
   if (mounted !== handle) {
     worker.terminate(); // unmounted while MicroPython loaded
     return handle;
   }
-  handle.edge = edge.start(config, worker, globalThis.pagecontextHost);
-  globalThis.pagecontext = handle.edge;
+  const host = globalThis.pagecontextHost;
+  const checked = edge.check(config, worker, host);
+  if (checked === null) return handle; // refused, loudly: the worker is stopped
+  await nextTask();
+  if (mounted !== handle) return handle;
+  const started = edge.Edge(checked, worker, host);
+  await nextTask();
+  if (mounted !== handle) {
+    started.close();
+    return handle;
+  }
+  started.begin();
+  handle.edge = started;
+  globalThis.pagecontext = started;
   performance.mark("pagecontext:edge-started");
   return handle;
 }

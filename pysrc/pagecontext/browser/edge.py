@@ -162,10 +162,17 @@ DELEGATED_MAX = 256
 
 
 class Edge:
-    """One frame's main-thread edge. `start()` makes it; `close()` undoes everything."""
+    """One frame's main-thread edge. `close()` undoes everything.
+
+    It starts in three steps, each one task of the main thread, so that no step holds
+    the page for long (docs/performance.md): `check()` the config, make the `Edge`, then
+    `begin()`. Nothing listens before `begin()`, which posts `init` to the worker: the
+    worker says nothing before it, and everything that answers it is set up in the same
+    task.
+    """
 
     def __init__(self, config: dict[str, Any], worker: Any, host: Any) -> None:
-        """`config` is the frame's config as `integration.parse_config` returns it."""
+        """`config` is the frame's config as `check()` returns it."""
         self.host = host
         self.config = config
         self.role = config["role"]
@@ -193,22 +200,16 @@ class Edge:
         # What `pagecontext:state` last told the page.
         self.public: dict[str, Any] = {"state": "booting"}
         self.published: str = ""
-        self.owner.listen(worker, "message", self._from_worker)
-        self.owner.listen(js.window, "message", self._from_window)
-        self.owner.listen(js.window, "pagehide", self._on_pagehide)
         self.diagnostics_seq = 0
         # The conversation's entries shown in the panel, by entry id.
         self.log_items: dict[str, Any] = {}
         self.diagnostics: dict[str, Any] = {}
-        details = js.document.querySelector("[data-pc-diagnostics]")
-        if details is not None:
-            self.owner.listen(details, "toggle", self._render_diagnostics)
         self._set_state("booting")
         self.boot_timer: int | None = self.owner.later(
             config["timeouts"]["bootMs"], self._on_boot_timeout
         )
         self.instance_id = _random_id()
-        init = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
+        init: dict[str, Any] = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
         if self.role == "page":
             init["limits"] = config["limits"]
             init["history"] = config["history"]
@@ -233,7 +234,19 @@ class Edge:
             if authorization:
                 init["authorization"] = authorization
             init["apiOrigin"] = self.peer_origin
-        self._to_worker(init)
+        self.init = init
+
+    def begin(self) -> None:
+        """Listen, post `init` to the worker, set up the page's DOM or the panel, and
+        start the handshake: the last of the three start steps. The edge is then
+        `current()`."""
+        self.owner.listen(self.worker, "message", self._from_worker)
+        self.owner.listen(js.window, "message", self._from_window)
+        self.owner.listen(js.window, "pagehide", self._on_pagehide)
+        details = js.document.querySelector("[data-pc-diagnostics]")
+        if details is not None:
+            self.owner.listen(details, "toggle", self._render_diagnostics)
+        self._to_worker(self.init)
         if self.role == "page":
             self._start_page_dom()
         else:
@@ -242,6 +255,7 @@ class Edge:
             self._start_embedder()
         else:
             self._start_child()
+        _EDGE.append(self)
 
     # -- publishing -------------------------------------------------------------------
 
@@ -1087,8 +1101,9 @@ def _check_child_frame(config: dict[str, Any]) -> None:
 _EDGE: list["Edge"] = []
 
 
-def start(config: Any, worker: Any, host: Any) -> "Edge | None":
-    """Start this frame's edge with its config, the core's Worker and the boot host.
+def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
+    """Check this frame's config: the first of the edge's start steps (see `Edge`).
+    Return the checked config for `Edge(config, worker, host)`.
 
     A config that `integration.parse_config` refuses fails loudly: the worker is
     stopped, `<html data-pc-state="failed" data-pc-error="config: FIELD: why">` is
@@ -1109,9 +1124,7 @@ def start(config: Any, worker: Any, host: Any) -> "Edge | None":
         root.setAttribute("data-pc-state", "failed")
         _dispatch(js.document, "pagecontext:state", {"state": "failed", "error": message}, False)
         return None
-    edge = Edge(checked, worker, host)
-    _EDGE.append(edge)
-    return edge
+    return checked
 
 
 def current() -> "Edge | None":
