@@ -25,6 +25,14 @@ def preview_text(assistant: Page | FrameLocator) -> Locator:
     return assistant.locator("[data-pc-preview] pre")
 
 
+def open_preview(assistant: Page | FrameLocator) -> None:
+    """Open "What the AI sees" and wait for the worker's text in it (composed only while
+    it is open)."""
+    preview = assistant.locator("[data-pc-preview]")
+    preview.locator("summary").click()
+    expect(preview).to_have_attribute("data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS)
+
+
 def sent_text(entry: Locator) -> str:
     return entry.locator("pre").text_content() or ""
 
@@ -37,6 +45,9 @@ def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Pa
     select_and_ask(demo, ROW)
     chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    preview = assistant.locator("[data-pc-preview]")
+    expect(preview).to_have_attribute("data-pc-preview-composed", "false")
+    open_preview(assistant)
     expect(preview_text(assistant)).to_contain_text(ROW)
     chip.get_by_role("button", name="Remove context").click()
     expect(assistant.locator("[data-pc-chip]")).to_have_count(0, timeout=STEP_TIMEOUT_MS)
@@ -67,6 +78,7 @@ def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     same row sends the question alone, and the preview is then empty."""
     assistant = panel(demo)
     select_and_ask(demo, ROW)
+    open_preview(assistant)
     expect(preview_text(assistant)).to_contain_text("<pagecontext-data>", timeout=STEP_TIMEOUT_MS)
     preview = preview_text(assistant).text_content() or ""
     ask(assistant, "Why is this row so high?")
@@ -109,6 +121,7 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_have_attribute(
         "data-pc-chip-restored", "true"
     )
+    open_preview(page)
     expect(preview_text(page)).to_have_text("")
     expect(business.locator("[data-pc-highlight]")).to_have_count(0)
     expect(html(business)).to_have_attribute("data-pc-state", "bound")

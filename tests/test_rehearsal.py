@@ -20,7 +20,8 @@ def _kind(message: dict[str, object]) -> object:
 def test_each_round_commits_a_context_and_applies_show_me() -> None:
     """Every round shares a new revision, which the assistant commits and shows as its
     chip; its "Show me" is applied on the page and answered with applied receipts; the
-    panel's log holds the command. Each round is four steps, one yield each."""
+    panel's log holds the command, and "What the AI sees" the context. Each round is four
+    steps, one yield each."""
     steps = list(rehearsal())
     assert len(steps) == 4 * ROUNDS
     for index in range(ROUNDS):
@@ -33,6 +34,7 @@ def test_each_round_commits_a_context_and_applies_show_me() -> None:
         assert isinstance(chip, dict)
         assert chip["revision"] == revision
         assert chip["resourceRef"] == contexts[0]["selection"]["resourceRef"]  # type: ignore[index]
+        assert f'"{chip["resourceRef"]}"' in str(states[-1]["preview"]), "composed, as if open"
         assert Counter(str(m["action"]) for m in sent if _kind(m) == "command") == {
             "highlight": 1,
             "locate": 1,

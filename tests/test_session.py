@@ -270,6 +270,7 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
     share(pair)
     assert pair.assistant.pinned is not None
     assert pair.assistant.pinned.selection_revision == revision == 2
+    pair.run("assistant", pair.assistant.show_preview(True))
     assert state(pair)["preview"].startswith("<pagecontext-instructions>")
     shown = chip(pair)
     assert shown.pop("key") == '["orders","orders","row:2"]'
@@ -1022,6 +1023,7 @@ def test_the_panel_previews_exactly_the_block_the_model_would_get() -> None:
     from pagecontext.composer import STANDING_INSTRUCTIONS
 
     pair = shared_pair("page")
+    pair.run("assistant", pair.assistant.show_preview(True))
     preview = state(pair)["preview"]
     assert extract_instructions(preview) == [i.text for i in STANDING_INSTRUCTIONS]
     items = parse_block(preview)
@@ -1030,6 +1032,20 @@ def test_the_panel_previews_exactly_the_block_the_model_would_get() -> None:
     snapshot = items[1]["value"]
     assert isinstance(snapshot, dict)
     assert snapshot["values"] == {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"}
+
+
+def test_the_preview_is_composed_only_while_the_panel_shows_it() -> None:
+    """Closed, "What the AI sees" is not in the panel's state, and a new context is not
+    composed for it; opening it posts a state with the text, closing it drops the text."""
+    pair = shared_pair("page")
+    assert state(pair)["preview"] is None
+    assert pair.assistant.composer._preview is None  # never composed
+    pair.run("assistant", pair.assistant.show_preview(True))
+    assert "row:2" in state(pair)["preview"]
+    assert pair.assistant.show_preview(True) == []  # no change, no new state
+    pair.run("assistant", pair.assistant.show_preview(False))
+    assert state(pair)["preview"] is None
+    assert state(pair)["chip"]["resourceRef"] == "row:2"
 
 
 def test_port_messages_as_json_text_have_the_same_outcome_as_decoded_ones() -> None:

@@ -74,6 +74,8 @@ def rehearsal(rounds: int = ROUNDS) -> Iterator[list[dict[str, object]]]:
     posts. Run one step per task, so a real message never waits for more than one."""
     pair = _Pair()
     pair.render(_COMPONENT, _REFS, page_id="rehearsal", filters=_FILTERS, shareable=_SHAREABLE)
+    # "What the AI sees" open, so that composing it is rehearsed too.
+    pair.run("assistant", pair.assistant.show_preview(True))
     shown: dict[str, str] = {}
     for index in range(rounds):
         ref = _REFS[index % len(_REFS)]

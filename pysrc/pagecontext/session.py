@@ -594,6 +594,8 @@ class AssistantSession:
         self.last_show: str | None = None
         self._composer = Composer()
         self._composer_stale = False
+        # "What the AI sees" is composed for the panel only while it is open.
+        self.preview_shown = False
         # The user's `Authorization` header value for the agent and the action API
         # (forwarded as `forwardedProps.authorization`); None sends none.
         self.authorization: str | None = None
@@ -773,6 +775,14 @@ class AssistantSession:
         """Bring back every chip the user removed."""
         self.composer.undismiss_all()
         return [_STATE, _PERSIST]
+
+    def show_preview(self, shown: bool) -> list[Effect]:
+        """The panel opened or closed "What the AI sees". While it is closed, the panel's
+        state carries no preview (`None`), and a new context is not composed for it."""
+        if shown == self.preview_shown:
+            return []
+        self.preview_shown = shown
+        return [_STATE]
 
     def ask(self, question: str, at: str) -> list[Effect]:
         """The user sends `question` (observed at ISO time `at`) and the agent is asked.
@@ -1154,7 +1164,7 @@ class AssistantSession:
                 "refused": dict(self.receiver.counts),
                 "ignoredReceipts": self.ledger.ignored,
                 "revision": self.receiver.last_revision,
-                "preview": self.composer.preview(),
+                "preview": self.composer.preview() if self.preview_shown else None,
                 "task": self.composer.task,
                 "dismissed": self.composer.dismissed,
                 "logVersion": self.composer.log_version,

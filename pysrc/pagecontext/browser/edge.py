@@ -743,6 +743,11 @@ class Edge:
         log = doc.querySelector("[data-pc-log]")
         if log is not None:
             self.owner.listen(log, "click", self._on_log_click)
+        preview = doc.querySelector("[data-pc-preview]")
+        if preview is not None:
+            self.owner.listen(preview, "toggle", self._on_preview_toggle)
+            if preview.open:
+                self._on_preview_toggle()
 
     def _save(self, text: Any) -> None:
         # Storage may be denied (blocked third-party storage): the conversation then
@@ -762,6 +767,11 @@ class Edge:
 
     def _on_restore_chips(self, event: Any) -> None:
         self._to_worker({"kind": "restore-chips"})
+
+    def _on_preview_toggle(self, event: Any = None) -> None:
+        # "What the AI sees" is composed only while it is open: the worker is told.
+        preview = js.document.querySelector("[data-pc-preview]")
+        self._to_worker({"kind": "preview", "open": bool(preview.open)})
 
     def _on_log_click(self, event: Any) -> None:
         """Confirm or decline a business action the agent proposed."""
@@ -808,10 +818,15 @@ class Edge:
         send = doc.querySelector("[data-pc-send]")
         if send is not None:
             send.disabled = bool(answering)
-        preview = doc.querySelector("[data-pc-preview] pre")
+        preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.
-            preview.textContent = state.get("preview") or ""
+            # None: it is closed, and the worker did not compose it.
+            text = state.get("preview")
+            pre = preview.querySelector("pre")
+            if pre is not None:
+                pre.textContent = text or ""
+            preview.setAttribute("data-pc-preview-composed", "false" if text is None else "true")
         dismissed = doc.querySelector("[data-pc-dismissed]")
         if dismissed is not None:
             count = state.get("dismissed") or 0

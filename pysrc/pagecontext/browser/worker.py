@@ -283,6 +283,8 @@ class WorkerBinding:
             return session.remove_chip(key if isinstance(key, str) else None)
         if kind == "restore-chips":
             return session.restore_chips()
+        if kind == "preview":
+            return session.show_preview(message.get("open") is True)
         if kind == "ask":
             question = message.get("question")
             try:
