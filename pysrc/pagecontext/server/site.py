@@ -70,6 +70,7 @@ MICROPYTHON_PACKAGE = "@micropython/micropython-webassembly-pyscript"
 EDGE_MODULES = (
     "pagecontext/windowrules.py",
     "pagecontext/integration.py",
+    "pagecontext/browser/panelview.py",
     "pagecontext/browser/edge.py",
 )
 EDGE_PACKAGES = ("pagecontext/__init__.py", "pagecontext/browser/__init__.py")

@@ -1,0 +1,217 @@
+"""The assistant panel's elements, built from the worker's panel state and conversation
+log by the main-thread edge, run by MicroPython (its own module, so that no import of
+the edge's is one long task of the main thread).
+
+Every text goes in through `textContent`, never as markup: what the page, the agent or
+the model wrote is shown, never run.
+"""
+
+import json
+
+import js
+
+# For the type checker only: MicroPython has neither typing nor contextlib, and never
+# evaluates annotations.
+try:  # noqa: SIM105
+    from typing import Any
+except ImportError:
+    pass
+
+
+def text_element(tag: str, text: str, cls: str | None = None) -> Any:
+    el = js.document.createElement(tag)
+    el.textContent = text
+    if cls:
+        el.className = cls
+    return el
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("value")) + " " + str(value.get("unit"))
+    return str(value)
+
+
+def chip_element(chip: dict[str, Any]) -> Any:
+    """Build the chip: what the user saw, as they saw it, with a remove button."""
+    el = js.document.createElement("div")
+    el.setAttribute("data-pc-chip", chip["resourceRef"])
+    el.setAttribute("data-pc-chip-revision", str(chip["revision"]))
+    el.setAttribute("data-pc-chip-key", chip["key"])
+    if chip.get("restored"):
+        el.setAttribute("data-pc-chip-restored", "true")
+    el.className = "pc-chip"
+    el.append(text_element("div", chip["resourceRef"], "pc-chip-title"))
+    snapshot = chip.get("snapshot") or {}
+    values = js.document.createElement("dl")
+    for name in snapshot:
+        values.append(text_element("dt", name))
+        dd = text_element("dd", _format_value(snapshot[name]))
+        dd.setAttribute("data-pc-chip-field", name)
+        values.append(dd)
+    el.append(values)
+    filters = chip.get("filters") or {}
+    parts = []
+    for name in filters:
+        parts.append(name + "=" + json.dumps(filters[name]))
+    meta = "filters: " + (", ".join(parts) if parts else "none")
+    meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
+    el.append(text_element("div", meta, "pc-chip-meta"))
+    remove = text_element("button", "\u00d7", "pc-chip-remove")
+    remove.setAttribute("type", "button")
+    remove.setAttribute("aria-label", "Remove context")
+    remove.setAttribute("data-pc-chip-remove", "")
+    el.append(remove)
+    return el
+
+
+def log_element(entry: dict[str, Any]) -> Any:
+    """One conversation entry: a question (with the exact text sent), an answer, a
+    command with its receipt as it stands (restored ones as they were saved), or a
+    business action the agent proposed."""
+    el = js.document.createElement("li")
+    kind = entry.get("kind")
+    el.setAttribute("data-pc-log-kind", str(kind))
+    el.setAttribute("data-pc-log-id", str(entry.get("id")))
+    if kind == "question":
+        el.className = "pc-log-question"
+        el.append(text_element("p", str(entry.get("question") or "")))
+        sent = js.document.createElement("details")
+        sent.append(text_element("summary", "Text sent"))
+        sent.append(text_element("pre", str(entry.get("sent") or "")))
+        el.append(sent)
+        return el
+    if kind == "answer":
+        return _answer_element(el, entry)
+    if kind == "action":
+        return _action_element(el, entry)
+    status, text = receipt_summary(entry)
+    el.className = "pc-log-command"
+    el.setAttribute("data-pc-log-status", status)
+    if entry.get("restored"):
+        el.setAttribute("data-pc-log-restored", "true")
+        text += " (before reload)"
+    el.append(text_element("p", str(entry.get("resourceRef") or "") + " · " + text))
+    return el
+
+
+# What the panel says when an answer fails, by the failure's code.
+_FAILURES = {
+    "agent-unreachable": "The assistant could not reach its agent.",
+    "timeout": "The agent took too long to answer.",
+    "malformed-stream": "The agent's answer broke the protocol, so it was stopped.",
+    "incomplete": "The agent's answer was cut off.",
+    "run-error": "The agent reported an error.",
+    "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
+}
+
+
+def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
+    state = str(entry.get("state") or "running")
+    el.className = "pc-log-answer"
+    el.setAttribute("data-pc-answer-state", state)
+    if entry.get("about"):
+        el.setAttribute("data-pc-answer-about", str(entry.get("about")))
+    text = text_element("p", str(entry.get("text") or ""), "pc-answer-text")
+    text.setAttribute("data-pc-answer-text", "")
+    el.append(text)
+    if state == "running":
+        el.setAttribute("aria-busy", "true")
+        el.append(text_element("p", "Answering…", "pc-progress"))
+    for call in entry.get("toolCalls") or []:
+        if call.get("refused"):
+            note = "Refused the agent's " + str(call.get("name")) + " call"
+            el.append(text_element("p", note + " (" + str(call.get("refused")) + ").", "pc-note"))
+    error = entry.get("error")
+    if state == "failed" and isinstance(error, dict):
+        code = str(error.get("code") or "")
+        if code.startswith("http-"):
+            summary = "The agent refused the request (HTTP " + code[5:] + ")."
+        else:
+            summary = _FAILURES.get(code, "The answer failed.")
+        failure = text_element("p", summary, "pc-error")
+        failure.setAttribute("data-pc-answer-error", code)
+        failure.setAttribute("role", "alert")
+        el.append(failure)
+        if error.get("message"):
+            el.append(text_element("p", str(error.get("message")), "pc-note"))
+    return el
+
+
+def _action_element(el: Any, entry: dict[str, Any]) -> Any:
+    state, text = _action_summary(entry)
+    el.className = "pc-log-action"
+    el.setAttribute("data-pc-action-state", state)
+    ref = str(entry.get("resourceRef") or "")
+    el.setAttribute("data-pc-action-ref", ref)
+    el.append(text_element("p", "Flag " + ref + " for review?", "pc-action-title"))
+    if entry.get("note"):
+        el.append(text_element("p", str(entry.get("note")), "pc-note"))
+    if state == "proposed":
+        for label, decision in (("Flag for review", "confirm"), ("Not now", "decline")):
+            button = text_element("button", label)
+            button.setAttribute("type", "button")
+            button.setAttribute("data-pc-action-decision", decision)
+            el.append(button)
+    else:
+        status = text_element("p", text, "pc-action-status")
+        status.setAttribute("data-pc-action-status", state)
+        el.append(status)
+        business = entry.get("business") or {}
+        if state == "unconfirmed" and not business.get("late") and not entry.get("restored"):
+            check = text_element("button", "Check with the server")
+            check.setAttribute("type", "button")
+            check.setAttribute("data-pc-action-decision", "check")
+            el.append(check)
+    return el
+
+
+def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
+    """Return (state, text) for a business action: success only from the server."""
+    decision = entry.get("decision")
+    if decision == "proposed":
+        return "proposed", ""
+    if decision == "declined":
+        return "declined", "Not flagged: you declined."
+    # The ledger settles the business layer with the confirmation's failure too, so
+    # it alone says where the action stands.
+    layer = entry.get("business") or {}
+    state = layer.get("state") or "pending"
+    reason = str(layer.get("reason") or "")
+    if state == "applied":
+        result = entry.get("result") or {}
+        text = "Flagged for review by the server (flag " + str(result.get("id")) + ")."
+    elif state == "rejected":
+        text = "The server refused: " + reason + "."
+    elif state == "unconfirmed":
+        text = (
+            "Unconfirmed: no answer from the server (" + reason + "). It may or may not be flagged."
+        )
+    else:
+        state = "pending"
+        text = "Asking the server…"
+    if layer.get("late") and layer.get("lateStatus") == "applied":
+        result = entry.get("result") or {}
+        text += " The server says it was flagged later (flag " + str(result.get("id")) + ")."
+    elif layer.get("late") and layer.get("lateStatus") == "not-found":
+        text += " The server says it is not flagged."
+    elif layer.get("late"):
+        text += " A late answer said " + str(layer.get("lateStatus")) + "."
+    return state, text
+
+
+def receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
+    """Return (status, text) for the last command: the UI layer once it settles."""
+    received = command.get("received") or {}
+    ui = command.get("ui") or {}
+    layer = ui if ui.get("state") not in (None, "pending") else received
+    status = layer.get("state") or "pending"
+    text = command.get("action", "") + ": " + status
+    if layer.get("reason"):
+        text += " (" + str(layer.get("reason")) + ")"
+    if layer.get("late"):
+        text += ", late receipt: " + str(layer.get("lateStatus"))
+    return status, text
+
+
+# The fields of `pagecontext:state`'s detail.
