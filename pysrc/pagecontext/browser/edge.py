@@ -210,6 +210,9 @@ class Edge:
         self.diagnostics_seq = 0
         # The conversation's entries shown in the panel, by entry id.
         self.log_items: dict[str, Any] = {}
+        # What the panel shows now, as drawn from the last state: a part of the next
+        # state that equals it is not drawn again.
+        self.drawn: dict[str, Any] = {}
         self.diagnostics: dict[str, Any] = {}
         self._set_state("booting")
         self.boot_timer: int | None = self.owner.later(
@@ -807,17 +810,26 @@ class Edge:
         self._to_worker({"kind": "ask", "question": question})
         field.value = ""
 
+    def _changed(self, part: str, value: Any) -> bool:
+        """Whether this part of the panel's state differs from what is drawn; if so, it
+        is noted as drawn (the caller draws it)."""
+        if part in self.drawn and self.drawn[part] == value:
+            return False
+        self.drawn[part] = value
+        return True
+
     def _render_panel(self, state: dict[str, Any]) -> None:
         doc = js.document
-        chips = doc.querySelector("[data-pc-chips]")
-        chips.replaceChildren()
         chip = state.get("chip")
-        show = doc.querySelector("[data-pc-show]")
-        show.disabled = chip is None
-        if chip is not None:
-            chips.append(chip_element(chip))
-        else:
-            chips.append(text_element("p", "Select a row and press “Ask AI”.", "pc-empty"))
+        # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
+        if self._changed("chip", chip):
+            chips = doc.querySelector("[data-pc-chips]")
+            chips.replaceChildren()
+            doc.querySelector("[data-pc-show]").disabled = chip is None
+            if chip is not None:
+                chips.append(chip_element(chip))
+            else:
+                chips.append(text_element("p", "Select a row and press “Ask AI”.", "pc-empty"))
         # The last revision committed, chip or not (a removed chip stays removed).
         self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
         answering = state.get("answering")
@@ -831,7 +843,7 @@ class Edge:
             # None: it is closed, and the worker did not compose it.
             text = state.get("preview")
             pre = preview.querySelector("pre")
-            if pre is not None:
+            if pre is not None and self._changed("preview", text):
                 pre.textContent = text or ""
             preview.setAttribute("data-pc-preview-composed", "false" if text is None else "true")
         dismissed = doc.querySelector("[data-pc-dismissed]")
