@@ -45,14 +45,18 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
 
 
 def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
-    """Show me: the receipt is `applied` and exactly the pinned row carries the focus highlight."""
+    """Show me: the receipt is `applied` and exactly the pinned row carries the focus
+    highlight. The receipt's states leave the chip as drawn: the same element."""
     select_and_ask(demo, ROW)
     assistant = panel(demo)
-    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip.evaluate("(el) => { el.dataset.drawnBefore = 'yes'; }")
     assistant.get_by_role("button", name="Show me").click()
     expect(assistant.locator("[data-pc-receipt]")).to_have_attribute(
         "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
     )
+    expect(chip).to_have_attribute("data-drawn-before", "yes")
     highlighted = demo.locator("[data-pc-highlight]")
     expect(highlighted).to_have_count(1)
     expect(highlighted).to_have_attribute("data-pc-resource-ref", ROW)
