@@ -125,3 +125,30 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     expect(preview_text(page)).to_have_text("")
     expect(business.locator("[data-pc-highlight]")).to_have_count(0)
     expect(html(business)).to_have_attribute("data-pc-state", "bound")
+
+
+# Storage that refuses every write, as a browser blocking third-party storage does.
+DENY_STORAGE = """
+Object.defineProperty(Storage.prototype, "setItem", {
+  configurable: true,
+  value() { throw new DOMException("storage is denied", "SecurityError"); },
+});
+"""
+
+
+def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
+    page: Page, origins: Origins
+) -> None:
+    """A panel whose writes to localStorage throw marks `data-pc-storage="unavailable"`
+    on its first save, and the conversation goes on in memory: the chip, Show me."""
+    page.context.add_init_script(DENY_STORAGE)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    select_and_ask(page, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(html(assistant)).to_have_attribute(
+        "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
+    )
+    show_and_expect(assistant, "applied")

@@ -19,7 +19,14 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 globalThis.pagecontextHost = {
   json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
   load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
-  save(key, value) { try { window.localStorage.setItem(key, value); return true; } catch { return false; } },
+  // The worker's `persist` message, its text stored as it came: the saved state (the
+  // whole conversation) never goes through Python on the main thread. null: another
+  // message; false: storage is denied.
+  persist(key, message) {
+    if (message === null || typeof message !== "object" || message.kind !== "persist") return null;
+    if (typeof message.text !== "string") return false;
+    try { window.localStorage.setItem(key, message.text); return true; } catch { return false; }
+  },
   post(target, message, targetOrigin, transfer) {
     try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
   },

@@ -437,6 +437,13 @@ class Edge:
     # -- worker messages ----------------------------------------------------------------
 
     def _from_worker(self, event: Any) -> None:
+        saved = self.host.persist(STORAGE_KEY, event.data)
+        if saved is not None:
+            # Storage may be denied (blocked third-party storage): the conversation then
+            # lives in memory only, and the panel says so through data-pc-storage.
+            if not saved:
+                self.root.setAttribute("data-pc-storage", "unavailable")
+            return
         message = _plain(event.data)
         if not isinstance(message, dict):
             return
@@ -483,8 +490,6 @@ class Edge:
             else:
                 self._set_state("connecting" if message.get("connecting") else "ready")
             self._render_panel(message)
-        elif kind == "persist":
-            self._save(message.get("text"))
         elif kind == "log":
             self._render_log(message.get("ids") or [], message.get("changed") or [])
 
@@ -758,12 +763,6 @@ class Edge:
             self.owner.listen(preview, "toggle", self._on_preview_toggle)
             if preview.open:
                 self._on_preview_toggle()
-
-    def _save(self, text: Any) -> None:
-        # Storage may be denied (blocked third-party storage): the conversation then
-        # lives in memory only, and the panel says so through data-pc-storage.
-        if not isinstance(text, str) or not self.host.save(STORAGE_KEY, text):
-            self.root.setAttribute("data-pc-storage", "unavailable")
 
     def _on_show(self, event: Any) -> None:
         self._to_worker({"kind": "show"})
