@@ -11,16 +11,21 @@ import pytest
 
 from node import run_node
 from pagecontext import windowrules as w
+from pagecontext.server.site import EDGE_MODULES, EDGE_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 MICROPYTHON = ROOT / "node_modules" / "@micropython" / "micropython-webassembly-pyscript"
 
 
-def _run_micropython() -> dict[str, object]:
+def _run_micropython(script: str) -> dict[str, object]:
+    """Run tests/micropython/`script` under MicroPython, with the modules the site ships
+    to the edge."""
     if not MICROPYTHON.is_dir():
         pytest.fail("node and the npm runtime packages are needed: run `make unit`")
     here = Path(__file__).parent / "micropython"
-    return run_node(str(here / "run.mjs"), str(ROOT), str(here / "check_subset.py"))
+    return run_node(
+        str(here / "run.mjs"), str(ROOT), str(here / script), *EDGE_PACKAGES, *EDGE_MODULES
+    )
 
 
 def test_edge_modules_run_under_micropython_with_the_same_answers() -> None:
@@ -36,7 +41,7 @@ def test_edge_modules_run_under_micropython_with_the_same_answers() -> None:
         "bad": None,
         "edge": "pagecontext:assistant",
     }
-    assert _run_micropython() == expected
+    assert _run_micropython("check_subset.py") == expected
 
 
 def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
@@ -44,10 +49,8 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
 ) -> None:
     """The config and event checks the edge runs give the same results and the same
     messages under MicroPython as under CPython, for accepted and refused input alike."""
+    micro = _run_micropython("check_integration.py")
     script = Path(__file__).parent / "micropython" / "check_integration.py"
-    if not MICROPYTHON.is_dir():
-        pytest.fail("node and the npm runtime packages are needed: run `make unit`")
-    micro = run_node(str(Path(__file__).parent / "micropython" / "run.mjs"), str(ROOT), str(script))
     runpy.run_path(str(script), run_name="__main__")
     line = capsys.readouterr().out.strip().splitlines()[-1]
     cpython = json.loads(line.removeprefix("RESULT "))
