@@ -298,8 +298,10 @@ def test_a_child_is_bound_only_by_the_embedders_bound() -> None:
     embedder = page_embedder()
     embedder.expect(NONCE)
     child = assistant_child()
+    assert child.offered is None
     pending, connected_message = child.connect({"role": "page", "pageInstanceId": "page-A"})
     assert child.state is BindState.AWAITING_BOUND
+    assert child.offered == pending
     binding = embedder.on_connected(connected_message)
     assert (binding.page_instance_id, binding.conversation_id) == ("page-A", "conv-1")
     assert (pending.page_instance_id, pending.conversation_id) == ("page-A", "conv-1")
@@ -307,6 +309,7 @@ def test_a_child_is_bound_only_by_the_embedders_bound() -> None:
     assert ack == wire.bound(messageId="ack1", pageInstanceId="page-A", conversationId="conv-1")
     assert child.on_bound(ack) is True
     assert child.state is BindState.BOUND
+    assert child.offered is None  # taken by the binding
     with pytest.raises(LocalProtocolError, match="'bound' in state BOUND"):
         child.on_bound(ack)
 
@@ -351,6 +354,7 @@ def test_a_first_message_that_is_not_a_matching_bound_closes_the_child(
         child.on_bound(raw)
     assert caught.value.reason == reason
     assert child.state is BindState.CLOSED
+    assert child.offered is None
 
 
 def test_a_child_takes_bound_only_after_connecting() -> None:

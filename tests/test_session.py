@@ -137,6 +137,26 @@ def test_the_child_is_bound_only_by_the_embedders_bound(embedder: Side) -> None:
     assert pair.assistant.pinned.selection_revision == 1
 
 
+def test_a_connecting_child_that_leaves_says_bye_and_stops_connecting() -> None:
+    """A child whose `connected` is out and whose embedder has not answered `bound` says
+    `bye` for the binding it offered when its document goes away, and is then neither
+    connecting nor bound: a late `bound` binds nothing."""
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids("a")
+    )
+    assistant.attach_port("child", wire.NONCE, {"role": "page", "pageInstanceId": "page-1"})
+    assert assistant.connecting
+    effects = assistant.bye()
+    said = [e.message for e in effects if isinstance(e, ToPeer)]
+    assert [(m["type"], m["pageInstanceId"], m["conversationId"]) for m in said] == [
+        ("bye", "page-1", "conv-1")
+    ]
+    assert ClosePort("bye") in effects
+    assert not assistant.connecting
+    assistant.on_port_message(wire.bound(pageInstanceId="page-1", conversationId="conv-1"))
+    assert assistant.binding is None
+
+
 @pytest.mark.parametrize(
     ("first", "reason"),
     [

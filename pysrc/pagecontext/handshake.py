@@ -249,6 +249,11 @@ class ChildBinder:
         """The current handshake state."""
         return self._state
 
+    @property
+    def offered(self) -> Binding | None:
+        """The binding `connected` offered, while the embedder's `bound` has not come."""
+        return self._binding if self._state is BindState.AWAITING_BOUND else None
+
     def connect(self, peer: Mapping[str, object]) -> tuple[Binding, dict[str, object]]:
         """Bind to the embedder described by its `connect` data.
 

@@ -221,10 +221,9 @@ class _Connection:
         self.new_id = new_id
         self.position: Position | None = None
         self.embedder: EmbedderBinder | None = None
-        # As the child: the binder whose `connected` went out, and the binding it makes
-        # once the embedder's `bound` arrives.
+        # As the child: the binder whose `connected` went out (its binding is made once
+        # the embedder's `bound` arrives).
         self.child: ChildBinder | None = None
-        self.pending: Binding | None = None
         self.binding: Binding | None = None
         self.connections = 0
 
@@ -239,7 +238,6 @@ class _Connection:
         wait for the embedder's `bound`."""
         self.binding = None
         self.child = None
-        self.pending = None
         self.position = position
         if position == "embedder":
             if nonce is None:
@@ -260,13 +258,12 @@ class _Connection:
             new_id=self.new_id,
         )
         try:
-            binding, connected = child.connect(dict(peer or {}))
+            _binding, connected = child.connect(dict(peer or {}))
         except HandshakeRejected as exc:
             return [ClosePort(exc.reason, refused=True)]
         # Each port is a new connection, so receipts of an earlier one never match it.
         self.connections += 1
         self.child = child
-        self.pending = replace(binding, connection_id=self.connections)
         return [ToPeer(connected), ToEdge({"kind": "connecting"})]
 
     def on_handshake(self, raw: object) -> tuple[list[Effect], bool] | None:
@@ -283,15 +280,15 @@ class _Connection:
             except HandshakeRejected as exc:
                 return [ClosePort(exc.reason, refused=True)], False
             return [ToPeer(bound_message(self.binding, self.new_id()))], False
-        if self.pending is None:
+        offered = self.pending
+        if offered is None:
             return None
         assert self.child is not None
         try:
             explicit = self.child.on_bound(raw)
         except HandshakeRejected as exc:
-            self.pending = None
             return [ClosePort(exc.reason, refused=True), ToEdge({"kind": "unbound"})], False
-        self.binding, self.pending = self.pending, None
+        self.binding = replace(offered, connection_id=self.connections)
         return [], not explicit
 
     @property
@@ -301,6 +298,11 @@ class _Connection:
             and self.embedder is not None
             and self.embedder.state is BindState.AWAITING_CONNECTED
         )
+
+    @property
+    def pending(self) -> Binding | None:
+        """As the child: the binding `connected` offered, while `bound` has not come."""
+        return self.child.offered if self.child is not None else None
 
     @property
     def handshaking(self) -> bool:
@@ -324,7 +326,8 @@ class _Connection:
     def drop(self) -> None:
         """Forget the current binding (bye, close, or the child reloaded)."""
         self.binding = None
-        self.pending = None
+        if self.child is not None and self.child.state is not BindState.CLOSED:
+            self.child.close()
         if self.embedder is not None and self.embedder.state is not BindState.CLOSED:
             self.embedder.close()
 
