@@ -46,6 +46,19 @@ def show_and_expect(assistant: Page | FrameLocator, status: str) -> None:
     )
 
 
+def preview_text(assistant: Page | FrameLocator) -> Locator:
+    """The text of the panel's "What the AI sees"."""
+    return assistant.locator("[data-pc-preview] pre")
+
+
+def open_preview(assistant: Page | FrameLocator) -> None:
+    """Open "What the AI sees" and wait for the worker's text in it (composed only while
+    it is open)."""
+    preview = assistant.locator("[data-pc-preview]")
+    preview.locator("summary").click()
+    expect(preview).to_have_attribute("data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS)
+
+
 def html(target: Page | FrameLocator) -> Locator:
     return target.locator("html")
 

@@ -10,7 +10,7 @@ import json
 from playwright.sync_api import FrameLocator, Locator, Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins
-from .helpers import ROW, html, panel, show_and_expect, swap_assistant
+from .helpers import ROW, html, open_preview, panel, preview_text, show_and_expect, swap_assistant
 
 CHART = "#sales-chart"
 EAST_ROW = "sales-2026-03-east"
@@ -43,9 +43,8 @@ def test_a_chart_mark_reaches_the_assistant_as_the_user_saw_it(demo: Page) -> No
         f"{seen['revenueEur']} EUR"
     )
     assert (seen["series"], seen["month"]) == ("North", "2026-03")
-    preview = panel(demo).locator("[data-pc-preview]")
-    preview.locator("summary").click()
-    expect(preview.locator("pre")).to_contain_text('"component":"sales-chart"')
+    open_preview(panel(demo))
+    expect(preview_text(panel(demo))).to_contain_text('"component":"sales-chart"')
 
 
 def test_show_me_highlights_and_locates_the_chart_mark(demo: Page) -> None:

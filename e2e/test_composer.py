@@ -5,7 +5,7 @@ assistant restores its conversation without sending anything to the page."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import FrameLocator, Locator, Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
@@ -13,24 +13,14 @@ from .helpers import (
     ROW,
     ask,
     html,
+    open_preview,
     open_workbench,
     panel,
+    preview_text,
     question_entry,
     select_and_ask,
     show_and_expect,
 )
-
-
-def preview_text(assistant: Page | FrameLocator) -> Locator:
-    return assistant.locator("[data-pc-preview] pre")
-
-
-def open_preview(assistant: Page | FrameLocator) -> None:
-    """Open "What the AI sees" and wait for the worker's text in it (composed only while
-    it is open)."""
-    preview = assistant.locator("[data-pc-preview]")
-    preview.locator("summary").click()
-    expect(preview).to_have_attribute("data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS)
 
 
 def sent_text(entry: Locator) -> str:

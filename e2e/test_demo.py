@@ -9,7 +9,18 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, ask, html, open_workbench, panel, pin, select_and_ask, show_and_expect
+from .helpers import (
+    ROW,
+    ask,
+    html,
+    open_preview,
+    open_workbench,
+    panel,
+    pin,
+    preview_text,
+    select_and_ask,
+    show_and_expect,
+)
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
@@ -36,9 +47,8 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_text(f"{revenue} EUR")
     expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("North")
     expect(chip).to_contain_text('from="2026-01"')
-    preview = panel(demo).locator("[data-pc-preview]")
-    preview.locator("summary").click()
-    text = preview.locator("pre")
+    open_preview(panel(demo))
+    text = preview_text(panel(demo))
     expect(text).to_contain_text("<pagecontext-data>")
     expect(text).to_contain_text(f'"resourceRef":"{ROW}"')
     expect(text).to_contain_text(f'"unitsSold":{{"value":{units},"unit":"units"}}')
