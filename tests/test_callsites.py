@@ -19,6 +19,7 @@ SLOTS = {
     callsites._call: ("__call__",),
     callsites._contains: ("__contains__",),
     callsites._truth: ("__bool__", "__len__"),
+    callsites._length: ("__len__",),
     callsites._iterate: ("__iter__",),
     callsites._get_item: ("__getitem__",),
     callsites._set_item: ("__setitem__",),

@@ -6,14 +6,14 @@ into it the targets each of its indirect calls has had so far (at most four), on
 speculation that the call keeps to them; a call to any other target deoptimizes the
 function, which is then compiled again. CPython's interpreter loop
 (`_PyEval_EvalFrameDefault`, 79 KB of WebAssembly) is such a function: V8 inlines into it
-the generic paths of attribute lookup, calls, `in`, truth and iteration
+the generic paths of attribute lookup, calls, `in`, truth, `len` and iteration
 (`PyObject_GetAttr`, `PyObject_Vectorcall`, `PySequence_Contains`, `PyObject_IsTrue`,
-`PyObject_GetIter`), each an indirect call through a type's slot. V8 reads an inlined
-function's recorded targets when the loop is first optimized, during the boot, and again
-only when the loop deoptimizes at that function's call. So each of these calls cost the
-loop a deoptimization and a new compile (150-500 ms of a core each) the first time a new
-type reached it, and that was the user's first selections (docs/performance.md, "The
-interpreter's call sites").
+`PyObject_Size`, `PyObject_GetIter`), each an indirect call through a type's slot. V8
+reads an inlined function's recorded targets when the loop is first optimized, during
+the boot, and again only when the loop deoptimizes at that function's call. So each of
+these calls cost the loop a deoptimization and a new compile (150-500 ms of a core
+each) the first time a new type reached it, and that was the user's first selections
+(docs/performance.md, "The interpreter's call sites").
 
 Two steps take that cost before the user comes:
 
@@ -138,6 +138,10 @@ def _truth(target: Any) -> None:
     _ = not target
 
 
+def _length(target: Any) -> None:
+    _ = len(target)
+
+
 def _iterate(target: Any) -> None:
     for _item in target:
         break
@@ -232,6 +236,7 @@ def samples(extra: Iterable[object] = ()) -> dict[Operation, list[object]]:
         _call: callables,
         _contains: objects,
         _truth: objects,
+        _length: objects,
         _iterate: objects,
         _get_item: objects,
         _set_item: settable,
@@ -261,6 +266,7 @@ def _rare() -> tuple[tuple[Operation, object], ...]:
         (_call, functools.partial(abs)),
         (_contains, queue),
         (_truth, 0j),
+        (_length, memoryview(b"")),
         (_iterate, queue),
         (_get_item, types.MappingProxyType({0: 1})),
         (_set_attribute, Attributes()),
