@@ -142,14 +142,23 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
         assert stall.held == 1
         status = proposal.locator("[data-pc-action-status]")
         expect(status).to_contain_text("may or may not")
+        # A check that gets no usable answer changes nothing, and may be asked again.
+        check = proposal.get_by_role("button", name="Check with the server")
+        failing = "**/api/actions/flags?*"
+        demo.route(failing, lambda route: route.fulfill(status=503, body="{}"))
+        with demo.expect_response(lambda response: response.status == 503):
+            check.click()
+        demo.unroute(failing)
+        expect(status).to_contain_text("may or may not")
+        expect(check).to_be_enabled()
         # The user asks the server what happened: the request is still held, so nothing
         # is flagged, and the answer is recorded late; it is never success.
-        proposal.get_by_role("button", name="Check with the server").click()
+        check.click()
         expect(status).to_contain_text(
             "The server says it is not flagged.", timeout=STEP_TIMEOUT_MS
         )
         expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
-        expect(proposal.get_by_role("button", name="Check with the server")).to_have_count(0)
+        expect(check).to_have_count(0)
     finally:
         stall.release()
         # The held request goes on once released: let it end before the next test.

@@ -117,11 +117,16 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     expect(html(business)).to_have_attribute("data-pc-state", "bound")
 
 
-# Storage that refuses every write, as a browser blocking third-party storage does.
+# Storage that refuses every write, as a browser blocking third-party storage does,
+# until the test calls `window.allowStorage()`.
 DENY_STORAGE = """
+const setItem = Storage.prototype.setItem;
 Object.defineProperty(Storage.prototype, "setItem", {
   configurable: true,
   value() { throw new DOMException("storage is denied", "SecurityError"); },
+});
+window.allowStorage = () => Object.defineProperty(Storage.prototype, "setItem", {
+  configurable: true, value: setItem,
 });
 """
 
@@ -142,3 +147,53 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
         "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
     )
     show_and_expect(assistant, "applied")
+
+
+def test_storage_that_comes_back_is_used_again(page: Page, origins: Origins) -> None:
+    """Workbench (the assistant is the top document, so it may store): while writes
+    throw, the panel says `data-pc-storage="unavailable"`; once a save succeeds again
+    the mark goes and the conversation is stored."""
+    page.context.add_init_script(DENY_STORAGE)
+    business = open_workbench(page, origins)
+    select_and_ask(business, ROW)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS)
+    page.evaluate("() => window.allowStorage()")
+    show_and_expect(page, "applied")
+    expect(html(page)).not_to_have_attribute(
+        "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
+    )
+    saved = page.evaluate("() => localStorage.getItem('pagecontext:assistant')")
+    assert isinstance(saved, str), saved
+    assert ROW in saved, saved
+
+
+# Unmounts the embed and mounts it again with the config block's config, in this document.
+MOUNT_AGAIN = """async () => {
+  const embed = await import("/web/boot.mjs");
+  const config = JSON.parse(document.getElementById("pc-config").textContent);
+  embed.unmount();
+  await embed.mount(config);
+}"""
+
+
+def test_an_assistant_mounted_again_shows_its_conversation_once(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench: Show me (a highlight and a locate in the conversation), then unmount and
+    mount the assistant again in the same document: it binds its page again and shows the
+    restored conversation once, not beside what the last mount drew."""
+    business = open_workbench(page, origins)
+    select_and_ask(business, ROW)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(page, "applied")
+    commands = page.locator('[data-pc-log-kind="command"]')
+    expect(commands).to_have_count(2)
+    page.evaluate(MOUNT_AGAIN)
+    wait_bound(page)
+    # The business page stays loaded: a fresh nonce in its URL's fragment makes it
+    # announce itself again, and it binds a second connection.
+    wait_bound(business, connection=2)
+    restored = page.locator('[data-pc-log-kind="command"][data-pc-log-restored="true"]')
+    expect(restored).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    expect(commands).to_have_count(2)

@@ -60,6 +60,27 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     assert any(error in message for message in errors), errors
 
 
+@pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])
+def test_an_agent_url_the_browser_cannot_parse_fails_loudly(
+    page: Page, origins: Origins, agent_url: str
+) -> None:
+    """An assistant's agentUrl that the config's own checks let through but the browser's
+    URL parser refuses is a config error naming agentUrl, at once, not a start that
+    throws and a boot timeout a minute later."""
+    config = {
+        "role": "assistant",
+        "position": "child",
+        "peerOrigin": origins.assistant,
+        "agentUrl": agent_url,
+    }
+    page.add_init_script(RECORD_STATES)
+    page.goto(f"{origins.page}/e2e/configured.html?config={quote(json.dumps(config))}")
+    error = failed_with(page, "agentUrl")
+    assert agent_url in error, error
+    expect(html(page)).to_have_attribute("data-pc-error-field", "agentUrl")
+    assert page.evaluate("window.__pcStates.at(-1)") == {"state": "failed", "error": error}
+
+
 def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:
     """Text that is not a JSON object fails before Python starts, saying where the config is."""
     page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")

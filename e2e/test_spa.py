@@ -4,6 +4,8 @@ next mount binds and works."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
@@ -90,3 +92,23 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
     expect(page.locator('[data-pc-highlight="focus"]')).to_have_attribute(
         "data-pc-resource-ref", ROW
     )
+
+
+def test_an_embed_whose_runtime_did_not_load_fails_loudly_and_mounts_next_time(
+    page: Page, origins: Origins
+) -> None:
+    """The first mount cannot load MicroPython (its module is unreachable): the page
+    publishes `failed` with a `runtime:` reason and the app keeps working; the next
+    visit to the route mounts again, loads it and binds."""
+    blocked = "**/vendor/micropython-*/micropython.mjs"
+    page.route(blocked, lambda route: route.abort())
+    page.goto(origins.page + "/examples/spa.html")
+    page.get_by_role("button", name="Sales").click()
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=STEP_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^runtime: "))
+    expect(html(page)).to_have_attribute("data-spa-mounts", "0")
+    page.unroute(blocked)
+    page.get_by_role("button", name="Sales").click()
+    expect(html(page)).to_have_attribute("data-spa-mounts", "1", timeout=STEP_TIMEOUT_MS)
+    wait_bound(page)
+    wait_bound(panel(page))

@@ -19,6 +19,8 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 globalThis.pagecontextHost = {
   json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
   load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
+  // `value` resolved against `base`, or null where `new URL()` cannot parse it.
+  url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the
   // whole conversation) never goes through Python on the main thread. null: another
   // message; false: storage is denied.
@@ -40,35 +42,48 @@ function fail(reason) {
 let runtimeLoading = null;
 
 // MicroPython with the edge's sources: loaded once per document, on the first mount.
+// A load that failed is forgotten, so that a later mount tries again.
 function edgeRuntime() {
-  runtimeLoading ||= (async () => {
-    const runtime = await (await fetch(here("/py/runtime.json"))).json();
-    const [{ loadMicroPython }, sources] = await Promise.all([
-      import(here(runtime.micropython.module)),
-      Promise.all(
-        runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetch(here(runtime.edge.base + file))).arrayBuffer())]),
-      ),
-    ]);
-    const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
-    await nextTask();
-    for (const [file, code] of sources) {
-      const path = `/lib/${file}`;
-      mp.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
-      mp.FS.writeFile(path, code);
-    }
-    performance.mark("pagecontext:micropython-ready");
-    // The edge's modules are listed dependencies first: each is imported in its own task.
-    let edge = null;
-    for (const [file] of sources) {
-      if (!file.endsWith(".mpy")) continue;
-      await nextTask();
-      edge = mp.pyimport(file.slice(0, -".mpy".length).replaceAll("/", "."));
-    }
-    performance.mark("pagecontext:edge-imported");
-    await nextTask();
-    return { runtime, mp, edge };
-  })();
+  if (!runtimeLoading) {
+    runtimeLoading = loadEdgeRuntime();
+    runtimeLoading.catch(() => { runtimeLoading = null; });
+  }
   return runtimeLoading;
+}
+
+// A response that is not 200 is an error here, named with its URL.
+async function fetched(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response;
+}
+
+async function loadEdgeRuntime() {
+  const runtime = await (await fetched(here("/py/runtime.json"))).json();
+  const [{ loadMicroPython }, sources] = await Promise.all([
+    import(here(runtime.micropython.module)),
+    Promise.all(
+      runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetched(here(runtime.edge.base + file))).arrayBuffer())]),
+    ),
+  ]);
+  const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
+  await nextTask();
+  for (const [file, code] of sources) {
+    const path = `/lib/${file}`;
+    mp.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")));
+    mp.FS.writeFile(path, code);
+  }
+  performance.mark("pagecontext:micropython-ready");
+  // The edge's modules are listed dependencies first: each is imported in its own task.
+  let edge = null;
+  for (const [file] of sources) {
+    if (!file.endsWith(".mpy")) continue;
+    await nextTask();
+    edge = mp.pyimport(file.slice(0, -".mpy".length).replaceAll("/", "."));
+  }
+  performance.mark("pagecontext:edge-imported");
+  await nextTask();
+  return { runtime, mp, edge };
 }
 
 function startWorker(role) {
@@ -109,10 +124,23 @@ export async function mount(config) {
   const worker = startWorker(config.role);
   const handle = { edge: null, worker, unmount: () => unmountHandle(handle) };
   mounted = handle;
-  const { edge } = await edgeRuntime();
+  let edge;
+  try {
+    ({ edge } = await edgeRuntime());
+  } catch (error) {
+    // MicroPython or the edge's sources did not load: this mount fails loudly, and
+    // the next one loads them again.
+    if (mounted === handle) {
+      mounted = null;
+      worker.terminate();
+      fail(`runtime: the edge's runtime did not load (${error && error.message})`);
+    }
+    throw error;
+  }
   // The edge starts in three steps, each a task of its own: the config checked, the
   // edge made, then its listeners, its `init` to the worker and its handshake.
-  // Unmounted between two steps, it stops there (unmount ends the worker).
+  // Unmounted between two steps, it stops there (unmount ends the worker; an edge made
+  // but not begun holds nothing else, and publishes nothing more).
   if (mounted !== handle) {
     worker.terminate(); // unmounted while MicroPython loaded
     return handle;
@@ -124,12 +152,9 @@ export async function mount(config) {
   if (mounted !== handle) return handle;
   const started = edge.Edge(checked, worker, host);
   await nextTask();
-  if (mounted !== handle) {
-    started.close();
-    return handle;
-  }
-  started.begin();
+  if (mounted !== handle) return handle;
   handle.edge = started;
+  started.begin();
   globalThis.pagecontext = started;
   performance.mark("pagecontext:edge-started");
   return handle;

@@ -56,7 +56,15 @@ async function showSales() {
   frame.dataset.pcChild = "";
   panel.replaceChildren(frame);
   embed = mount({ role: "page", peerOrigin: assistantOrigin, childUrl: `${assistantOrigin}/assistant.html` });
-  await embed;
+  try {
+    await embed;
+  } catch (error) {
+    // The embed's runtime did not load: pagecontext has said so (data-pc-state="failed"),
+    // the page works without it, and the next visit to the route mounts it again.
+    embed = null;
+    console.error(error);
+    return;
+  }
   counts.mounts += 1;
   publish("sales");
 }

@@ -215,9 +215,7 @@ class Edge:
         self.drawn: dict[str, Any] = {}
         self.diagnostics: dict[str, Any] = {}
         self._set_state("booting")
-        self.boot_timer: int | None = self.owner.later(
-            config["timeouts"]["bootMs"], self._on_boot_timeout
-        )
+        self.boot_timer: int | None = None
         self.instance_id = _random_id()
         init: dict[str, Any] = {"kind": "init", "role": self.role, "instanceId": self.instance_id}
         if self.role == "page":
@@ -234,12 +232,11 @@ class Edge:
             init["conversationId"] = conversation_id
             init["restored"] = text
             # Where the agent and the action API are, and as whom the assistant calls
-            # them; the agent URL resolved here, since a worker started from a data:
-            # URL (a sandboxed panel) has no base URL of its own.
-            # (integration.parse_config checked both: strings, the URL a path or http(s).)
+            # them; the agent URL as `check()` resolved it, since a worker started from
+            # a data: URL (a sandboxed panel) has no base URL of its own.
             agent_url = config["agentUrl"]
             if agent_url:
-                init["agentUrl"] = str(js.URL.new(agent_url, js.location.href).href)
+                init["agentUrl"] = agent_url
             authorization = config["authorization"]
             if authorization:
                 init["authorization"] = authorization
@@ -250,6 +247,9 @@ class Edge:
         """Listen, post `init` to the worker, set up the page's DOM or the panel, and
         start the handshake: the last of the three start steps. The edge is then
         `current()`."""
+        # Armed here, not when the edge is made: an edge unmounted before `begin()` owns
+        # no timer, no listener and no proxy.
+        self.boot_timer = self.owner.later(self.config["timeouts"]["bootMs"], self._on_boot_timeout)
         self.owner.listen(self.worker, "message", self._from_worker)
         self.owner.listen(js.window, "message", self._from_window)
         self.owner.listen(js.window, "pagehide", self._on_pagehide)
@@ -443,6 +443,8 @@ class Edge:
             # lives in memory only, and the panel says so through data-pc-storage.
             if not saved:
                 self.root.setAttribute("data-pc-storage", "unavailable")
+            else:
+                self.root.removeAttribute("data-pc-storage")
             return
         message = _plain(event.data)
         if not isinstance(message, dict):
@@ -757,6 +759,8 @@ class Edge:
             self.owner.listen(restore, "click", self._on_restore_chips)
         log = doc.querySelector("[data-pc-log]")
         if log is not None:
+            # Mounted again in the same document: the worker posts every entry anew.
+            log.replaceChildren()
             self.owner.listen(log, "click", self._on_log_click)
         preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
@@ -795,9 +799,12 @@ class Edge:
         kind = kinds.get(decision)
         if kind is None:
             return
-        # Answered once: the buttons go at once, before the worker's new state arrives.
-        for other in entry.querySelectorAll("[data-pc-action-decision]"):
-            other.disabled = True
+        # A decision is taken once: its buttons go at once, before the worker's new state
+        # arrives. A check only reads the server, and may be asked again (a check that
+        # got no usable answer changes nothing in the entry).
+        if decision != "check":
+            for other in entry.querySelectorAll("[data-pc-action-decision]"):
+                other.disabled = True
         self._to_worker({"kind": kind, "id": entry.getAttribute("data-pc-log-id")})
 
     def _on_ask(self, event: Any) -> None:
@@ -950,6 +957,8 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
         checked = parse_config(_plain(config))
         if checked["position"] == "embedder":
             _check_child_frame(checked)
+        if checked["agentUrl"]:
+            checked["agentUrl"] = _resolved_agent_url(checked["agentUrl"], host)
     except ConfigError as error:
         worker.terminate()
         message = "config: " + str(error)
@@ -961,6 +970,15 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
         _dispatch(js.document, "pagecontext:state", {"state": "failed", "error": message}, False)
         return None
     return checked
+
+
+def _resolved_agent_url(url: str, host: Any) -> str:
+    """The agent URL resolved against this document (`host.url`: `new URL()`, which
+    throws on what it cannot parse, and MicroPython cannot catch that)."""
+    resolved = host.url(url, js.location.href)
+    if not isinstance(resolved, str):
+        raise ConfigError("agentUrl", "not a URL the browser can parse: " + url)
+    return resolved
 
 
 def current() -> "Edge | None":
