@@ -271,6 +271,40 @@ def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins
     assert refused == {"c1": "unknown-tool", "c2": "invalid-arguments"}
 
 
+def scripted_run(pair: ChannelPair, start: StartRun, calls: list[tuple[str, str, str]]) -> None:
+    """Feed the answer to `start` as an agent that makes `calls` (id, tool, arguments)."""
+    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
+    events: list[dict[str, object]] = [{"type": "RUN_STARTED", **run}]
+    for call_id, name, arguments in calls:
+        events += [
+            {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments},
+            {"type": "TOOL_CALL_END", "toolCallId": call_id},
+        ]
+    events.append({"type": "RUN_FINISHED", **run})
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, text))
+    pair.run("assistant", pair.assistant.on_agent_end(start.run_id))
+    pair.pump()
+
+
+def test_a_tool_call_whose_id_was_used_before_is_refused(origins: Origins, db: Path) -> None:
+    """An agent that names a later run's tool calls as an earlier one's: the second
+    `flag_for_review` with the id of the first proposal is refused (`duplicate-id`), so
+    the first proposal's decision, ledger and result stay its own."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    flag = json.dumps({"resourceRef": NORTH_MARCH})
+    scripted_run(pair, ask(pair), [("call_0", "flag_for_review", flag)])
+    [proposal] = log(pair, "action")
+    assert (proposal["id"], proposal["resourceRef"]) == ("call_0", NORTH_MARCH)
+    pair.run("assistant", pair.assistant.confirm_action("call_0"))
+    scripted_run(pair, ask(pair, "And this one?"), [("call_0", "flag_for_review", flag)])
+    assert len(log(pair, "action")) == 1
+    assert answer(pair)["toolCalls"][0]["refused"] == "duplicate-id"
+    assert log(pair, "action")[0]["decision"] == "confirmed"
+
+
 # --- failures -----------------------------------------------------------------------------
 
 

@@ -262,6 +262,23 @@ def test_the_kept_preview_follows_every_change_it_depends_on() -> None:
     assert previews[0] != previews[1] == "" != previews[2]
 
 
+def test_the_kept_preview_follows_the_log_losing_its_oldest_entries() -> None:
+    """A restored conversation knows what it sent from its log. Once the log drops the
+    question that carried the selection's block, the next question carries the block
+    again, and the kept preview says so, as message_text("") does."""
+    first = Composer()
+    first.set_selection(selection())
+    first.send("first", entry_id="q1", at="t")
+    composer = Composer()
+    composer.restore(json.loads(first.saved_text()))
+    composer.set_selection(selection())
+    assert composer.preview() == ""
+    for index in range(MAX_LOG_ENTRIES):
+        composer.record_command(f"c{index}", "highlight", "row:42")
+    assert all(entry.get("id") != "q1" for entry in composer.log)
+    assert composer.preview() == composer.message_text("") != ""
+
+
 def test_the_log_texts_follow_every_change_to_an_entry() -> None:
     """Each entry's JSON text is built again after it changes in place (receipts, text,
     tool calls, the end, a decision, a result), and the saved text is exactly the JSON

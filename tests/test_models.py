@@ -272,6 +272,32 @@ def test_the_fast_context_path_keeps_the_string_limit_in_a_long_text(length: int
     assert isinstance(accepted, ContextMessage) is (length <= DEFAULT_LIMITS.max_string_chars)
 
 
+def test_the_fast_context_path_measures_the_size_as_parse_message_does() -> None:
+    """JavaScript writes small exponents with one digit fewer than Python (1e-7 for
+    1e-07): a text at the size limit as JSON.stringify wrote it, which parse_message
+    refuses as too large once written by Python, is no context on the fast path either."""
+    snapshot: dict[str, object] = {f"f{index}": 1e-7 for index in range(60)}
+    filters: dict[str, object] = {}
+
+    def javascript(raw: dict[str, Any]) -> str:
+        return json.dumps(raw, separators=(",", ":")).replace("1e-07", "1e-7")
+
+    room = DEFAULT_LIMITS.max_message_bytes - len(
+        javascript(with_selection(filters=filters, snapshot=snapshot))
+    )
+    while room > 0:
+        key = f"k{len(filters)}"
+        overhead = len(key) + 5 + (1 if filters else 0)  # "key":"…" and a comma
+        filters[key] = "x" * min(1000, room - overhead)
+        room -= len(filters[key]) + overhead  # type: ignore[arg-type]
+    text = javascript(with_selection(filters=filters, snapshot=snapshot))
+    assert len(text.encode()) == DEFAULT_LIMITS.max_message_bytes
+    with pytest.raises(MessageRejected) as refused:
+        parse_message(json.loads(text))
+    assert refused.value.reason == "too-large"
+    assert parse_context_json(text) is None
+
+
 def test_snapshot_values_keep_their_json_types_on_both_paths() -> None:
     """An integer stays an int and 1.0 a float, true a bool, "1" a string, an object a
     Quantity: from a dict (parse_message) and from JSON text (the fast path) alike."""

@@ -762,16 +762,37 @@ def test_a_bye_that_is_malformed_or_for_another_binding_closes_nothing(
     embedder: Side, receiver: Side, changes: dict[str, Any]
 ) -> None:
     """Only a valid bye stamped with the bound page instance and conversation closes; any
-    other leaves both sides bound, and a highlight still gets `applied`."""
+    other is refused and counted (docs/protocol.md 8.6a), both sides stay bound, and a
+    highlight still gets `applied`."""
     pair = shared_pair(embedder)
+    session = pair.page if receiver == "page" else pair.assistant
+    before = session.refused
     pair.post(receiver, envelope(pair, "bye", **changes))
     pair.pump()
+    assert session.refused == before + 1
+    control = session.diagnostics()["control"]
+    assert isinstance(control, dict)
+    assert sum(control.values()) == 1, control
     assert pair.page_closed == pair.assistant_closed == []
     assert pair.page.binding is not None
     assert pair.assistant.binding is not None
     highlight, _ = show(pair)
     pair.pump()
     assert layers(pair, highlight) == {"received": ("applied", "ok"), "ui": ("applied", "ok")}
+
+
+def test_a_receipt_that_does_not_parse_is_refused_and_counted() -> None:
+    """A receipt with a status the protocol does not have settles nothing, and the
+    assistant counts it by reason; so does a message of a type a page never sends."""
+    pair = shared_pair("page")
+    highlight, _ = show(pair)
+    before = pair.assistant.refused
+    bad = envelope(pair, "receipt", commandId=highlight, status="done")
+    pair.assistant.on_port_message(bad)
+    pair.assistant.on_port_message(envelope(pair, "command"))
+    assert pair.assistant.refused == before + 2
+    assert pair.assistant.diagnostics()["control"] == {"malformed": 1, "unexpected-type": 1}
+    assert layers(pair, highlight)["received"][0] == "pending"
 
 
 def test_a_session_checks_every_message_against_its_own_limits() -> None:

@@ -195,7 +195,8 @@ class ToolCallError(PagecontextError):
     `reason`: "unknown-tool", "business-tool" (a business tool is never a page
     command), "context-tool" (answered by the assistant, not the page), "ui-tool" (a
     UI tool is not a business proposal), "not-a-context-tool", "malformed-arguments"
-    (not a JSON object) or "invalid-arguments" (missing, extra or wrongly typed).
+    (not a JSON object), "invalid-arguments" (missing, extra or wrongly typed) or
+    "duplicate-id" (an earlier tool call of the conversation has its id).
     """
 
     def __init__(self, tool: str, reason: str, detail: str = "") -> None:

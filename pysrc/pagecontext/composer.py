@@ -365,6 +365,18 @@ class Composer:
             }
         )
 
+    def has_tool_call(self, call_id: str) -> bool:
+        """True if an answer's tool call or a proposed action in the log has this id."""
+        for entry in self.log:
+            if entry.get("kind") == "action" and entry.get("id") == call_id:
+                return True
+            calls = entry.get("toolCalls")
+            if isinstance(calls, list) and any(
+                isinstance(call, dict) and call.get("id") == call_id for call in calls
+            ):
+                return True
+        return False
+
     def decide_action(self, call_id: str, decision: str) -> None:
         """Record the user's decision on a proposed action ("confirmed" or "declined")."""
         entry = self.entry(call_id)
@@ -447,7 +459,11 @@ class Composer:
     def _append(self, entry: dict[str, JsonValue]) -> None:
         self.log_version += 1
         self.log.append(entry)
-        del self.log[:-MAX_LOG_ENTRIES]
+        if len(self.log) > MAX_LOG_ENTRIES:
+            del self.log[:-MAX_LOG_ENTRIES]
+            # What was sent before decides what the next question carries: an entry that
+            # goes may change it.
+            self._preview = None
 
 
 def _has_instructions(text: str) -> bool:

@@ -365,8 +365,11 @@ def parse_context_json(text: str, limits: Limits = DEFAULT_LIMITS) -> ContextMes
         or "\\uD" in text
     ):
         return None
-    size = len(text)
-    if size * 4 > limits.max_message_bytes and len(text.encode("utf-8")) > limits.max_message_bytes:
+    # The size limit is on the message as Python writes it (parse_message), which can
+    # be a byte longer per small exponent than JavaScript's text: 1e-07 for 1e-7.
+    if len(text) * 4 > limits.max_message_bytes and (
+        len(text.encode("utf-8")) + text.count("e-") > limits.max_message_bytes
+    ):
         return None
     try:
         message = ContextMessage.model_validate_json(text, by_alias=True, by_name=False)

@@ -25,6 +25,7 @@ plain dicts with a `kind`; docs/architecture.md lists them.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -226,6 +227,14 @@ class _Connection:
         self.child: ChildBinder | None = None
         self.binding: Binding | None = None
         self.connections = 0
+        # Control messages on the bound port (a bye, a conversation, a receipt that does
+        # not parse) refused, by reason (docs/protocol.md 8.6a).
+        self.refused: Counter[str] = Counter()
+
+    def refuse(self, reason: str) -> list[Effect]:
+        """Count a refused control message; it changes nothing else."""
+        self.refused[reason] += 1
+        return []
 
     def attach(
         self,
@@ -490,15 +499,19 @@ class PageSession:
 
     @property
     def refused(self) -> int:
-        """Port messages refused so far: commands answered `rejected` or dropped unread."""
+        """Port messages refused so far: commands answered `rejected` or dropped unread,
+        and control messages refused."""
         counts = self.resolver.counts
         accepted = sum(counts.get(reason, 0) for reason in _NOT_REFUSED)
-        return sum(counts.values()) - accepted + self.resolver.dropped
+        control = sum(self._conn.refused.values())
+        return sum(counts.values()) - accepted + self.resolver.dropped + control
 
     def diagnostics(self) -> dict[str, object]:
-        """Counters for the diagnostics panel: command outcomes by reason, drops."""
+        """Counters for the diagnostics panel: command outcomes by reason, drops, refused
+        control messages by reason."""
         return {
             "commands": dict(self.resolver.counts),
+            "control": dict(self._conn.refused),
             "dropped": self.resolver.dropped,
             "refused": self.refused,
         }
@@ -525,17 +538,17 @@ class PageSession:
     def _control(self, raw: object) -> list[Effect]:
         try:
             message = parse_message(raw, self._limits)
-        except MessageRejected:
-            return []
+        except MessageRejected as rejected:
+            return self._conn.refuse(rejected.reason)
         binding = self._conn.binding
         assert binding is not None
         # Both are for this page instance only; a bye must also name the bound
         # conversation, like every other message from the assistant (step 2).
         if message.page_instance_id != self.page_instance_id:
-            return []
+            return self._conn.refuse("page-instance")
         if isinstance(message, ByeMessage):
             if message.conversation_id != binding.conversation_id:
-                return []
+                return self._conn.refuse("conversation-mismatch")
             self._conn.drop()
             return [ClosePort("bye"), ToEdge({"kind": "unbound"})]
         if isinstance(message, ConversationMessage):
@@ -689,11 +702,11 @@ class AssistantSession:
         if kind in ("context", "selection-cleared"):
             return self._received(self.receiver.receive(raw))
         if kind not in ("receipt", "bye"):
-            return []
+            return self._conn.refuse("unexpected-type")
         try:
             message = parse_message(raw, self._limits)
-        except MessageRejected:
-            return []
+        except MessageRejected as rejected:
+            return self._conn.refuse(rejected.reason)
         if isinstance(message, ReceiptMessage):
             if (
                 message.page_instance_id != binding.page_instance_id
@@ -713,7 +726,11 @@ class AssistantSession:
             self._conn.drop()
             self.ledger.drop_connection(binding.connection_id)
             return [ClosePort("bye"), _STATE]
-        return []
+        return self._conn.refuse(
+            "page-instance"
+            if message.page_instance_id != binding.page_instance_id
+            else "conversation-mismatch"
+        )
 
     def on_port_json(self, text: str) -> list[Effect]:
         """Handle one message from the bound port given as its compact JSON text.
@@ -737,13 +754,17 @@ class AssistantSession:
 
     @property
     def refused(self) -> int:
-        """Port messages refused so far: contexts refused and receipts ignored."""
-        return sum(self.receiver.counts.values()) + self.ledger.ignored
+        """Port messages refused so far: contexts refused, receipts ignored, and control
+        messages refused."""
+        control = sum(self._conn.refused.values())
+        return sum(self.receiver.counts.values()) + self.ledger.ignored + control
 
     def diagnostics(self) -> dict[str, object]:
-        """Counters for the diagnostics panel: refused contexts by reason, ignored receipts."""
+        """Counters for the diagnostics panel: refused contexts by reason, ignored
+        receipts, refused control messages by reason."""
         return {
             "contexts": dict(self.receiver.counts),
+            "control": dict(self._conn.refused),
             "ignoredReceipts": self.ledger.ignored,
             "refused": self.refused,
         }
@@ -900,6 +921,9 @@ class AssistantSession:
         result: str | None = None
         effects: list[Effect] = []
         try:
+            if self._tool_call_known(call.call_id):
+                # Its result, a proposal or a receipt would be taken for the earlier one's.
+                raise ToolCallError(call.name, "duplicate-id", "an earlier tool call has this id")
             if call.name in CONTEXT_TOOL_NAMES:
                 result = self.composer.context_result(context_tool_call(call.name, call.arguments))
                 run.wants_more = True
@@ -930,6 +954,17 @@ class AssistantSession:
             run.run_id, call.call_id, call.name, call.arguments, refused=refused, result=result
         )
         return effects
+
+    def _tool_call_known(self, call_id: str) -> bool:
+        """True if this conversation already has a tool call, an action or a command with
+        this id (the log keeps the latest entries; the ledger, what it still tracks)."""
+        if self.composer.has_tool_call(call_id):
+            return True
+        try:
+            self.ledger.get(call_id)
+        except KeyError:
+            return False
+        return True
 
     def _send_command(
         self,

@@ -525,7 +525,7 @@ class Edge:
             rows.append(("  " + reason, str(self.rejected[reason])))
         report = self.diagnostics
         rows.append(("port messages refused", str(report.get("refused", "…"))))
-        for group in ("commands", "contexts"):
+        for group in ("commands", "contexts", "control"):
             counts = report.get(group) or {}
             for reason in sorted(counts):
                 rows.append(("  " + reason, str(counts[reason])))
