@@ -128,11 +128,11 @@ class HeldWasm:
     def _is_wasm(self, request: Request) -> bool:
         return request.url.startswith(self.origin) and request.url.endswith("/pyodide.asm.wasm")
 
-    def goto(self, page: Page, url: str) -> None:
+    def goto(self, page: Page, url: str, *, wait_for_load: bool = True) -> None:
         """Load `url` and return once the page's worker asked for its wasm (held) and
-        the page's edge has started."""
+        the page's edge has started (and, unless told not to, the page has loaded)."""
         with self.context.expect_event("request", self._is_wasm, timeout=BOOT_TIMEOUT_MS):
-            page.goto(url)
+            page.goto(url, wait_until="load" if wait_for_load else "commit")
         page.wait_for_function(EDGE_STARTED, timeout=BOOT_TIMEOUT_MS)
 
     def release(self) -> None:
@@ -177,6 +177,39 @@ def test_a_page_may_load_its_assistant_at_once(
     held.release()
     wait_bound(page)
     wait_bound(panel(page))
+
+
+def test_a_child_that_loads_before_its_nonce_binds_once_given_one(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The assistant's document loads before the page gave it a nonce (the iframe's own
+    `src`, as a frame restored by a back navigation has): its `ready` binds nothing and
+    breaks nothing (the page never reports `failed`); once the page's runtime is up, the
+    page gives it a nonce and the two bind, connection 1."""
+    page.add_init_script(RECORD_STATES)
+    held = HeldWasm(context, origins)
+    # The child's document waits until the page listens, so that its `ready` reaches it.
+    documents: list[Route] = []
+    context.route(f"{origins.assistant}/assistant.html", lambda route: documents.append(route))
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+    }
+    query = quote(json.dumps(config))
+    url = f"{origins.page}/e2e/configured.html?frame=1&src=1&config={query}"
+    held.goto(page, url, wait_for_load=False)  # its load waits for the held child
+    assert len(documents) == 1, documents
+    documents[0].fallback()
+    # The child's edge has begun: it announced itself while the page had no nonce.
+    expect(html(panel(page))).to_have_attribute("data-pc-position", "child")
+    child = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    child.wait_for_function(EDGE_STARTED, timeout=BOOT_TIMEOUT_MS)
+    held.release()
+    wait_bound(page)
+    wait_bound(panel(page))
+    states = [state["state"] for state in page.evaluate("window.__pcStates")]
+    assert states == ["booting", "ready", "bound"], states
 
 
 def test_a_page_whose_core_fails_still_loads_its_assistant(

@@ -387,6 +387,12 @@ class Edge:
             self._on_connect(event, data)
 
     def _on_ready(self) -> None:
+        if self.nonce is None:
+            # The child's document came before this frame loaded it with a nonce: the
+            # browser restored the frame from session history (a back or forward
+            # navigation), or the page gave the iframe a `src` of its own. Its `ready`
+            # binds nothing. Loaded with a nonce (`_load_child`), it announces itself again.
+            return
         if self.connect_sent:
             # The child loaded a new document: its nonce is spent. Drop the old binding
             # and navigate it again with a new nonce; it never gets a second connect.
