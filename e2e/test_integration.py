@@ -386,3 +386,63 @@ def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(
     expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
         "data-pc-highlight", "focus"
     )
+
+
+def test_a_component_that_renders_again_before_the_highlight_gets_stale_context(
+    demo: Page,
+) -> None:
+    """The table renders a new view (its generation moves on) after the page's worker
+    checked a command against the old one and before the highlight is drawn: the row is
+    not highlighted as if it were the old view's, and the `ui` receipt says
+    `stale-context` (`view-changed`)."""
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    # A listener that does not take the command over, and renders meanwhile.
+    demo.evaluate(
+        """() => {
+          const table = document.getElementById("sales-table");
+          table.addEventListener("pagecontext:command", () => {
+            const next = Number(table.getAttribute("data-pc-generation")) + 1;
+            table.setAttribute("data-pc-generation", String(next));
+          }, {once: true});
+        }"""
+    )
+    show_and_expect(assistant, "stale-context")
+    expect(receipt(assistant)).to_have_text(re.compile(r"\(view-changed\)"))
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
+
+
+# An outer component with one object, and a component nested in it with another.
+NESTED = """() => {
+  const outer = document.createElement("div");
+  Object.assign(outer.dataset, {pcComponent: "outer", pcPage: "nested", pcFilters: "{}",
+    pcGeneration: "1", pcShareable: "name"});
+  outer.innerHTML = '<p data-pc-resource-ref="o:1" data-pc-values=\\'{"name": "o"}\\'>o</p>'
+    + '<div data-pc-component="inner" data-pc-page="nested" data-pc-filters="{}"'
+    + ' data-pc-generation="1" data-pc-shareable="name">'
+    + '<p data-pc-resource-ref="i:1" data-pc-values=\\'{"name": "i"}\\'>i</p></div>';
+  document.body.append(outer);
+  for (const element of [outer, outer.querySelector('[data-pc-component="inner"]')]) {
+    element.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+  }
+}"""
+
+
+def test_a_nested_component_keeps_its_objects_to_itself(demo: Page) -> None:
+    """A component inside another: its objects are its own, so a focus highlight in the
+    outer component leaves the inner one's focus alone."""
+    demo.evaluate(NESTED)
+    assistant = panel(demo)
+    outer, inner = (
+        demo.locator('[data-pc-resource-ref="o:1"]'),
+        demo.locator('[data-pc-resource-ref="i:1"]'),
+    )
+    for element, ref in ((inner, "i:1"), (outer, "o:1")):
+        element.click()
+        demo.get_by_role("button", name="Ask AI").click()
+        expect(assistant.locator(f'[data-pc-chip="{ref}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+        show_and_expect(assistant, "applied")
+        expect(element).to_have_attribute("data-pc-highlight", "focus")
+    expect(inner).to_have_attribute("data-pc-highlight", "focus")

@@ -234,6 +234,9 @@ _PARAMS: dict[str, SearchStrategy[dict[str, str]]] = {
 }
 
 
+_NEEDS_REF = ("highlight", "locate")
+
+
 def commands(
     *,
     message_id: SearchStrategy[str] | None = None,
@@ -244,13 +247,17 @@ def commands(
     resource_refs: SearchStrategy[str] | None = None,
     actions: Sequence[str] = tuple(_PARAMS),
 ) -> SearchStrategy[Raw]:
-    """Commands of every action with exactly its params, with or without a resourceRef."""
-    target = st.fixed_dictionaries(
-        {"componentId": _identifiers() if component_ids is None else component_ids},
-        optional={"resourceRef": _identifiers() if resource_refs is None else resource_refs},
-    )
+    """Commands of every action with exactly its params: with a resourceRef for the
+    actions that point at one object (highlight, locate), with or without one for the
+    others."""
+    component = {"componentId": _identifiers() if component_ids is None else component_ids}
+    ref = {"resourceRef": _identifiers() if resource_refs is None else resource_refs}
 
     def build(action: str) -> SearchStrategy[Raw]:
+        if action in _NEEDS_REF:
+            target = st.fixed_dictionaries({**component, **ref})
+        else:
+            target = st.fixed_dictionaries(component, optional=ref)
         return _envelope(
             "command",
             message_id,

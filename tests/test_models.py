@@ -89,11 +89,22 @@ def test_optional_fields_are_left_out_of_the_dump_but_none_data_is_kept() -> Non
         "note": None,
         "q": {"value": None, "unit": "pcs"},
     }
-    bare = command(action="locate", params={}, target={"componentId": "table"})
+    bare = command(action="clear-highlight", params={}, target={"componentId": "table"})
     assert dump_message(parse_message(bare))["target"] == {"componentId": "table"}
     minimal = context()
     del minimal["selection"]["snapshot"]
     assert "snapshot" not in dump_message(parse_message(minimal))["selection"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("action", "params"), [("highlight", {"tone": "focus"}), ("locate", {})])
+def test_a_command_that_points_at_an_object_needs_its_resource_ref(
+    action: str, params: dict[str, str]
+) -> None:
+    """highlight and locate without target.resourceRef point at nothing: malformed."""
+    bare = command(action=action, params=params, target={"componentId": "table"})
+    with pytest.raises(MessageRejected) as refused:
+        parse_message(bare)
+    assert refused.value.reason == "malformed"
 
 
 def test_command_id_is_the_message_id() -> None:

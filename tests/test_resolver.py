@@ -284,7 +284,7 @@ def test_step8_an_unrendered_target_is_not_found() -> None:
     page.select()
     page.dom.remove("table", "row:1")
     assert outcome(page.resolve(command())) == ("not-found", "not-rendered")
-    unknown = command(messageId="c2", target={"componentId": "chart"})
+    unknown = command(messageId="c2", target={"componentId": "chart", "resourceRef": "row:1"})
     assert outcome(page.resolve(unknown)) == ("not-found", "not-rendered")
 
 

@@ -260,6 +260,9 @@ class CommandMessage(_Envelope):
 
     @model_validator(mode="after")
     def _params_fit_action(self) -> Self:
+        # highlight and locate point at one object: without a resourceRef there is none.
+        if self.action in ("highlight", "locate") and self.target.resource_ref is None:
+            raise ValueError(f"{self.action} needs target.resourceRef")
         # Params are fixed per action (PROTOCOL.md section 5): nothing else may ride along.
         if self.action == "highlight":
             if set(self.params) != {"tone"} or self.params["tone"] not in ("focus", "related"):

@@ -487,7 +487,8 @@ class PageSession:
         command = resolution.apply
         if command is not None:
             self._ui_pending.add(command.command_id)
-            effects.append(ToEdge(_apply_instruction(command)))
+            view = self.tracker.current_view(command.target.component_id)
+            effects.append(ToEdge(_apply_instruction(command, view)))
         return effects
 
     def on_port_json(self, text: str) -> list[Effect]:
@@ -517,9 +518,10 @@ class PageSession:
         }
 
     def on_ui_done(
-        self, command_id: str, status: Literal["applied", "not-found"], reason: str
+        self, command_id: str, status: Literal["applied", "not-found", "stale-context"], reason: str
     ) -> list[Effect]:
-        """The edge finished (or could not do) the UI work of an applied command."""
+        """The edge finished (or could not do) the UI work of an applied command;
+        `stale-context` when the component rendered another view before it could."""
         if command_id not in self._ui_pending or self._conn.binding is None:
             return []
         self._ui_pending.discard(command_id)
@@ -562,7 +564,9 @@ class PageSession:
         return []
 
 
-def _apply_instruction(command: CommandMessage) -> dict[str, object]:
+def _apply_instruction(command: CommandMessage, view: ComponentView | None) -> dict[str, object]:
+    # The generation the command was checked against: the edge does the UI work only if
+    # the component still shows it (it may have rendered again since).
     return {
         "kind": "apply",
         "commandId": command.command_id,
@@ -570,6 +574,7 @@ def _apply_instruction(command: CommandMessage) -> dict[str, object]:
         "componentId": command.target.component_id,
         "resourceRef": command.target.resource_ref,
         "tone": command.params.get("tone"),
+        "generation": view.generation if view is not None else None,
     }
 
 

@@ -163,6 +163,28 @@ def _attr_values(element: Any, into: dict[str, Any]) -> None:
             into[name] = value
 
 
+def _view_generation(component: Any) -> int | None:
+    """The data generation a component shows now; None if its view does not parse."""
+    try:
+        _filters, generation = parse_view(
+            component.getAttribute("data-pc-filters"),
+            component.getAttribute("data-pc-generation"),
+        )
+    except ValueError:
+        return None
+    return generation
+
+
+def _shows_object(component: Any, element: Any, ref: str) -> bool:
+    """True if `element` is still in the document as the object `ref` of `component`
+    (a page may patch nodes in place before it reports its render)."""
+    return bool(
+        element.isConnected
+        and element.getAttribute("data-pc-resource-ref") == ref
+        and element.closest("[data-pc-component]") == component
+    )
+
+
 # How many commands the page may be carrying out itself at once; the oldest beyond it
 # are forgotten (their receipts stay unconfirmed at the assistant).
 DELEGATED_MAX = 256
@@ -579,7 +601,9 @@ class Edge:
         refs = {}
         for i in range(rows.length):
             row = rows[i]
-            refs[row.getAttribute("data-pc-resource-ref")] = row
+            # A component nested in this one reports its own objects.
+            if row.closest("[data-pc-component]") == component:
+                refs[row.getAttribute("data-pc-resource-ref")] = row
         self.registry[component_id] = refs
         self.components[component_id] = component
         shareable = []
@@ -706,6 +730,12 @@ class Edge:
             return
         if early is not None:
             self._refuse_event("command-done", command_id + " was not cancelled by the page")
+        # The page's listeners have run, and may have rendered: read what it shows now.
+        objects = self.registry.get(component_id)
+        component = self.components.get(component_id)
+        if objects is None or component is None or not component.isConnected:
+            self._ui_done(command_id, "not-found", "not-rendered")
+            return
         if action == "clear-highlight":
             for el in objects.values():
                 el.removeAttribute("data-pc-highlight")
@@ -715,8 +745,14 @@ class Edge:
             self.pending_refresh.setdefault(component_id, []).append(command_id)
             component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
             return
-        element = objects.get(str(message.get("resourceRef")))
-        if element is None or not element.isConnected:
+        generation = message.get("generation")
+        if generation is not None and _view_generation(component) != generation:
+            # It rendered another view after the worker checked the command against it.
+            self._ui_done(command_id, "stale-context", "view-changed")
+            return
+        ref = message.get("resourceRef")
+        element = objects.get(ref) if isinstance(ref, str) else None
+        if element is None or not _shows_object(component, element, str(ref)):
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "highlight":
