@@ -13,7 +13,14 @@ import wire
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import ReceiptLedger
 from pagecontext.models import Limits
-from pagecontext.session import AssistantSession, ClosePort, PageSession, ToEdge, ToPeer
+from pagecontext.session import (
+    UI_PENDING_MAX,
+    AssistantSession,
+    ClosePort,
+    PageSession,
+    ToEdge,
+    ToPeer,
+)
 from pagecontext.testing import ChannelPair, FakeClock, Side, counter_ids
 
 TOPOLOGIES: list[Side] = ["page", "assistant"]
@@ -668,6 +675,52 @@ def test_bye_makes_the_assistants_in_flight_commands_unconfirmed() -> None:
     pair.post("assistant", envelope(pair, "bye"))
     pair.pump(only="assistant")
     assert layers(pair, highlight)["received"] == ("unconfirmed", "connection-closed")
+
+
+def test_the_ui_receipts_a_page_waits_for_are_bounded_and_end_with_its_binding() -> None:
+    """Applied commands whose UI work never reports back (a component that never renders
+    after a refresh, a command the page took over and never answers) are remembered up to
+    UI_PENDING_MAX, oldest dropped; a new binding starts with none: its `ui` receipts
+    could settle nothing."""
+    pair = shared_pair("page")
+    page = pair.page
+    revision = pair.last_edge("page", "selected")["revision"]
+    ids = [f"r{index}" for index in range(UI_PENDING_MAX + 1)]
+    for command_id in ids:
+        raw = envelope(
+            pair,
+            "command",
+            messageId=command_id,
+            basisRevision=revision,
+            action="refresh",
+            target={"componentId": "orders"},
+            params={},
+        )
+        applied = [e for e in page.on_port_message(raw) if isinstance(e, ToEdge)]
+        assert [e.message["kind"] for e in applied] == ["apply"]
+    assert page.on_ui_done(ids[0], "applied", "ok") == []  # dropped, the oldest
+    [late] = page.on_ui_done(ids[1], "applied", "ok")
+    assert isinstance(late, ToPeer)
+    assert (late.message["layer"], late.message["commandId"]) == ("ui", ids[1])
+    pair.handshake()
+    assert pair.page.binding is not None
+    assert page.on_ui_done(ids[2], "applied", "ok") == []
+
+
+def test_a_field_the_page_stops_sharing_after_the_selection_does_not_leave() -> None:
+    """The user selects a row while `amount` is shareable; the table renders again with
+    only `status` shareable; then "Ask AI": the context carries `status`, not `amount`,
+    and not `status` either once the page declares it with a unit it did not have."""
+    pair = ChannelPair()
+    render_orders(pair)
+    select(pair)
+    pair.render("orders", ROWS, filters=FILTERS, generation=1, shareable=[("status", None)])
+    share(pair)
+    [context] = pair.sent_by("page", "context")
+    assert context["selection"]["snapshot"] == {"status": "open"}
+    pair.render("orders", ROWS, filters=FILTERS, generation=1, shareable=[("status", "code")])
+    share(pair)
+    assert "snapshot" not in pair.sent_by("page", "context")[-1]["selection"]
 
 
 def test_restore_pins_the_saved_context_and_sends_nothing() -> None:

@@ -365,6 +365,11 @@ def _type_of(raw: object) -> object:
     return raw.get("type") if isinstance(raw, dict) else None
 
 
+# How many applied commands may wait for their `ui` receipt at once (as many as the
+# resolver remembers receipts for).
+UI_PENDING_MAX = 1024
+
+
 class PageSession:
     """The page party: tracks the selection, shares it, resolves commands."""
 
@@ -390,7 +395,10 @@ class PageSession:
         self._limits = limits
         self._declared: dict[str, tuple[FieldSpec, ...]] = {}
         self._share_when_bound = False
-        self._ui_pending: set[str] = set()
+        # Applied commands whose `ui` receipt waits for the edge's UI work, oldest first:
+        # at most UI_PENDING_MAX (a command the page took over and never answers stays
+        # unconfirmed at the assistant), and none from an earlier binding.
+        self._ui_pending: dict[str, None] = {}
 
     @property
     def binding(self) -> Binding | None:
@@ -445,7 +453,7 @@ class PageSession:
             page_instance_id=self.page_instance_id,
             conversation_id=binding.conversation_id,
             selection_revision=self.tracker.latest_revision,
-            selection=self.tracker.current,
+            selection=self.tracker.shareable(self.tracker.current),
         )
         return [
             ToPeer(dump_message(message)),
@@ -486,7 +494,9 @@ class PageSession:
             effects.append(ToPeer(dump_message(resolution.receipt)))
         command = resolution.apply
         if command is not None:
-            self._ui_pending.add(command.command_id)
+            self._ui_pending[command.command_id] = None
+            if len(self._ui_pending) > UI_PENDING_MAX:
+                del self._ui_pending[next(iter(self._ui_pending))]
             view = self.tracker.current_view(command.target.component_id)
             effects.append(ToEdge(_apply_instruction(command, view)))
         return effects
@@ -524,13 +534,15 @@ class PageSession:
         `stale-context` when the component rendered another view before it could."""
         if command_id not in self._ui_pending or self._conn.binding is None:
             return []
-        self._ui_pending.discard(command_id)
+        del self._ui_pending[command_id]
         receipt = self.resolver.ui_receipt(command_id, status, reason)
         return [ToPeer(dump_message(receipt))]
 
     def _bound(self) -> list[Effect]:
         binding = self._conn.binding
         assert binding is not None
+        # A `ui` receipt of an earlier binding's command would settle nothing on this one.
+        self._ui_pending.clear()
         self.resolver.bind(self.page_instance_id, binding.conversation_id)
         effects: list[Effect] = [ToEdge({"kind": "bound", "connection": binding.connection_id})]
         if self._share_when_bound:

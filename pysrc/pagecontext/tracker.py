@@ -167,6 +167,23 @@ class SelectionTracker:
         revision = self._issue(selection)
         return revision, selection
 
+    def shareable(self, selection: Selection) -> Selection:
+        """`selection` with only the snapshot fields its component declares shareable
+        now: a field the page stopped sharing after the user selected does not leave."""
+        component = self._components.get(selection.component_id)
+        if selection.snapshot is None or component is None:
+            return selection
+        units = {spec.name: spec.unit for spec in component.shareable}
+        kept = {
+            name: value
+            for name, value in selection.snapshot.items()
+            if name in units
+            and units[name] == (value.unit if isinstance(value, Quantity) else None)
+        }
+        if len(kept) == len(selection.snapshot):
+            return selection
+        return selection.model_copy(update={"snapshot": kept or None})
+
     def clear(self) -> int:
         """Issue a revision for a cleared selection; return it."""
         return self._issue(None)

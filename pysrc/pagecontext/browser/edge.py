@@ -185,9 +185,16 @@ def _shows_object(component: Any, element: Any, ref: str) -> bool:
     )
 
 
-# How many commands the page may be carrying out itself at once; the oldest beyond it
-# are forgotten (their receipts stay unconfirmed at the assistant).
-DELEGATED_MAX = 256
+# How many commands may wait on the page at once: those it carries out itself, and the
+# refreshes of one component that has not rendered since. The oldest beyond it are
+# forgotten (their receipts stay unconfirmed at the assistant).
+WAITING_MAX = 256
+
+
+def _keep_last(waiting: list[str], command_id: str) -> None:
+    waiting.append(command_id)
+    if len(waiting) > WAITING_MAX:
+        waiting.pop(0)
 
 
 class Edge:
@@ -724,9 +731,7 @@ class Edge:
             if early is not None:
                 self._ui_done(command_id, early[0], early[1])
                 return
-            self.delegated.append(command_id)
-            if len(self.delegated) > DELEGATED_MAX:
-                self.delegated.pop(0)
+            _keep_last(self.delegated, command_id)
             return
         if early is not None:
             self._refuse_event("command-done", command_id + " was not cancelled by the page")
@@ -742,7 +747,7 @@ class Edge:
             self._ui_done(command_id, "applied", "ok")
             return
         if action == "refresh":
-            self.pending_refresh.setdefault(component_id, []).append(command_id)
+            _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
             component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
             return
         generation = message.get("generation")
