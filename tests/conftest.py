@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from starlette.testclient import TestClient
 
+from clients import assistant_client, page_client
 from pagecontext.server.agent_endpoint import HttpResourceReader
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.testing import FakeClock, counter_ids
@@ -61,7 +62,7 @@ def origins(demo_config: ServerConfig) -> Iterator[tuple[TestClient, TestClient]
     """(page, assistant) clients: the agent reads rows from the page app."""
     config = demo_config
     page_app = create_page_app(config, clock=FakeClock(), token_factory=counter_ids("tok"))
-    with TestClient(page_app, client=LOOPBACK) as page:
+    with page_client(config, page_app, client=LOOPBACK) as page:
         assistant_app = create_assistant_app(config, resource_reader=_PageAppReader(page))
-        with TestClient(assistant_app) as assistant:
+        with assistant_client(config, assistant_app) as assistant:
             yield page, assistant

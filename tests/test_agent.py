@@ -10,12 +10,13 @@ import pytest
 from ag_ui.core import BaseEvent, UserMessage
 from starlette.testclient import TestClient
 
+from clients import assistant_client
 from pagecontext import agui
 from pagecontext.agent.explain import LiveRead, ReadRefused, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import live_read
-from pagecontext.server.app import ServerConfig, create_assistant_app
+from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.run import free_port, start_in_thread
 
@@ -298,7 +299,7 @@ def test_agent_reports_an_unreachable_resource_api(tmp_path: Path) -> None:
     (tmp_path / "index.html").write_text("<!doctype html>")
     (tmp_path / "web").mkdir()
     config = ServerConfig(root=tmp_path, page_port=free_port())
-    with TestClient(create_assistant_app(config)) as assistant:
+    with assistant_client(config) as assistant:
         events = stream(assistant, run_body())
     assert [e.type for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     assert events[-1].code == "resource-api-unavailable"  # type: ignore[attr-defined]
@@ -310,8 +311,12 @@ def test_agent_over_real_sockets_reads_the_page_origin_over_http(tmp_path: Path)
     (tmp_path / "web").mkdir()
     config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
     with start_in_thread(config):
+        # The assistant origin's host name, at the address the servers bind to.
         response = httpx.post(
-            f"http://127.0.0.1:{config.assistant_port}/agent", json=run_body(), timeout=10
+            f"http://127.0.0.1:{config.assistant_port}/agent",
+            json=run_body(),
+            headers={"Host": f"{config.assistant_host}:{config.assistant_port}"},
+            timeout=10,
         )
     events = verified_events(
         response.headers["content-type"], response.text, thread_id="conv-1", run_id="run-1"

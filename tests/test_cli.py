@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from starlette.testclient import TestClient
 
+from clients import assistant_client
 from pagecontext.cli import find_repo_root, main
-from pagecontext.server.app import ServerConfig, create_assistant_app
+from pagecontext.server.app import ServerConfig
 from pagecontext.server.run import PortUnavailableError, free_port, start_in_thread
 
 PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
@@ -121,8 +121,13 @@ def test_start_in_thread_serves_both_origins_and_stops(root: Path) -> None:
         assert page.text == f"<p>page {config.page_origin}</p>"
         sales = httpx.get(f"{config.page_origin}/api/sales?region=East", timeout=5)
         assert len(sales.json()["rows"]) == 12
-        panel = httpx.get(f"http://127.0.0.1:{config.assistant_port}/assistant.html", timeout=5)
+        assistant = f"http://127.0.0.1:{config.assistant_port}/assistant.html"
+        host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
+        panel = httpx.get(assistant, headers=host, timeout=5)
         assert panel.text == f"<p>panel {config.assistant_origin}</p>"
+        # Another host name for the same address: a DNS-rebinding page's request.
+        rebound = httpx.get(assistant, headers={"Host": "rebind.example.test"}, timeout=5)
+        assert rebound.status_code == 400
     assert not running._thread.is_alive()
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{config.page_origin}/", timeout=1)
@@ -231,7 +236,6 @@ def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:
 def test_the_assistant_page_carries_the_demo_users_authorization(root: Path) -> None:
     (root / "web").mkdir(exist_ok=True)
     (root / "web" / "assistant.html").write_text('{"authorization": "{{AUTHORIZATION}}"}')
-    app = create_assistant_app(ServerConfig(root=root, demo_user="ben"))
-    with TestClient(app) as client:
+    with assistant_client(ServerConfig(root=root, demo_user="ben")) as client:
         text = client.get("/assistant.html").text
     assert text == '{"authorization": "Bearer pc-demo-token-ben"}'

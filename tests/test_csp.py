@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from starlette.testclient import TestClient
-
-from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from clients import assistant_client, page_client
+from pagecontext.server.app import ServerConfig
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 
 PAGE = "http://127.0.0.1:8000"
@@ -51,11 +50,11 @@ def test_the_policies_name_exact_origins_and_nothing_unsafe() -> None:
 def test_html_and_scripts_carry_the_policy_and_nothing_else_does(tmp_path: Path) -> None:
     """Each origin's pages get its policy, JavaScript the worker policy, JSON none."""
     config = ServerConfig(root=_root(tmp_path))
-    with TestClient(create_page_app(config)) as page:
+    with page_client(config) as page:
         assert page.get("/").headers["content-security-policy"] == page_policy(ASSISTANT)
         assert page.get("/web/worker.mjs").headers["content-security-policy"] == WORKER_POLICY
         assert "content-security-policy" not in page.get("/py/runtime.json").headers
-    with TestClient(create_assistant_app(config)) as assistant:
+    with assistant_client(config) as assistant:
         for path in ("/assistant.html", "/workbench.html"):
             sent = assistant.get(path).headers
             assert sent["content-security-policy"] == assistant_policy(PAGE), path
@@ -66,7 +65,7 @@ def test_html_and_scripts_carry_the_policy_and_nothing_else_does(tmp_path: Path)
 def test_only_the_sandboxed_panel_allows_data_workers(tmp_path: Path) -> None:
     """With the panel sandboxed, its page alone adds data: workers."""
     config = ServerConfig(root=_root(tmp_path), sandboxed_panel=True)
-    with TestClient(create_assistant_app(config)) as assistant:
+    with assistant_client(config) as assistant:
         panel = assistant.get("/assistant.html").headers["content-security-policy"]
         workbench = assistant.get("/workbench.html").headers["content-security-policy"]
     assert panel == assistant_policy(PAGE, sandboxed=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
+from clients import assistant_client, page_client
+from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import (
     MONTHS,
     OUTLIER_REFS,
@@ -61,14 +62,14 @@ def config(root: Path) -> ServerConfig:
 @pytest.fixture
 def page(config: ServerConfig) -> Iterator[TestClient]:
     """A client of the page origin, started (so the demo database exists)."""
-    with TestClient(create_page_app(config)) as client:
+    with page_client(config) as client:
         yield client
 
 
 @pytest.fixture
 def assistant(config: ServerConfig) -> Iterator[TestClient]:
     """A client of the assistant origin, not following redirects."""
-    with TestClient(create_assistant_app(config), follow_redirects=False) as client:
+    with assistant_client(config, follow_redirects=False) as client:
         yield client
 
 
@@ -192,7 +193,7 @@ def test_api_sales_rejects_bad_input_with_400(
 def test_page_app_creates_demo_db_at_startup(config: ServerConfig) -> None:
     """Starting the page app creates the demo database if it is missing."""
     assert not config.db_path.exists()
-    with TestClient(create_page_app(config)):
+    with page_client(config):
         pass
     assert config.db_path.is_file()
 
@@ -213,7 +214,7 @@ def test_index_html_has_origin_tokens_replaced(page: TestClient) -> None:
 def test_template_origins_are_html_escaped(root: Path) -> None:
     """An origin is HTML-escaped before it enters the page, so it cannot break out."""
     config = ServerConfig(root=root, assistant_host='evil"><script>')
-    with TestClient(create_page_app(config)) as client:
+    with page_client(config) as client:
         text = client.get("/").text
     assert "<script>" not in text
     assert "evil&quot;&gt;&lt;script&gt;" in text
@@ -240,7 +241,7 @@ def test_an_example_page_is_served_with_its_tokens_replaced(root: Path) -> None:
     examples.mkdir()
     (examples / "orders.html").write_text(INDEX_HTML)
     (examples / "orders.mjs").write_text("export {};\n")
-    with TestClient(create_page_app(ServerConfig(root=root))) as client:
+    with page_client(ServerConfig(root=root)) as client:
         response = client.get("/examples/orders.html")
         assert response.status_code == 200
         assert 'src="http://localhost:8001/assistant.html"' in response.text
@@ -250,7 +251,7 @@ def test_an_example_page_is_served_with_its_tokens_replaced(root: Path) -> None:
 
 def test_missing_template_is_404(tmp_path: Path) -> None:
     """Without index.html the page origin answers 404, not a server error."""
-    with TestClient(create_page_app(ServerConfig(root=tmp_path))) as client:
+    with page_client(ServerConfig(root=tmp_path)) as client:
         assert client.get("/").status_code == 404
 
 
@@ -349,7 +350,7 @@ def test_missing_static_file_is_404(page: TestClient, path: str) -> None:
 def test_missing_build_folder_is_404_not_500(tmp_path: Path) -> None:
     """Before the site is built the app still starts and static requests are 404s."""
     (tmp_path / "index.html").write_text(INDEX_HTML)
-    with TestClient(create_page_app(ServerConfig(root=tmp_path))) as client:
+    with page_client(ServerConfig(root=tmp_path)) as client:
         assert client.get("/").status_code == 200
         assert client.get("/vendor/pyodide-0.0.0/pyodide.mjs").status_code == 404
         assert client.get("/web/boot.mjs").status_code == 404
@@ -425,10 +426,10 @@ def test_precompress_writes_brotli_variants_and_stores_the_stdlib_zip(tmp_path: 
 def test_assistant_page_gets_the_agent_url_as_json_string_text(root: Path) -> None:
     """{{AGENT_URL}} becomes /agent by default, or the external URL escaped for a script."""
     (root / "web" / "assistant.html").write_text('<script>{"agentUrl": "{{AGENT_URL}}"}</script>')
-    default = TestClient(create_assistant_app(ServerConfig(root=root)))
+    default = assistant_client(ServerConfig(root=root))
     assert default.get("/assistant.html").text == '<script>{"agentUrl": "/agent"}</script>'
     hostile = ServerConfig(root=root, agent_url='http://a.test/x?a=1&b="</script>')
-    text = TestClient(create_assistant_app(hostile)).get("/assistant.html").text
+    text = assistant_client(hostile).get("/assistant.html").text
     assert text == (
         '<script>{"agentUrl": "http://a.test/x?a=1\\u0026b=\\"\\u003c/script\\u003e"}</script>'
     )
@@ -440,7 +441,7 @@ def test_both_assistant_pages_get_the_one_panel_file(root: Path) -> None:
     (root / "web" / "panel.html").write_text('<form data-pc-composer data-p="{{PAGE_ORIGIN}}">')
     (root / "web" / "assistant.html").write_text("<body>{{PANEL}}</body>")
     (root / "web" / "workbench.html").write_text("<aside>{{PANEL}}</aside>")
-    client = TestClient(create_assistant_app(ServerConfig(root=root)))
+    client = assistant_client(ServerConfig(root=root))
     panel = '<form data-pc-composer data-p="http://127.0.0.1:8000">'
     assert client.get("/assistant.html").text == f"<body>{panel}</body>"
     assert client.get("/workbench.html").text == f"<aside>{panel}</aside>"

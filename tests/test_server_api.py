@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from clients import page_client
 from pagecontext.server import access
-from pagecontext.server.app import ServerConfig, create_page_app
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.data import REGIONS, create_demo_db
 from pagecontext.testing import FakeClock, counter_ids
 
@@ -40,14 +41,14 @@ def clock() -> FakeClock:
 def api(config: ServerConfig, clock: FakeClock) -> Iterator[TestClient]:
     """A client of the page origin from a loopback address."""
     app = create_page_app(config, clock=clock, token_factory=counter_ids("tok"))
-    with TestClient(app, client=LOOPBACK) as client:
+    with page_client(config, app, client=LOOPBACK) as client:
         yield client
 
 
 @pytest.fixture
 def remote_api(config: ServerConfig, api: TestClient) -> Iterator[TestClient]:
     """A client of the same app from a non-loopback address."""
-    with TestClient(create_page_app(config), client=("192.0.2.7", 50000)) as client:
+    with page_client(config, client=("192.0.2.7", 50000)) as client:
         yield client
 
 
@@ -187,6 +188,31 @@ def test_cors_answers_only_the_assistant_origin(api: TestClient, config: ServerC
 
 
 # --- admin ----------------------------------------------------------------------------------
+
+
+def test_a_request_for_another_host_name_is_refused(config: ServerConfig) -> None:
+    """DNS rebinding: a page whose name now resolves to this machine reaches it from a
+    loopback address, same-origin, with no Origin or Sec-Fetch-* header. Both origins
+    answer 400 to any Host but their own: no flags from the admin API, and no assistant
+    page with its bearer token."""
+    rebound = ServerConfig(
+        root=config.root,
+        db_path=config.db_path,
+        page_host="rebind.example.test",
+        assistant_host="rebind.example.test",
+    )
+    app = create_page_app(config)
+    with TestClient(app, base_url=rebound.page_origin, client=LOOPBACK) as page:
+        refused = page.get("/admin/flags", headers={"Content-Type": "application/json"})
+        assert refused.status_code == 400
+        assert "flags" not in refused.text
+    with TestClient(create_assistant_app(config), base_url=rebound.assistant_origin) as panel:
+        refused = panel.get("/assistant.html")
+        assert refused.status_code == 400
+        assert "Bearer" not in refused.text
+    with page_client(config, app, client=LOOPBACK) as page:
+        allowed = page.get("/admin/flags", headers={"Content-Type": "application/json"})
+        assert allowed.status_code == 200
 
 
 def test_admin_changes_a_value_read_live_next(api: TestClient) -> None:

@@ -31,6 +31,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -326,12 +327,16 @@ def _confirmation_token() -> str:
 def _build_app(
     routes: Sequence[BaseRoute],
     *,
+    host: str,
     csp: Callable[[str], str],
     lifespan: Lifespan[Starlette] | None = None,
 ) -> Starlette:
     """Assemble an origin's app: its own routes, the shared static mounts, the policy
-    (`csp` gives the Content-Security-Policy of the HTML document at a path)."""
+    (`csp` gives the Content-Security-Policy of the HTML document at a path). It answers
+    only requests for its own `host`: a page whose name an attacker rebinds to this
+    machine's address (DNS rebinding) gets a 400, not the admin API or a bearer token."""
     middleware = [
+        Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
         Middleware(_NoSniffMiddleware),
         Middleware(CspMiddleware, policy_for=csp),
         Middleware(GZipMiddleware, minimum_size=1000),
@@ -407,7 +412,7 @@ def create_page_app(
         *_static_routes(config),
     ]
     policy = page_policy(config.assistant_origin)
-    return _build_app(routes, csp=lambda _path: policy, lifespan=lifespan)
+    return _build_app(routes, host=config.page_host, csp=lambda _path: policy, lifespan=lifespan)
 
 
 def create_assistant_app(
@@ -444,5 +449,7 @@ def create_assistant_app(
     # Only the panel runs sandboxed; the workbench keeps the strict policy.
     panel_policy = assistant_policy(config.page_origin, sandboxed=config.sandboxed_panel)
     return _build_app(
-        routes, csp=lambda path: panel_policy if path == "/assistant.html" else policy
+        routes,
+        host=config.assistant_host,
+        csp=lambda path: panel_policy if path == "/assistant.html" else policy,
     )
