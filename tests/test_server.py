@@ -286,7 +286,7 @@ def test_static_files_have_browser_mime_types(
 @pytest.mark.parametrize(
     ("path", "cache_control"),
     [
-        ("/", "no-cache"),
+        ("/", "private, no-cache"),
         ("/web/boot.mjs", "no-cache"),
         ("/py/runtime.json", "no-cache"),
         ("/vendor/pyodide-0.0.0/pyodide.asm.wasm", IMMUTABLE),
@@ -300,9 +300,12 @@ def test_cache_headers_follow_what_is_versioned(
     assert page.get(path).headers["cache-control"] == cache_control
 
 
-def test_assistant_html_is_revalidated(assistant: TestClient) -> None:
-    """The assistant's HTML is served with no-cache, like the page's."""
-    assert assistant.get("/assistant.html").headers["cache-control"] == "no-cache"
+def test_assistant_html_is_revalidated_and_never_kept_by_a_shared_cache(
+    assistant: TestClient,
+) -> None:
+    """The assistant's HTML, which carries the user's bearer token, is revalidated on
+    every visit like the page's, and private: no shared cache keeps it."""
+    assert assistant.get("/assistant.html").headers["cache-control"] == "private, no-cache"
 
 
 def test_not_modified_keeps_the_cache_policy(page: TestClient) -> None:

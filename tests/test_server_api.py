@@ -190,6 +190,21 @@ def test_cors_answers_only_the_assistant_origin(api: TestClient, config: ServerC
 # --- admin ----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("announced", [True, False])
+def test_an_action_body_past_its_limit_is_refused_unread(
+    remote_api: TestClient, announced: bool
+) -> None:
+    """Any web page can POST text/plain cross-origin without a preflight: a body past
+    16 KiB gets 413 before authentication or parsing, announced or streamed."""
+    chunk = b"x" * 4096
+    body = chunk * 16 if announced else iter([chunk] * 16)
+    response = remote_api.post(
+        "/api/actions/flag", content=body, headers={"Content-Type": "text/plain"}
+    )
+    assert response.status_code == 413
+    assert response.json()["reason"] == "too-large"
+
+
 def test_a_request_for_another_host_name_is_refused(config: ServerConfig) -> None:
     """DNS rebinding: a page whose name now resolves to this machine reaches it from a
     loopback address, same-origin, with no Origin or Sec-Fetch-* header. Both origins

@@ -20,6 +20,7 @@ Pure: numbers in, text and tool calls out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -129,6 +130,11 @@ def explain(task: TaskContext, outcome: LiveRead | ReadRefused) -> Answer:
     return _explained(task, outcome)
 
 
+# A ref named in an answer: an id of letters, digits and a few separators. Any other
+# text came from the page and is not repeated as the agent's own words.
+_NAMEABLE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
 def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
     # Only the ref and the status: the snapshot's values must not stand in for access.
     why = {
@@ -136,9 +142,11 @@ def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
         403: "your access to it has been revoked or was never granted",
         404: "it no longer exists on the server",
     }.get(refused.status, f"the server refused the read ({refused.reason})")
+    ref = task.resource_ref
+    named = ref if _NAMEABLE_REF.fullmatch(ref) else "the row you selected"
     return Answer(
         (
-            f"Access denied: I could not read {task.resource_ref} because {why} "
+            f"Access denied: I could not read {named} because {why} "
             f"(HTTP {refused.status}, {refused.reason}). ",
             "I will not answer from the copy your page showed earlier, since it may no "
             "longer be yours to see. Ask for access again, or pick another row.",

@@ -65,6 +65,9 @@ def task_and_authorization(run_input: RunAgentInput) -> tuple[TaskContext, str]:
             f"forwardedProps.{AUTHORIZATION_PROP} is missing: the agent reads data only "
             "with the user's own authorization"
         )
+    # It becomes a header of the agent's reads: visible ASCII and spaces only.
+    if not all(" " <= ch <= "~" for ch in authorization):
+        raise RunInputError(f"forwardedProps.{AUTHORIZATION_PROP} is not a header value")
     return task, authorization
 
 

@@ -16,6 +16,7 @@ error: the agent answers that access was denied, without the snapshot.
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -39,6 +40,8 @@ from pagecontext.agent.run import (
     task_and_authorization,
 )
 from pagecontext.errors import PagecontextError
+from pagecontext.server import access
+from pagecontext.server.bodies import BodyTooLargeError, read_body
 
 __all__ = [
     "HttpResourceReader",
@@ -107,6 +110,10 @@ class HttpResourceReader:
 
     def __call__(self, ref: str, authorization: str) -> LiveRead | ReadRefused:
         """Return the live row and its context, or the refusal; raise ResourceUnavailable."""
+        if not access.REF_PATTERN.fullmatch(ref):
+            # Not a row of this data: nothing to ask the resource API (a `/` in it would
+            # even reach another path).
+            return ReadRefused(400, "malformed-ref")
         quoted = urllib.parse.quote(ref, safe="")
         status, row = self._get(quoted, authorization)
         if status in _REFUSED_STATUSES:
@@ -125,6 +132,9 @@ class HttpResourceReader:
             raise ResourceUnavailable(str(error)) from None
 
 
+_LOG = logging.getLogger(__name__)
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex
 
@@ -135,10 +145,13 @@ def agent_endpoint(
     """Return the `POST /agent` endpoint, reading rows with `reader`."""
 
     async def endpoint(request: Request) -> Response:
-        body = await request.body()
+        try:
+            body: bytes | None = await read_body(request, _MAX_BODY_BYTES)
+        except BodyTooLargeError:
+            body = None
 
         async def events() -> AsyncIterator[BaseEvent]:
-            if len(body) > _MAX_BODY_BYTES:
+            if body is None:
                 yield run_error("the run input is larger than 1 MB", "bad-input")
                 return
             try:
@@ -158,7 +171,14 @@ def agent_endpoint(
             except ResourceUnavailable as error:
                 yield run_error(str(error), "resource-api-unavailable")
                 return
-            for event in answer_events(run_input, explain(task, outcome), new_id):
+            try:
+                answered = answer_events(run_input, explain(task, outcome), new_id)
+            except Exception:
+                # A run that started ends with RUN_ERROR, never a dropped stream.
+                _LOG.exception("the agent could not answer run %s", run_input.run_id)
+                yield run_error("the agent could not answer: an internal error", "internal-error")
+                return
+            for event in answered:
                 yield event
 
         async def encoded() -> AsyncIterator[dict[str, str]]:

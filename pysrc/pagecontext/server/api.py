@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,7 @@ from pagecontext.confirmations import (
 )
 from pagecontext.models import WireModel
 from pagecontext.server import access
+from pagecontext.server.bodies import BodyTooLargeError, read_body
 from pagecontext.server.data import SalesRow, query_sales
 
 __all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc"]
@@ -54,6 +56,10 @@ def iso_utc(epoch_ms: float) -> str:
     """Return `epoch_ms` as ISO 8601 UTC with milliseconds, e.g. 2026-05-01T09:30:00.000Z."""
     moment = datetime.fromtimestamp(epoch_ms / 1000, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# The largest body an action or admin request takes (theirs are a few hundred bytes).
+MAX_BODY_BYTES: Final = 16 * 1024
 
 
 def _error(status: int, error: str, reason: str, detail: str | None = None) -> JSONResponse:
@@ -143,6 +149,8 @@ class _Api:
     ) -> None:
         self.db = db
         self.confirmations = confirmations
+        # The endpoints run in worker threads; the registry is plain data.
+        self._confirmations_lock = threading.Lock()
         self.clock = clock
 
     # --- shared checks ---------------------------------------------------------------
@@ -238,7 +246,8 @@ class _Api:
         if isinstance(checked, Response):
             return checked
         parsed, binding = checked
-        issued = self.confirmations.issue(binding)
+        with self._confirmations_lock:
+            issued = self.confirmations.issue(binding)
         return _ok(
             {
                 "token": issued.token,
@@ -256,7 +265,8 @@ class _Api:
             return checked
         parsed, binding = checked
         try:
-            self.confirmations.consume(parsed.confirmation_token, binding)
+            with self._confirmations_lock:
+                self.confirmations.consume(parsed.confirmation_token, binding)
         except ConfirmationRefused as refused:
             status = 410 if refused.reason == "expired" else 409
             return _error(status, "confirmation-refused", refused.reason)
@@ -352,7 +362,10 @@ def _with_body(
         refused = guard(request) if guard is not None else None
         if refused is not None:
             return refused
-        body = await request.body()
+        try:
+            body = await read_body(request, MAX_BODY_BYTES)
+        except BodyTooLargeError as error:
+            return _error(413, "payload-too-large", "too-large", str(error))
         return await run_in_threadpool(handler, request, body)
 
     return endpoint

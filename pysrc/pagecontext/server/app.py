@@ -64,6 +64,7 @@ for _type, _extension in (
     mimetypes.add_type(_type, _extension)
 
 NO_CACHE: Final = "no-cache"
+PAGE_CACHE: Final = "private, no-cache"
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
 
 PAGE_TEMPLATE_TOKEN: Final = "{{PAGE_ORIGIN}}"
@@ -291,7 +292,9 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
         agent_url=config.assistant_agent_url,
         authorization=config.authorization,
     )
-    return HTMLResponse(filled, headers={"Cache-Control": NO_CACHE})
+    # A page may carry the user's bearer token (the assistant's): the browser's own cache
+    # may keep it (revalidated on every visit), a shared cache never.
+    return HTMLResponse(filled, headers={"Cache-Control": PAGE_CACHE})
 
 
 class _NoSniffMiddleware:
