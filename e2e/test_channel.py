@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, expect
 
-from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
+from pagecontext.server.app import ServerConfig, create_assistant_app
+from pagecontext.server.run import free_port, serve_in_thread
+
+from .conftest import BOOT_TIMEOUT_MS, ROOT, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     OTHER_ROW,
     ROW,
@@ -131,14 +135,24 @@ def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: 
 @BEYOND_FRAME_SRC
 @pytest.mark.scenario(12)
 def test_a_lookalike_origin_never_binds(demo: Page, origins: Origins) -> None:
-    """The assistant, loaded from a lookalike origin (the same server and port under
-    another host name), posts `ready` from the right frame: it is refused by origin and
-    never bound."""
-    lookalike = origins.assistant.replace("localhost", "127.0.0.1") + "/assistant.html"
-    demo.evaluate(
-        "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }", lookalike
+    """The assistant's own files, served from a lookalike origin (127.0.0.1 and another
+    port, where the real one is localhost), post `ready` from the right frame: refused by
+    origin and never bound. (The demo server itself answers only its own host name.)"""
+    page = urlsplit(origins.page)
+    config = ServerConfig(
+        root=ROOT,
+        page_port=page.port or 80,
+        assistant_host="127.0.0.1",
+        assistant_port=free_port(),
     )
-    expect(html(demo)).to_have_attribute("data-pc-rejected-origin", "1", timeout=BOOT_TIMEOUT_MS)
+    with serve_in_thread([(create_assistant_app(config), config.assistant_port)]):
+        demo.evaluate(
+            "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }",
+            config.assistant_origin + "/assistant.html",
+        )
+        expect(html(demo)).to_have_attribute(
+            "data-pc-rejected-origin", "1", timeout=BOOT_TIMEOUT_MS
+        )
     expect(html(demo)).not_to_have_attribute("data-pc-connection", "2")
     expect(html(demo)).to_have_attribute("data-pc-state", "ready")
 

@@ -225,6 +225,7 @@ class Edge:
         self.child_src: str = ""
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.components: dict[str, Any] = {}  # componentId -> component element
+        self.generations: dict[str, int] = {}  # componentId -> generation last reported
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
         # Commands the page carries out itself (it cancelled `pagecontext:command`).
         self.delegated: list[str] = []
@@ -613,6 +614,7 @@ class Edge:
                 refs[row.getAttribute("data-pc-resource-ref")] = row
         self.registry[component_id] = refs
         self.components[component_id] = component
+        self.generations[component_id] = generation
         shareable = []
         for item in (component.getAttribute("data-pc-shareable") or "").split():
             name, _, unit = item.partition(":")
@@ -751,7 +753,12 @@ class Edge:
             component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
             return
         generation = message.get("generation")
-        if generation is not None and _view_generation(component) != generation:
+        # What the component shows now; attributes that do not parse keep the view it
+        # last reported (as its refused report did).
+        shown = _view_generation(component)
+        if shown is None:
+            shown = self.generations.get(component_id)
+        if generation is not None and shown != generation:
             # It rendered another view after the worker checked the command against it.
             self._ui_done(command_id, "stale-context", "view-changed")
             return
