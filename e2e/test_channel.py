@@ -263,6 +263,22 @@ def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
     expect_working(page)
 
 
+@pytest.mark.scenario(11)
+def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Origins) -> None:
+    """Once bound, the page points its assistant frame's data-pc-src at another origin,
+    and the assistant reloads: the page does not load that origin with a fresh nonce (in
+    an opaque-origin frame it would bind it); it refuses and counts it, loudly."""
+    frame = demo.locator("iframe[data-pc-assistant]")
+    elsewhere = origins.third + "/e2e/attacker.html"
+    frame.evaluate("(element, url) => element.setAttribute('data-pc-src', url)", elsewhere)
+    errors: list[str] = []
+    demo.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    demo.frames[1].evaluate("location.reload()")
+    expect(html(demo)).to_have_attribute("data-pc-rejected-child-url", "1", timeout=BOOT_TIMEOUT_MS)
+    assert origins.third not in (frame.get_attribute("src") or "")
+    assert any("data-pc-src must stay on peerOrigin" in error for error in errors), errors
+
+
 SPY = """
 (() => {
   const sent = (window.__pcSent = []);
@@ -377,9 +393,11 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     """An assistant that binds honestly, then sends 10,000 hostile messages over the port
     (Map, Date, ArrayBuffer, NaN, deep nesting, __proto__, oversize, wrong conversation or
     page, future revision, unknown action, extra params, a selector as resourceRef, a
-    float revision): each is refused with its reason or dropped, its valid command after
-    the flood is applied, the Pyodide heap grows by less than 32 MiB and the Python
-    objects alive by less than 60,000 (the receipts the page remembers are bounded)."""
+    float revision), and first a message of shared references that reads as 8^40
+    values, on the port and to the page's window: each is refused with its reason or
+    dropped, its valid command after the flood is applied, the Pyodide heap grows by less
+    than 32 MiB and the Python objects alive by less than 60,000 (the receipts the page
+    remembers are bounded)."""
     demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
     before = diagnose(demo)
@@ -390,6 +408,8 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     child = swap_assistant(demo, hostile)
     expect(html(child)).to_have_attribute("data-final", "applied", timeout=BOOT_TIMEOUT_MS)
     expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
+    # The window message: not a flat object of scalars, so not read, and refused.
+    expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", "1")
     receipts = json.loads(html(child).get_attribute("data-receipts") or "{}")
     for key in (
         "received:rejected:not-json",

@@ -16,8 +16,22 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // MicroPython cannot catch a JavaScript exception, so the few calls that may throw on
 // hostile input or a locked-down browser are wrapped here and never throw. `post` is
 // also the one place the edge posts to another window (tests spy on it there).
+const toJson = (value) => { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } };
+const SCALARS = new Set(["string", "number", "boolean"]);
 globalThis.pagecontextHost = {
-  json(value) { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } },
+  json: toJson,
+  // A window message as JSON text if it is a flat object of at most 16 scalars, as every
+  // handshake message is; null for anything else, unread: structured clone keeps shared
+  // references, so the JSON of a message of a few hundred bytes can be gigabytes.
+  flat(value) {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return null;
+    const keys = Object.keys(value);
+    if (keys.length > 16) return null;
+    for (const key of keys) if (value[key] !== null && !SCALARS.has(typeof value[key])) return null;
+    return toJson(value);
+  },
   load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },

@@ -24,7 +24,16 @@ self.onmessage = (event) => early.push(event);
 // Returns "" (plain and finite: Python reads it as JSON text), "non-finite" (plain, but
 // with NaN or an infinity, which JSON text would turn into null: Python reads it
 // value by value, and the core refuses it with a receipt), or why it is not plain data.
-function plainDataProblem(value, depth = 0) {
+// Structured clone keeps shared references, so a message of a few hundred bytes can read
+// as a tree of billions of values: the walk visits at most MAX_VISITS values ("too-large";
+// a message within the core's size limits has far fewer).
+const MAX_VISITS = 100000;
+function plainDataProblem(value) {
+  const budget = { left: MAX_VISITS };
+  return plainDataWalk(value, 0, budget);
+}
+function plainDataWalk(value, depth, budget) {
+  if ((budget.left -= 1) < 0) return "too-large";
   if (value === null) return "";
   switch (typeof value) {
     case "string": case "boolean": return "";
@@ -36,7 +45,7 @@ function plainDataProblem(value, depth = 0) {
   let found = "";
   if (Array.isArray(value)) {
     for (const item of value) {
-      const problem = plainDataProblem(item, depth + 1);
+      const problem = plainDataWalk(item, depth + 1, budget);
       if (problem && problem !== "non-finite") return problem;
       found ||= problem;
     }
@@ -45,7 +54,7 @@ function plainDataProblem(value, depth = 0) {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return "not-plain"; // Map, Date, ArrayBuffer, …
   for (const key of Object.keys(value)) {
-    const problem = plainDataProblem(value[key], depth + 1);
+    const problem = plainDataWalk(value[key], depth + 1, budget);
     if (problem && problem !== "non-finite") return problem;
     found ||= problem;
   }

@@ -34,8 +34,14 @@ const SELECTION_REQUIRED = ["pageId", "componentId", "resourceRef", "observedAt"
 const SELECTION_KEYS = new Set([...SELECTION_REQUIRED, "snapshot"]);
 const encoder = new TextEncoder();
 
-// Copied from web/worker.mjs: the check the Python path runs before conversion.
-function plainDataProblem(value, depth = 0) {
+// Copied from web/worker.mjs: the check the Python path runs before conversion, with
+// its bound on the values visited.
+const MAX_VISITS = 100000;
+function plainDataProblem(value) {
+  return plainDataWalk(value, 0, { left: MAX_VISITS });
+}
+function plainDataWalk(value, depth, budget) {
+  if ((budget.left -= 1) < 0) return "too-large";
   if (value === null) return "";
   switch (typeof value) {
     case "string": case "boolean": case "number": return "";
@@ -44,13 +50,13 @@ function plainDataProblem(value, depth = 0) {
   }
   if (depth > 16) return "too-deep";
   if (Array.isArray(value)) {
-    for (const item of value) { const problem = plainDataProblem(item, depth + 1); if (problem) return problem; }
+    for (const item of value) { const problem = plainDataWalk(item, depth + 1, budget); if (problem) return problem; }
     return "";
   }
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return "not-plain";
   for (const key of Object.keys(value)) {
-    const problem = plainDataProblem(value[key], depth + 1);
+    const problem = plainDataWalk(value[key], depth + 1, budget);
     if (problem) return problem;
   }
   return "";

@@ -115,13 +115,14 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, *, flat: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
     The boot script's `host.json` does the stringify, since MicroPython cannot catch
-    the exception a BigInt or a cycle raises.
+    the exception a BigInt or a cycle raises. With `flat` (a message from another
+    window), only a flat object of scalars is read (`host.flat`): anything else is None.
     """
-    text = _HOST[0].json(value)
+    text = _HOST[0].flat(value) if flat else _HOST[0].json(value)
     if not isinstance(text, str):
         return None
     try:
@@ -376,7 +377,20 @@ class Edge:
         The child's URL is read from the page's own `data-pc-src` each time, so the page
         may point its frame elsewhere (within the configured origin) between loads.
         """
-        self.child_src = self.frame.getAttribute("data-pc-src")
+        src = self.frame.getAttribute("data-pc-src")
+        if not isinstance(src, str) or not url_on_origin(src, self.peer_origin):
+            # The page pointed its frame at another origin since the start: its nonce
+            # (and, for an opaque-origin child, the binding) would go there. Not loaded;
+            # refused and counted, loudly.
+            js.console.error(
+                "pagecontext: the child frame's data-pc-src must stay on peerOrigin "
+                + self.peer_origin
+                + ", got "
+                + str(src)
+            )
+            self._reject("child-url")
+            return
+        self.child_src = src
         self.nonce = _random_id()
         self.connect_sent = False
         self.frame.src = child_url(self.child_src, self.nonce)
@@ -405,7 +419,7 @@ class Edge:
         if not event.isTrusted:
             self._reject("untrusted")  # made by script with new MessageEvent(), not sent
             return
-        data = _plain(event.data)
+        data = _plain(event.data, flat=True)
         kind = handshake_type(data)
         wanted = "ready" if self.position == "embedder" else "connect"
         if kind != wanted or data["role"] == self.role:
