@@ -62,6 +62,7 @@ from ag_ui.core import (
 )
 from pydantic import Field, TypeAdapter, ValidationError
 
+from pagecontext.block import safe_json
 from pagecontext.errors import LocalProtocolError, PagecontextError
 from pagecontext.models import ObservedAt, Revision, SnapshotValue, Target, WireModel
 from pagecontext.store import ContextEntry
@@ -342,8 +343,11 @@ class TaskContext(WireModel):
 
 
 def task_context_entry(task: TaskContext) -> ContextEntry:
-    """Return the context entry that carries `task` to the agent (compact JSON)."""
-    return ContextEntry(TASK_CONTEXT_DESCRIPTION, task.model_dump_json())
+    """Return the context entry that carries `task` to the agent: compact JSON whose
+    page strings (ids, snapshot names, values and units) are escaped as the untrusted
+    block's lines are (`block.safe_json`), since an agent may put a context entry in
+    front of its model."""
+    return ContextEntry(TASK_CONTEXT_DESCRIPTION, safe_json(task.model_dump_json()))
 
 
 def read_task_context(run_input: RunAgentInput) -> TaskContext | None:

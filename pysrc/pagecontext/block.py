@@ -37,6 +37,7 @@ __all__ = [
     "parse_line",
     "render_block",
     "render_line",
+    "safe_json",
 ]
 
 TRUSTED_TAG: Final = "pagecontext-instructions"
@@ -60,8 +61,15 @@ _CLOSE_UNTRUSTED: Final = f"</{UNTRUSTED_TAG}>"
 
 # JSON already escapes quotes, backslashes and U+0000-U+001F. What json.dumps leaves
 # raw but a reader could take as a line break (U+007F-U+009F covers U+0085, NEL), an
-# angle bracket, or a lone surrogate (not encodable as UTF-8) is escaped here.
-_UNSAFE_CHAR_RE: Final = re.compile("[<>\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# angle bracket or one that looks like it (fullwidth, small), a lone surrogate (not
+# encodable as UTF-8), or a character a reader does not see but a model may read (soft
+# hyphen, zero-width and joiner characters, bidirectional controls, the byte order mark,
+# Unicode's tag characters, private use) is escaped here.
+_UNSAFE_CHAR_RE: Final = re.compile(
+    "[<>\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+    "\ud800-\udfff\ue000-\uf8ff\ufe64\ufe65\ufeff\ufff9-\ufffb\uff1c\uff1e"
+    "\U000e0000-\U000e007f\U000f0000-\U0010ffff]"
+)
 # Letters and hyphens occur in the JSON text only inside strings, and the first letter
 # is never part of an escape sequence, so escaping it is always valid JSON.
 _TAG_NAME_RE: Final = re.compile(
@@ -74,7 +82,12 @@ class BlockFormatError(PagecontextError):
 
 
 def _escape_char(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()[0]):04x}"
+    code = ord(match.group()[0])
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    # JSON writes a character past U+FFFF as its UTF-16 surrogate pair.
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _defang_tag_name(match: re.Match[str]) -> str:
@@ -88,8 +101,14 @@ def render_line(item: ContextItem) -> str:
     The line contains no line break of any kind, no angle bracket and no tag name.
     """
     text = json.dumps(item.to_json(), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    text = _UNSAFE_CHAR_RE.sub(_escape_char, text)
-    return ITEM_PREFIX + _TAG_NAME_RE.sub(_defang_tag_name, text)
+    return ITEM_PREFIX + safe_json(text)
+
+
+def safe_json(text: str) -> str:
+    """Return the JSON `text` with every character `render_line` keeps out of a line
+    escaped, and every tag name defanged: the same JSON value, and no line break, angle
+    bracket, invisible character or block marker in its text."""
+    return _TAG_NAME_RE.sub(_defang_tag_name, _UNSAFE_CHAR_RE.sub(_escape_char, text))
 
 
 def render_block(instructions: Sequence[Instruction], items: Sequence[ContextItem]) -> str:
