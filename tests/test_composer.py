@@ -17,6 +17,7 @@ from pagecontext.composer import (
     STANDING_INSTRUCTIONS,
     Composer,
 )
+from pagecontext.conversation import run_messages
 from pagecontext.models import ContextMessage, Selection, parse_message
 
 
@@ -98,12 +99,51 @@ def test_a_follow_up_in_the_same_task_sends_only_the_question() -> None:
     ]
 
 
-def test_keys_are_marked_at_send_so_a_new_revision_of_the_same_object_is_not_resent() -> None:
-    """Within a task, an item key sent once is not sent again, whatever its new value."""
+def test_new_values_of_the_same_object_are_sent_again_and_the_same_values_are_not() -> None:
+    """Within a task, an item goes again when its line changed: the new snapshot only,
+    without the reference or the instructions the task already holds."""
     composer = composer_with()
     composer.send("first", entry_id="q1", at="t")
-    composer.set_selection(selection(amount=13.0, revision=4))
-    assert composer.message_text("again") == "again"
+    composer.set_selection(selection(revision=4))
+    assert composer.message_text("same values?") == "same values?"
+    composer.set_selection(selection(amount=13.0, revision=5))
+    block = composer.message_text("")
+    assert [item["type"] for item in parse_block(block)] == ["snapshot"]
+    assert parse_block(block)[0]["value"]["values"]["amount"] == {"value": 13.0, "unit": "EUR"}
+    assert extract_instructions(block) == []
+
+
+def test_what_the_next_run_no_longer_carries_is_sent_again() -> None:
+    """Once the run's messages would drop the question that carried the task's block
+    (long answers since), the next question carries the block and the instructions
+    again; until then it does not."""
+    composer = Composer(max_run_chars=20_000)
+    composer.set_selection(selection())
+    first = composer.send("first", entry_id="q1", at="t")
+    composer.start_answer("r1", task_id="q1", about="row:42")
+    composer.answer_text("r1", "a" * 10_000)
+    composer.answer_ended("r1", "", "")
+    assert composer.preview() == composer.message_text("") == ""
+    composer.start_answer("r2", task_id="q1", about="row:42")
+    composer.answer_text("r2", "b" * 10_000)
+    composer.answer_ended("r2", "", "")
+    assert composer.preview() == composer.message_text("") != ""
+    again = composer.send("and now?", entry_id="q2", at="t")
+    assert again == first.replace("first", "and now?")
+    messages = run_messages(composer.log, composer.max_run_chars)
+    assert [message.id for message in messages] == ["r2", "q2"]
+
+
+def test_a_run_always_carries_the_latest_question() -> None:
+    """However long the turn, the run keeps its question (and what follows it): it holds
+    the block the composer relied on."""
+    composer = Composer(max_run_chars=1_000)
+    composer.set_selection(selection())
+    composer.send("first", entry_id="q1", at="t")
+    composer.start_answer("r1", task_id="q1", about="row:42")
+    composer.answer_text("r1", "a" * 5_000)
+    composer.answer_ended("r1", "", "")
+    assert [message.id for message in run_messages(composer.log, 1_000)] == ["q1", "r1"]
 
 
 @pytest.mark.scenario(23)

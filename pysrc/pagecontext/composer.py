@@ -27,7 +27,8 @@ from typing import Final
 from pagecontext.agui import ContextToolCall
 from pagecontext.block import TRUSTED_TAG
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
-from pagecontext.dedup import SentItems
+from pagecontext.conversation import DEFAULT_MAX_CHARS, RunWindow
+from pagecontext.dedup import unsent
 from pagecontext.items import (
     ContextItem,
     Dismissals,
@@ -93,10 +94,14 @@ class Chip:
 class Composer:
     """Chips, dismissals, per-task dedup, the next message's text and the log."""
 
-    def __init__(self, *, budget: Budget = DEFAULT_BUDGET) -> None:
+    def __init__(
+        self, *, budget: Budget = DEFAULT_BUDGET, max_run_chars: int = DEFAULT_MAX_CHARS
+    ) -> None:
         self._registry = ItemRegistry()
-        self._sent = SentItems()
         self._budget = budget
+        # The size of a run's messages (conversation.run_messages): what a run no longer
+        # carries does not count as sent.
+        self.max_run_chars = max_run_chars
         self._schemas: dict[str, ItemSchema] = {REFERENCE_TYPE: reference_schema()}
         self._task = NO_TASK
         self.log: list[dict[str, JsonValue]] = []
@@ -106,7 +111,8 @@ class Composer:
         # id stays its own); an entry's text is dropped when it changes.
         self._texts: dict[int, tuple[dict[str, JsonValue], str]] = {}
         # message_text("") as of the last change to what it depends on (the items, the
-        # dismissals, the questions sent): the panel asks for it on every refresh.
+        # dismissals, the log; an answer's streaming text only once it ends, since no
+        # question is sent before): the panel asks for it on every refresh.
         self._preview: str | None = None
 
     # -- the pinned selection as items ----------------------------------------------
@@ -166,29 +172,45 @@ class Composer:
 
     # -- the text sent ----------------------------------------------------------------
 
-    def _history(self, task: str) -> list[str]:
-        return [
-            str(entry["sent"])
-            for entry in self.log
-            if entry.get("kind") == "question" and entry.get("task") == task
-        ]
+    def _compose(self, question: str) -> str:
+        """The text a question would send now.
 
-    def _compose(self, question: str) -> tuple[str, list[ContextItem]]:
-        """The text a question would send now, and the items it carries."""
-        history = self._history(self._task)
+        What the task was sent is what its questions in the next run still hold: a
+        question that the run would drop once this one is added no longer counts, and the
+        text is composed again without it (it only grows, so this ends).
+        """
         items = redact_items(list(self._registry.view().items), self._schemas)
-        unsent = self._sent.unsent(self._task, items, history)
+        history = [
+            entry
+            for entry in self.log
+            if entry.get("kind") == "question" and entry.get("task") == self._task
+        ]
+        window = RunWindow(self.log, self.max_run_chars) if history else None
+        while True:
+            texts = [str(entry["sent"]) for entry in history]
+            text = self._text(question, items, texts)
+            if window is None:
+                return text
+            carried = [id(entry) for entry in window.carried(text)]
+            kept = [entry for entry in history if id(entry) in carried]
+            if len(kept) == len(history):
+                return text
+            history = kept
+
+    def _text(self, question: str, items: list[ContextItem], history: list[str]) -> str:
+        """The block of the items `history` does not hold, then the question."""
         block = ""
-        if unsent:
+        to_send = unsent(items, history, self._budget)
+        if to_send:
             # The standing instructions go once per task: with its first block.
             sent_before = any(_has_instructions(text) for text in history)
             instructions = [] if sent_before else list(STANDING_INSTRUCTIONS)
-            block = fit_block(instructions, unsent, self._budget)
-        return "\n\n".join(part for part in (block, question) if part), unsent
+            block = fit_block(instructions, to_send, self._budget)
+        return "\n\n".join(part for part in (block, question) if part)
 
     def message_text(self, question: str) -> str:
         """Return the exact text `send(question)` would send now."""
-        return self._compose(question)[0]
+        return self._compose(question)
 
     def preview(self) -> str:
         """The block the next question carries: `message_text("")`, kept until it changes."""
@@ -199,14 +221,13 @@ class Composer:
     def send(self, question: str, *, entry_id: str, at: str) -> str:
         """Record the question as sent to the current task; return the text sent.
 
-        The sent items are marked for the task, so a follow-up does not resend them.
+        The log holds the text, so a follow-up does not resend the items it carried.
         Raises ValueError for an empty question or one over MAX_QUESTION_CHARS.
         """
         question = question.strip()
         if not question or len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
-        text, unsent = self._compose(question)
-        self._sent.mark_sent(self._task, unsent)
+        text = self._compose(question)
         self._preview = None
         self._append(
             {
@@ -315,7 +336,8 @@ class Composer:
         """Add `delta` to the answer's text."""
         entry = self.entry(run_id)
         entry["text"] = str(entry["text"]) + delta
-        self._changed(entry)
+        # No question can be sent while the answer streams; its end moves the preview.
+        self._changed(entry, preview=False)
 
     def answer_tool_call(
         self,
@@ -451,19 +473,22 @@ class Composer:
         self.log = [_restored(entry) for entry in log[-MAX_LOG_ENTRIES:] if _valid(entry)]
         self.log_version += 1
 
-    def _changed(self, entry: dict[str, JsonValue]) -> None:
-        """`entry` of the log changed in place."""
+    def _changed(self, entry: dict[str, JsonValue], *, preview: bool = True) -> None:
+        """`entry` of the log changed in place (`preview`: the kept preview may have
+        changed with it)."""
         self.log_version += 1
         self._texts.pop(id(entry), None)
+        # What the next run still carries of the task's questions decides what the next
+        # question carries: a change to the log may move it.
+        if preview:
+            self._preview = None
 
     def _append(self, entry: dict[str, JsonValue]) -> None:
         self.log_version += 1
         self.log.append(entry)
+        self._preview = None
         if len(self.log) > MAX_LOG_ENTRIES:
             del self.log[:-MAX_LOG_ENTRIES]
-            # What was sent before decides what the next question carries: an entry that
-            # goes may change it.
-            self._preview = None
 
 
 def _has_instructions(text: str) -> bool:

@@ -13,7 +13,9 @@ becomes the `messages` of a `RunAgentInput`:
   receipts reach the agent as tool results.
 
 Oldest entries are dropped first, a whole answer with its results at a time, to keep the
-messages within `max_chars`. Pure: reads the log, never changes it.
+messages within `max_chars`; the latest question and what follows it are always kept.
+`RunWindow` says which questions a next run would still carry, so the composer resends
+what the run would no longer hold. Pure: reads the log, never changes it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMe
 
 from pagecontext.items import JsonValue
 
-__all__ = ["DEFAULT_MAX_CHARS", "run_messages", "tool_result"]
+__all__ = ["DEFAULT_MAX_CHARS", "RunWindow", "run_messages", "tool_result"]
 
 DEFAULT_MAX_CHARS: Final = 200_000
 _PENDING: Final = "pending"
@@ -96,29 +98,90 @@ def _answer(
     return messages
 
 
-def run_messages(
-    log: Sequence[Mapping[str, JsonValue]], max_chars: int = DEFAULT_MAX_CHARS
-) -> list[Message]:
-    """Return the AG-UI messages for the log, oldest first, within `max_chars`."""
+def _groups(
+    log: Sequence[Mapping[str, JsonValue]],
+) -> list[tuple[Mapping[str, JsonValue], list[Message]]]:
+    """Each question or finished answer of the log with its messages, in order."""
     results: dict[str, Mapping[str, JsonValue]] = {}
     for entry in log:
         if entry.get("kind") == "command" and isinstance(entry.get("toolCallId"), str):
             results[str(entry["toolCallId"])] = entry
         elif entry.get("kind") == "action":
             results[str(entry["id"])] = entry
-    groups: list[list[Message]] = []
+    groups: list[tuple[Mapping[str, JsonValue], list[Message]]] = []
     for entry in log:
         kind = entry.get("kind")
         if kind == "question":
-            groups.append([UserMessage(id=str(entry["id"]), content=str(entry["sent"]))])
+            groups.append((entry, [_question(entry)]))
         elif kind == "answer" and entry.get("state") != "running":
             group = _answer(entry, results)
             if group:
-                groups.append(group)
-    sizes = [sum(len(message.model_dump_json()) for message in group) for group in groups]
+                groups.append((entry, group))
+    return groups
+
+
+def _question(entry: Mapping[str, JsonValue]) -> Message:
+    return UserMessage(id=str(entry["id"]), content=str(entry["sent"]))
+
+
+def _size(messages: Sequence[Message]) -> int:
+    return sum(len(message.model_dump_json()) for message in messages)
+
+
+def _first_kept(sizes: Sequence[int], last_question: int, max_chars: int) -> int:
+    """The index of the first group kept: the oldest go first while the total is over
+    `max_chars`, but never the last question (index `last_question`) or what follows it."""
     total = sum(sizes)
     start = 0
-    while total > max_chars and start < len(groups) - 1:
+    while total > max_chars and start < min(last_question, len(sizes) - 1):
         total -= sizes[start]
         start += 1
-    return [message for group in groups[start:] for message in group]
+    return start
+
+
+def _last_question(entries: Sequence[Mapping[str, JsonValue]]) -> int:
+    found = [index for index, entry in enumerate(entries) if entry.get("kind") == "question"]
+    return found[-1] if found else len(entries)
+
+
+def run_messages(
+    log: Sequence[Mapping[str, JsonValue]], max_chars: int = DEFAULT_MAX_CHARS
+) -> list[Message]:
+    """Return the AG-UI messages for the log, oldest first, within `max_chars`.
+
+    The latest question and everything after it are always kept: that is the turn the
+    run answers, and its question carries what the composer left out of the ones before.
+    """
+    groups = _groups(log)
+    start = _first_kept(
+        [_size(messages) for _entry, messages in groups],
+        _last_question([entry for entry, _messages in groups]),
+        max_chars,
+    )
+    return [message for _entry, messages in groups[start:] for message in messages]
+
+
+class RunWindow:
+    """Which of the log's questions the next run carries, once the next question is added.
+
+    Built from the log as it is; `carried(next_sent)` then answers for a next question
+    that sends `next_sent`, without serializing the log again. The next question's id is
+    counted at its longest (`ID_CHARS`), so the answer errs towards resending.
+    """
+
+    ID_CHARS: Final = 256
+
+    def __init__(
+        self, log: Sequence[Mapping[str, JsonValue]], max_chars: int = DEFAULT_MAX_CHARS
+    ) -> None:
+        groups = _groups(log)
+        self._entries = [entry for entry, _messages in groups]
+        self._sizes = [_size(messages) for _entry, messages in groups]
+        self._max_chars = max_chars
+
+    def carried(self, next_sent: str) -> list[Mapping[str, JsonValue]]:
+        """The question entries of the log that a run after a question sending
+        `next_sent` still carries."""
+        size = _size([_question({"id": "x" * self.ID_CHARS, "sent": next_sent})])
+        start = _first_kept([*self._sizes, size], len(self._sizes), self._max_chars)
+        return [found for found in self._entries[start:] if found.get("kind") == "question"]

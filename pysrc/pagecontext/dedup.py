@@ -1,10 +1,12 @@
-"""Per-task dedup of context items: what a task was already sent is not sent again.
+"""Per-task dedup of context items: what a task's conversation still holds is not sent again.
 
-This module owns the rule of DESIGN.md: keys are marked when a task's context is sent,
-and an item whose rendered line is already in the task's persisted history is not sent
-again either, so a reload of the assistant (which loses the marks) or a second tab does
-not resend it. `text` items are the user's own words and always send. Marks are per
-task: what one task was sent says nothing about another.
+This module owns the rule: an item is left out of a question when its line, as the
+per-item budget cuts it, is a whole line of a question the same task sent and the next
+run still carries. The line holds the item's content, so an object sent again with new
+values (or seen at another time) is sent again, and after a reload of the assistant, or
+in a second tab, the saved log gives the same answer. A question the run no longer
+carries (the log or the run's messages dropped it) no longer counts. `text` items are
+the user's own words and always send.
 """
 
 from __future__ import annotations
@@ -13,41 +15,30 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from pagecontext.block import render_line
+from pagecontext.budget import Budget, fit_items
 from pagecontext.items import ContextItem
 
-__all__ = ["ALWAYS_SENT_TYPES", "SentItems"]
+__all__ = ["ALWAYS_SENT_TYPES", "unsent"]
 
 ALWAYS_SENT_TYPES: Final = frozenset({"text"})
 
 
-class SentItems:
-    """The item identities sent per task id."""
+def unsent(
+    items: Sequence[ContextItem], history: Iterable[str], budget: Budget
+) -> list[ContextItem]:
+    """Return the items of `items` still to send, in order.
 
-    def __init__(self) -> None:
-        self._sent: dict[str, set[str]] = {}
+    `history` is the text of the task's questions that the next run carries; an item
+    whose line (cut to `budget.per_item_chars`) is a whole line of it counts as sent.
+    """
+    seen_lines = {line for text in history for line in text.splitlines()}
+    return [
+        item
+        for item in items
+        if item.type in ALWAYS_SENT_TYPES or not _sent(item, seen_lines, budget)
+    ]
 
-    def unsent(
-        self, task_id: str, items: Sequence[ContextItem], history: Iterable[str] = ()
-    ) -> list[ContextItem]:
-        """Return the items of `items` still to send to `task_id`, in order.
 
-        `history` is the task's persisted text (earlier messages or blocks); an item
-        whose line appears in it as a whole line counts as sent.
-        """
-        marked = self._sent.get(task_id, set())
-        seen_lines = {line for text in history for line in text.splitlines()}
-        return [
-            item
-            for item in items
-            if item.type in ALWAYS_SENT_TYPES
-            or (item.identity not in marked and render_line(item) not in seen_lines)
-        ]
-
-    def mark_sent(self, task_id: str, items: Iterable[ContextItem]) -> None:
-        """Record that `items` were sent to `task_id`."""
-        identities = {item.identity for item in items if item.identity is not None}
-        self._sent.setdefault(task_id, set()).update(identities)
-
-    def forget(self, task_id: str) -> None:
-        """Drop the marks of a finished task."""
-        self._sent.pop(task_id, None)
+def _sent(item: ContextItem, seen_lines: set[str], budget: Budget) -> bool:
+    fitted = fit_items([item], budget)
+    return bool(fitted) and render_line(fitted[0]) in seen_lines

@@ -876,7 +876,7 @@ class AssistantSession:
         run_input = build_run_input(
             self.conversation_id,
             run_id,
-            run_messages(self.composer.log),
+            run_messages(self.composer.log, self.composer.max_run_chars),
             assistant_tools(),
             context,
             {AUTHORIZATION_PROP: self.authorization} if self.authorization else None,
