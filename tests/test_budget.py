@@ -36,7 +36,9 @@ def test_an_item_over_its_budget_loses_its_heaviest_field_first() -> None:
     [fitted] = fit_items([table("t", 2000)], Budget(per_item_chars=1000, fetch_tools=TOOLS))
     assert fitted.value == {
         "note": "small",
-        "rows": {"elided": fitted.value["rows"]["elided"], "fetchWith": "get_table"},  # type: ignore[call-overload,index]
+        "rows": {
+            "elided": {"chars": fitted.value["rows"]["elided"]["chars"], "fetchWith": "get_table"}  # type: ignore[call-overload,index]
+        },
     }
     assert len(render_line(fitted)) <= 1000
 
@@ -45,14 +47,14 @@ def test_the_default_per_item_budget_is_64000_characters() -> None:
     """An item of about 100,000 characters is cut to at most 64,000."""
     [fitted] = fit_items([ContextItem(type="text", key="k", value="y" * 100_000)])
     assert len(render_line(fitted)) <= 64_000
-    assert fitted.value == {"elided": 100_002, "fetchWith": "get_context_item"}
+    assert fitted.value == {"elided": {"chars": 100_002, "fetchWith": "get_context_item"}}
 
 
 def test_a_scalar_value_is_elided_whole_and_a_long_label_is_shortened() -> None:
     """With no fields to pick from the value goes; then the label keeps its start."""
     item = ContextItem(type="note", key="n", label="L" * 5000, value="v" * 5000)
     [fitted] = fit_items([item], Budget(per_item_chars=600))
-    assert fitted.value == {"elided": 5002, "fetchWith": "get_context_item"}
+    assert fitted.value == {"elided": {"chars": 5002, "fetchWith": "get_context_item"}}
     assert fitted.label == "L" * 200 + "...[elided]"
 
 
@@ -75,9 +77,9 @@ def test_over_the_total_the_json_stays_parseable_and_names_the_tool() -> None:
     parsed = parse_block(block)
     assert parsed[0] == items[0].to_json()  # the light reference is untouched
     assert [line["key"] for line in parsed] == ["row-42", "big", "bigger"]
-    marker = parsed[2]["value"]["rows"]  # type: ignore[call-overload,index]
+    marker = parsed[2]["value"]["rows"]["elided"]  # type: ignore[call-overload,index]
     assert marker["fetchWith"] == "get_table"  # type: ignore[call-overload,index]
-    assert marker["elided"] > 6000  # type: ignore[call-overload,index,operator]
+    assert marker["chars"] > 6000  # type: ignore[call-overload,index,operator]
 
 
 @pytest.mark.scenario(22)

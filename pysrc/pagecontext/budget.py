@@ -4,11 +4,13 @@ This module owns how items are cut down to fit. Each item's rendered line must f
 `Budget.per_item_chars` (64,000 by default) and the whole block `Budget.total_chars`.
 Over budget, the heaviest part goes first: the heaviest field of an object value, then
 the whole value, then all but the start of a long label. An elided part is replaced by
-a marker, `{"elided": <chars>, "fetchWith": <tool>}`, naming the tool that fetches it,
-so each line stays one JSON object. If eliding is not enough for the total, items are
-dropped from the end (references come first, so they are kept longest) and one
-`{"type": "elided", ...}` item says how many and which tool lists them. The final block
-is rendered and measured again; it is within budget or `fit_block` raises.
+a marker, `{"elided": {"chars": <chars>, "fetchWith": <tool>}}`, naming the tool that
+fetches it, so each line stays one JSON object. A page cannot write that shape (what it
+sends under its own keys is scalars, lists of scalars and `{value, unit}` quantities), so
+a marker in a line is always one this module wrote. If eliding is not enough for the
+total, items are dropped from the end (references come first, so they are kept longest)
+and one `{"type": "elided", ...}` item says how many and which tool lists them. The
+final block is rendered and measured again; it is within budget or `fit_block` raises.
 """
 
 from __future__ import annotations
@@ -70,7 +72,10 @@ DEFAULT_BUDGET: Final = Budget()
 
 def is_marker(value: JsonValue) -> bool:
     """Return True if `value` has the shape of an elision marker."""
-    return isinstance(value, dict) and set(value) == {"elided", "fetchWith"}
+    if not isinstance(value, dict) or set(value) != {"elided"}:
+        return False
+    inner = value["elided"]
+    return isinstance(inner, dict) and set(inner) == {"chars", "fetchWith"}
 
 
 def fit_items(items: Sequence[ContextItem], budget: Budget = DEFAULT_BUDGET) -> list[ContextItem]:
@@ -154,7 +159,7 @@ def _size(value: JsonValue) -> int:
 
 
 def _marker(value: JsonValue, tool: str) -> dict[str, JsonValue]:
-    return {"elided": _size(value), "fetchWith": tool}
+    return {"elided": {"chars": _size(value), "fetchWith": tool}}
 
 
 def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:
