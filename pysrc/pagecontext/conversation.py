@@ -10,7 +10,9 @@ becomes the `messages` of a `RunAgentInput`:
   the page command it became (the `ui` layer once settled, else `received`), the state
   of the business action it proposed (the user's decision, then the server's answer),
   the context a context tool asked for, or why the assistant refused it. So the
-  receipts reach the agent as tool results.
+  receipts reach the agent as tool results. A receipt's reason that the protocol does
+  not list (a page may name its own) reaches it as `page-defined`: a page's words
+  never reach the agent outside the untrusted block.
 
 Oldest entries are dropped first, a whole answer with its results at a time, to keep the
 messages within `max_chars`; the latest question and what follows it are always kept.
@@ -27,10 +29,23 @@ from typing import Final
 from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
 
 from pagecontext.items import JsonValue
+from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS
 
-__all__ = ["DEFAULT_MAX_CHARS", "RunWindow", "run_messages", "tool_result"]
+__all__ = ["DEFAULT_MAX_CHARS", "PAGE_DEFINED", "RunWindow", "run_messages", "tool_result"]
 
 DEFAULT_MAX_CHARS: Final = 200_000
+PAGE_DEFINED: Final = "page-defined"
+# What a command's layer may say: the page's receipts (protocol.md 8.3 and 8.4), the
+# ledger's (8.6) and the assistant's own after a reload.
+_COMMAND_REASONS: Final = (
+    RECEIPT_REASONS
+    | REFUSAL_REASONS
+    | {
+        "deadline",
+        "connection-closed",
+        "assistant-reloaded",
+    }
+)
 _PENDING: Final = "pending"
 
 
@@ -59,8 +74,12 @@ def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
     else:
         view = _settled(entry, "business", "received")
     result: dict[str, JsonValue] = {"status": view.get("state")}
-    if view.get("reason"):
-        result["reason"] = view.get("reason")
+    reason = view.get("reason")
+    if reason:
+        # A command's reasons come from the page: one the protocol does not list is the
+        # page's own word, and reaches the agent only as that.
+        listed = entry.get("kind") != "command" or reason in _COMMAND_REASONS
+        result["reason"] = reason if listed else PAGE_DEFINED
     if view.get("late"):
         result["lateStatus"] = view.get("lateStatus")
     return result

@@ -39,6 +39,7 @@ __all__ = [
     "MESSAGE_ID_PATTERN",
     "NONCE_PATTERN",
     "PROTOCOL",
+    "RECEIPT_REASONS",
     "REFUSAL_REASONS",
     "VERSION",
     "Action",
@@ -66,6 +67,20 @@ __all__ = [
 ]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+# The reasons of the receipts a page sends (docs/protocol.md section 8.4), refusals of
+# section 8.3 among them. A page may name its own for a command it carried out itself.
+RECEIPT_REASONS: Final = frozenset(
+    {
+        "ok",
+        "not-a-command",
+        "conversation-mismatch",
+        "page-instance",
+        "future-revision",
+        "revision-evicted",
+        "view-changed",
+        "not-rendered",
+    }
+)
 # Every reason `parse_message` may refuse a message with (docs/protocol.md section 8.3).
 REFUSAL_REASONS: Final = frozenset(
     {
