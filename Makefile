@@ -25,6 +25,9 @@ $(VENV)/.stamp: pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	# The project itself, editable: `.venv/bin/python -m pagecontext` and
+	# `.venv/bin/pagecontext` then work from any directory.
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 node_modules/.stamp: package.json package-lock.json
