@@ -344,8 +344,9 @@ def _admin_refusal(request: Request) -> JSONResponse | None:
         loopback = False
     if not loopback:
         return _error(403, "forbidden", "not-loopback")
+    # A request that carries a body must say it is JSON; a GET reads and carries none.
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/json":
+    if request.method not in ("GET", "HEAD") and content_type != "application/json":
         return _error(415, "unsupported-media-type", "json-only")
     return None
 
