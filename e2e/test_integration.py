@@ -16,6 +16,8 @@ from playwright.sync_api import BrowserContext, Page, Request, Route, expect
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import OTHER_ROW, ROW, html, panel, receipt, select_and_ask, show_and_expect
 
+# Every `pagecontext:state` detail carries these keys, in this order.
+STATE_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
 RECORD_STATES = """
 window.__pcStates = [];
 document.addEventListener("pagecontext:state", (event) => window.__pcStates.push(event.detail));
@@ -56,7 +58,13 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     page.goto(f"{origins.page}/e2e/configured.html?config={quote(text)}")
     error = failed_with(page, field)
     expect(html(page)).to_have_attribute("data-pc-error-field", field)
-    assert page.evaluate("window.__pcStates.at(-1)") == {"state": "failed", "error": error}
+    assert page.evaluate("window.__pcStates.at(-1)") == {
+        "state": "failed",
+        "connection": None,
+        "revision": None,
+        "sharedRevision": None,
+        "error": error,
+    }
     assert any(error in message for message in errors), errors
 
 
@@ -78,7 +86,13 @@ def test_an_agent_url_the_browser_cannot_parse_fails_loudly(
     error = failed_with(page, "agentUrl")
     assert agent_url in error, error
     expect(html(page)).to_have_attribute("data-pc-error-field", "agentUrl")
-    assert page.evaluate("window.__pcStates.at(-1)") == {"state": "failed", "error": error}
+    assert page.evaluate("window.__pcStates.at(-1)") == {
+        "state": "failed",
+        "connection": None,
+        "revision": None,
+        "sharedRevision": None,
+        "error": error,
+    }
 
 
 def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:
@@ -246,6 +260,8 @@ def test_state_events_follow_the_connection_and_the_selection(page: Page, origin
     select_and_ask(page, ROW)
     expect(panel(page).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     states: list[dict[str, Any]] = page.evaluate("window.__pcStates")
+    assert all(list(s) == list(STATE_KEYS) for s in states), states
+    assert (states[0]["connection"], states[0]["revision"], states[0]["error"]) == (None,) * 3
     order = [
         s["state"] for i, s in enumerate(states) if i == 0 or states[i - 1]["state"] != s["state"]
     ]

@@ -50,7 +50,8 @@ globalThis.pagecontextHost = {
 
 function fail(reason) {
   Object.assign(document.documentElement.dataset, { pcState: "failed", pcError: reason });
-  document.dispatchEvent(new CustomEvent("pagecontext:state", { detail: { state: "failed", error: reason } }));
+  const detail = { state: "failed", connection: null, revision: null, sharedRevision: null, error: reason };
+  document.dispatchEvent(new CustomEvent("pagecontext:state", { detail }));
 }
 
 let runtimeLoading = null;

@@ -236,7 +236,7 @@ class Edge:
         self.early_answer: tuple[str, str] | None = None
         self.state: dict[str, Any] = {}
         # What `pagecontext:state` last told the page.
-        self.public: dict[str, Any] = {"state": "booting"}
+        self.public: dict[str, Any] = _public_detail("booting")
         self.published: str = ""
         self.diagnostics_seq = 0
         # The conversation's entries shown in the panel, by entry id.
@@ -311,9 +311,9 @@ class Edge:
         public = self.public
         for name in changes:
             public[name] = changes[name]
-        if public.get("state") != "failed":
-            public.pop("error", None)
-        text = json.dumps([public.get(k) for k in _PUBLIC_KEYS])
+        if public["state"] != "failed":
+            public["error"] = None
+        text = json.dumps([public[k] for k in _PUBLIC_KEYS])
         if text == self.published:
             return
         self.published = text
@@ -980,6 +980,14 @@ def _saved_conversation(text: str) -> str | None:
 _PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
 
 
+def _public_detail(state: str, **known: Any) -> dict[str, Any]:
+    """A `pagecontext:state` detail: every key present, None until known."""
+    detail: dict[str, Any] = dict.fromkeys(_PUBLIC_KEYS)
+    detail["state"] = state
+    detail.update(known)
+    return detail
+
+
 def _dispatch(target: Any, name: str, detail: dict[str, Any], cancelable: bool) -> bool:
     """Dispatch a bubbling CustomEvent with plain data as its detail; return False if a
     listener cancelled it (a listener's exception is reported, never raised here)."""
@@ -1035,7 +1043,8 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
         root.setAttribute("data-pc-error", message)
         root.setAttribute("data-pc-error-field", error.field)
         root.setAttribute("data-pc-state", "failed")
-        _dispatch(js.document, "pagecontext:state", {"state": "failed", "error": message}, False)
+        detail = _public_detail("failed", error=message)
+        _dispatch(js.document, "pagecontext:state", detail, False)
         return None
     return checked
 
