@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from pagecontext.agui import ContextToolCall
-from pagecontext.block import TRUSTED_TAG
+from pagecontext.block import TRUSTED_TAG, safe_json
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
 from pagecontext.conversation import DEFAULT_MAX_CHARS, RunWindow
 from pagecontext.dedup import unsent
@@ -256,7 +256,8 @@ class Composer:
             return fit_block([], listed, self._budget) if listed else _NOTHING
         found = [item for item in items if item.key == call.key]
         if not found:
-            return json.dumps({"status": "not-found", "key": call.key})
+            # The key is the agent's, perhaps read from page data: escaped as a line is.
+            return safe_json(json.dumps({"status": "not-found", "key": call.key}))
         whole = Budget(
             per_item_chars=self._budget.per_item_chars,
             total_chars=max(self._budget.total_chars, self._budget.per_item_chars * 2),
@@ -334,7 +335,7 @@ class Composer:
 
     def answer_text(self, run_id: str, delta: str) -> None:
         """Add `delta` to the answer's text."""
-        entry = self.entry(run_id)
+        entry = self.entry(run_id, "answer")
         entry["text"] = str(entry["text"]) + delta
         # No question can be sent while the answer streams; its end moves the preview.
         self._changed(entry, preview=False)
@@ -351,7 +352,7 @@ class Composer:
     ) -> None:
         """Record a tool call of the answer: `refused` says why it was not carried out,
         `result` is the answer to a call the assistant answered itself."""
-        entry = self.entry(run_id)
+        entry = self.entry(run_id, "answer")
         calls = entry["toolCalls"]
         assert isinstance(calls, list)
         call: dict[str, JsonValue] = {"id": call_id, "name": name, "arguments": arguments}
@@ -365,7 +366,7 @@ class Composer:
     def answer_ended(self, run_id: str, code: str, message: str) -> None:
         """The run ended: "done", or "failed" with the failure's code and message. The
         text received so far stays."""
-        entry = self.entry(run_id)
+        entry = self.entry(run_id, "answer")
         entry["state"] = "failed" if code else "done"
         entry["error"] = {"code": code, "message": message} if code else None
         self._changed(entry)
@@ -387,10 +388,11 @@ class Composer:
             }
         )
 
-    def has_tool_call(self, call_id: str) -> bool:
-        """True if an answer's tool call or a proposed action in the log has this id."""
+    def id_taken(self, call_id: str) -> bool:
+        """True if an entry of the log (a question, an answer, a command, an action) or
+        an answer's tool call has this id."""
         for entry in self.log:
-            if entry.get("kind") == "action" and entry.get("id") == call_id:
+            if entry.get("id") == call_id:
                 return True
             calls = entry.get("toolCalls")
             if isinstance(calls, list) and any(
@@ -401,20 +403,20 @@ class Composer:
 
     def decide_action(self, call_id: str, decision: str) -> None:
         """Record the user's decision on a proposed action ("confirmed" or "declined")."""
-        entry = self.entry(call_id)
+        entry = self.entry(call_id, "action")
         entry["decision"] = decision
         self._changed(entry)
 
     def action_result(self, call_id: str, result: Mapping[str, JsonValue]) -> None:
         """Record what the server answered when it carried the action out."""
-        entry = self.entry(call_id)
+        entry = self.entry(call_id, "action")
         entry["result"] = dict(result)
         self._changed(entry)
 
-    def entry(self, entry_id: str) -> dict[str, JsonValue]:
-        """The log entry with `entry_id`. Raises KeyError if the log has none."""
+    def entry(self, entry_id: str, kind: str) -> dict[str, JsonValue]:
+        """The log entry of `kind` with `entry_id`. Raises KeyError if the log has none."""
         for entry in reversed(self.log):
-            if entry["id"] == entry_id:
+            if entry["id"] == entry_id and entry.get("kind") == kind:
                 return entry
         raise KeyError(entry_id)
 

@@ -28,7 +28,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Final, Literal
 from urllib.parse import urlencode
 
 from pagecontext.agui import (
@@ -164,6 +164,9 @@ _NO_CONNECTION = -1
 
 # Runs started on their own after an answer that asked for context, per question.
 MAX_FOLLOW_UPS = 3
+# An answer whose reading failed inside the assistant ends with this code.
+INTERNAL_ERROR: Final = "internal-error"
+_ERROR_MESSAGE_CHARS: Final = 2000
 
 
 @dataclass
@@ -635,6 +638,8 @@ class AssistantSession:
         # Readables the page or the assistant registered for the agent.
         self.context_store = ContextStore()
         self._run: _Run | None = None
+        # Answers ended by a failure inside the assistant (`internal-error`).
+        self.internal_errors = 0
 
     @property
     def binding(self) -> Binding | None:
@@ -783,6 +788,7 @@ class AssistantSession:
             "contexts": dict(self.receiver.counts),
             "control": dict(self._conn.refused),
             "ignoredReceipts": self.ledger.ignored,
+            "internalErrors": self.internal_errors,
             "refused": self.refused,
         }
 
@@ -918,17 +924,29 @@ class AssistantSession:
 
     def _answer_updates(self, run: _Run, updates: list[Update]) -> list[Effect]:
         effects: list[Effect] = []
-        for update in updates:
-            if isinstance(update, TextDelta):
-                self.composer.answer_text(run.run_id, update.delta)
-            elif isinstance(update, ToolCallMade):
-                effects += self._tool_call(run, update)
-            else:
-                self.composer.answer_ended(run.run_id, update.code, update.message)
+        try:
+            for update in updates:
+                if isinstance(update, TextDelta):
+                    self.composer.answer_text(run.run_id, update.delta)
+                elif isinstance(update, ToolCallMade):
+                    effects += self._tool_call(run, update)
+                else:
+                    self.composer.answer_ended(run.run_id, update.code, update.message)
+                    self._run = None
+                    if update.ok and run.wants_more and run.follow_up < MAX_FOLLOW_UPS:
+                        # The agent asked for context: it gets the results in a new run.
+                        effects += self._start_run(
+                            run.task, run.page_instance_id, run.follow_up + 1
+                        )
+        except Exception as error:
+            # Whatever went wrong, the answer ends: an assistant left answering would
+            # refuse every question until a reload.
+            if self._run is run:
                 self._run = None
-                if update.ok and run.wants_more and run.follow_up < MAX_FOLLOW_UPS:
-                    # The agent asked for context: it gets the results in a new run.
-                    effects += self._start_run(run.task, run.page_instance_id, run.follow_up + 1)
+                message = f"{type(error).__name__}: {error}"[:_ERROR_MESSAGE_CHARS]
+                self.composer.answer_ended(run.run_id, INTERNAL_ERROR, message)
+            self.internal_errors += 1
+            return [*effects, _STATE, _PERSIST]
         return [*effects, _STATE, _PERSIST] if updates else []
 
     def _tool_call(self, run: _Run, call: ToolCallMade) -> list[Effect]:
@@ -973,9 +991,11 @@ class AssistantSession:
         return effects
 
     def _tool_call_known(self, call_id: str) -> bool:
-        """True if this conversation already has a tool call, an action or a command with
-        this id (the log keeps the latest entries; the ledger, what it still tracks)."""
-        if self.composer.has_tool_call(call_id):
+        """True if this conversation already uses this id: an entry of the log (a question,
+        an answer, a command, an action), a tool call, or a command the ledger still tracks.
+        The agent sees the run's own id, and a tool call under it must not be taken for
+        the answer."""
+        if self.composer.id_taken(call_id):
             return True
         try:
             self.ledger.get(call_id)
@@ -1042,7 +1062,7 @@ class AssistantSession:
         if not), and never turns unconfirmed into success.
         """
         try:
-            entry = self.composer.entry(action_id)
+            entry = self.composer.entry(action_id, "action")
             business = self.ledger.get(action_id)["business"]
         except KeyError:
             return []
@@ -1084,7 +1104,7 @@ class AssistantSession:
             record = self.ledger.settle(action_id, layer, "applied", "confirmation-issued")
             token = body.get("token")
             if record is not None and record.state == "applied" and isinstance(token, str):
-                entry = self.composer.entry(action_id)
+                entry = self.composer.entry(action_id, "action")
                 execute = {
                     "ref": entry["resourceRef"],
                     "taskId": entry["taskId"],
@@ -1117,7 +1137,7 @@ class AssistantSession:
 
     def _proposal(self, action_id: str) -> Mapping[str, JsonValue] | None:
         try:
-            entry = self.composer.entry(action_id)
+            entry = self.composer.entry(action_id, "action")
         except KeyError:
             return None
         if entry.get("kind") != "action" or entry.get("decision") != "proposed":

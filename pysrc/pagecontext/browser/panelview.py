@@ -102,6 +102,7 @@ _FAILURES = {
     "malformed-stream": "The agent's answer broke the protocol, so it was stopped.",
     "incomplete": "The agent's answer was cut off.",
     "run-error": "The agent reported an error.",
+    "internal-error": "The assistant failed while reading the answer, so it was stopped.",
     "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
 }
 
