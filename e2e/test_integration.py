@@ -249,6 +249,29 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 
+def test_a_worker_script_that_does_not_load_fails_the_page_at_once(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """A worker whose script does not load (here a 404) fails the page with a `worker:`
+    reason as soon as its `error` event comes, not at the boot timeout, and reports it by
+    `pagecontext:state`; the assistant frame loads all the same."""
+    context.route(
+        f"{origins.page}/web/worker.mjs",
+        lambda route: route.fulfill(status=404, body="not here"),
+    )
+    page.add_init_script(RECORD_STATES)
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute(
+        "data-pc-error", re.compile(r"^worker: "), timeout=BOOT_TIMEOUT_MS
+    )
+    expect(html(page)).to_have_attribute("data-pc-state", "failed")
+    last = page.evaluate("window.__pcStates.at(-1)")
+    assert (last["state"], last["error"]) == ("failed", html(page).get_attribute("data-pc-error"))
+    expect(html(panel(page))).to_have_attribute(
+        "data-pc-position", "child", timeout=BOOT_TIMEOUT_MS
+    )
+
+
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:
     """`pagecontext:state` goes booting, ready, bound (connection 1), then carries the
     selection's revision and the revision shared with the assistant. The assistant, the

@@ -101,7 +101,9 @@ async function loadEdgeRuntime() {
   return { runtime, mp, edge };
 }
 
-function startWorker(role) {
+// The worker's `error` event (its script did not load, or it stopped on an uncaught
+// error) before the edge listens: handed to the edge once it has begun.
+function startWorker(role, onError) {
   const workerURL = new URL("/web/worker.mjs", import.meta.url).href;
   const options = { type: "module", name: `pagecontext-${role}` };
   // A sandboxed frame has an opaque origin, and a worker script must be same-origin with
@@ -110,10 +112,7 @@ function startWorker(role) {
   const worker = self.origin === "null"
     ? new Worker(`data:text/javascript,import ${encodeURIComponent(JSON.stringify(workerURL))};`, options)
     : new Worker(workerURL, options);
-  worker.addEventListener("error", (event) => {
-    document.documentElement.dataset.pcState = "failed";
-    console.error("pagecontext worker failed to start", event.message || "");
-  });
+  worker.addEventListener("error", (event) => onError(event.message || ""));
   return worker;
 }
 
@@ -136,7 +135,10 @@ export async function mount(config) {
   if (config.position === undefined || config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
   document.documentElement.dataset.pcState = "booting";
   document.documentElement.dataset.pcPosition = config.position;
-  const worker = startWorker(config.role);
+  let workerError = null;
+  const worker = startWorker(config.role, (message) => {
+    if (workerError === null) workerError = message;
+  });
   const handle = { edge: null, worker, unmount: () => unmountHandle(handle) };
   mounted = handle;
   let edge;
@@ -170,6 +172,8 @@ export async function mount(config) {
   if (mounted !== handle) return handle;
   handle.edge = started;
   started.begin();
+  // From now on the edge listens to the worker's errors itself.
+  if (workerError !== null) started.worker_failed(workerError);
   globalThis.pagecontext = started;
   performance.mark("pagecontext:edge-started");
   return handle;

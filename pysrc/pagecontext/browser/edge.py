@@ -60,6 +60,9 @@ from pagecontext.windowrules import (
 )
 
 STORAGE_KEY = "pagecontext:assistant"
+# What `data-pc-error` says when the worker's `error` event names nothing (a script that
+# did not load).
+WORKER_ERROR = "the worker's script did not load, or it stopped on an uncaught error"
 
 
 class ProxyOwner:
@@ -282,6 +285,7 @@ class Edge:
         # no timer, no listener and no proxy.
         self.boot_timer = self.owner.later(self.config["timeouts"]["bootMs"], self._on_boot_timeout)
         self.owner.listen(self.worker, "message", self._from_worker)
+        self.owner.listen(self.worker, "error", self._on_worker_error)
         self.owner.listen(js.window, "message", self._from_window)
         self.owner.listen(js.window, "pagehide", self._on_pagehide)
         details = js.document.querySelector("[data-pc-diagnostics]")
@@ -320,7 +324,11 @@ class Edge:
         _dispatch(js.document, "pagecontext:state", public, False)
 
     def _fail(self, error: str) -> None:
-        """Publish `failed` with its reason (`data-pc-error`), loudly."""
+        """Publish `failed` with its reason (`data-pc-error`), loudly. The boot timer
+        stops: its timeout would hide the reason."""
+        if self.boot_timer is not None:
+            self.owner.cancel(self.boot_timer)
+            self.boot_timer = None
         js.console.error("pagecontext: " + error)
         self.root.setAttribute("data-pc-error", error)
         self.public["error"] = error
@@ -485,6 +493,16 @@ class Edge:
         self.nonce = None
 
     # -- worker messages ----------------------------------------------------------------
+
+    def worker_failed(self, reason: str) -> None:
+        """The worker's script did not load, or it stopped on an uncaught error (its
+        `error` event, which boot.mjs hands over when it came before `begin()`);
+        `reason` is the event's message, perhaps empty."""
+        self._fail("worker: " + (reason or WORKER_ERROR))
+
+    def _on_worker_error(self, event: Any) -> None:
+        message = getattr(event, "message", None)
+        self.worker_failed(str(message) if message else "")
 
     def _from_worker(self, event: Any) -> None:
         saved = self.host.persist(STORAGE_KEY, event.data)
