@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ag_ui.core import (
     BaseEvent,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StepStartedEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -20,7 +23,15 @@ from ag_ui.core import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pagecontext.answers import AnswerStream, RunEnded, TextDelta, ToolCallMade, Update
+from pagecontext.answers import (
+    MAX_ERROR_CHARS,
+    MAX_ID_CHARS,
+    AnswerStream,
+    RunEnded,
+    TextDelta,
+    ToolCallMade,
+    Update,
+)
 from pagecontext.sse import SseDecoder, SseError, SseEvent
 
 THREAD, RUN = "conv-1", "run-1"
@@ -119,6 +130,20 @@ def test_sse_refuses_an_event_over_its_limit() -> None:
     lines = SseDecoder(max_event_chars=100)
     with pytest.raises(SseError):
         lines.feed("data: xxxxxxxxx\n" * 20)
+
+
+def test_sse_refuses_a_field_line_over_its_limit_even_in_one_chunk() -> None:
+    """An `id`, `event` or comment line counts against the limit like data does."""
+    for line in ("id: ", "event: ", ": "):
+        with pytest.raises(SseError):
+            SseDecoder(max_event_chars=100).feed(line + "x" * 200 + "\n")
+
+
+def test_sse_an_empty_chunk_between_the_cr_and_the_lf_changes_nothing() -> None:
+    """A CRLF split across chunks stays one line end with an empty chunk between."""
+    decoder = SseDecoder()
+    events = [e for chunk in ("data: a\r", "", "\ndata: b\n\n") for e in decoder.feed(chunk)]
+    assert events == [SseEvent("a\nb")]
 
 
 @settings(max_examples=200)
@@ -237,6 +262,49 @@ def test_an_answer_over_its_limit_ends_the_run() -> None:
     updates = stream.feed(sse(*answer_events()))
     assert ending(updates).code == "malformed-stream"
     assert len(text_of(updates)) <= 11
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ToolCallStartEvent(tool_call_id="c1", tool_call_name="x" * 257),
+        ToolCallStartEvent(tool_call_id="c" * 257, tool_call_name="highlight"),
+        TextMessageStartEvent(message_id="m" * 257, role="assistant"),
+        StepStartedEvent(step_name="s" * 257),
+    ],
+)
+def test_an_id_or_a_tool_name_over_its_limit_ends_the_run(event: BaseEvent) -> None:
+    """Ids and names reach the log and the saved state: one past 256 characters is
+    malformed, and nothing of it is kept."""
+    updates = read([sse(started(), event, finished())])
+    assert ending(updates).code == "malformed-stream"
+    assert [u for u in updates if isinstance(u, ToolCallMade)] == []
+
+
+def test_a_run_errors_message_and_code_are_cut_to_their_limits() -> None:
+    """The agent's RUN_ERROR is shown and saved: its message keeps 2,000 characters and
+    its code 256."""
+    error = RunErrorEvent(message="m" * 5000, code="c" * 5000)
+    ended = ending(read([sse(started(), error)]))
+    assert ended == RunEnded("run-error", "m" * MAX_ERROR_CHARS + " (" + "c" * MAX_ID_CHARS + ")")
+
+
+def test_raw_and_activity_events_leave_a_chunked_text_open() -> None:
+    """As AG-UI's client expands chunks: RAW, ACTIVITY_* and REASONING_ENCRYPTED_VALUE
+    between two chunks of one message keep it one message."""
+    run = {"threadId": THREAD, "runId": RUN}
+    events = [
+        {"type": "RUN_STARTED", **run},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "North "},
+        {"type": "RAW", "event": {"any": 1}},
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "PLAN", "content": {}},
+        {"type": "TEXT_MESSAGE_CHUNK", "delta": "sold "},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "more."},
+        {"type": "RUN_FINISHED", **run},
+    ]
+    updates = read(["".join(f"data: {json.dumps(event)}\n\n" for event in events)])
+    assert text_of(updates) == "North sold more."
+    assert ending(updates).ok
 
 
 def test_tool_arguments_count_against_the_answers_limit() -> None:

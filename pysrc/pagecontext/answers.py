@@ -46,6 +46,8 @@ from pagecontext.sse import SseDecoder, SseError
 
 __all__ = [
     "MAX_ANSWER_CHARS",
+    "MAX_ERROR_CHARS",
+    "MAX_ID_CHARS",
     "MAX_TOOL_CALLS",
     "AnswerStream",
     "ChunkExpander",
@@ -58,7 +60,21 @@ __all__ = [
 # An answer longer than this, or with more tool calls, is not one the panel can show.
 MAX_ANSWER_CHARS: Final = 100_000
 MAX_TOOL_CALLS: Final = 50
+# An id or a tool's name longer than this is refused (the log and the saved state keep
+# them); a RUN_ERROR's message and code are cut to these lengths.
+MAX_ID_CHARS: Final = 256
+MAX_ERROR_CHARS: Final = 2000
+_NAMED: Final = ("message_id", "tool_call_id", "tool_call_name", "step_name")
 MALFORMED: Final = "malformed-stream"
+# Events that leave a chunked span open, as AG-UI's client's `transformChunks` does.
+_PASSED_THROUGH: Final = frozenset(
+    {
+        EventType.RAW,
+        EventType.ACTIVITY_SNAPSHOT,
+        EventType.ACTIVITY_DELTA,
+        EventType.REASONING_ENCRYPTED_VALUE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +115,9 @@ class ChunkExpander:
 
     A chunk with a new id closes the chunked span open before it and opens its own; a
     chunk without an id continues the open one. Any other event first closes the open
-    chunked span. Raises EventSequenceError for a first chunk without an id (or a tool
-    chunk without a name), which nothing could open.
+    chunked span, except the ones AG-UI's client passes through (`RAW`, `ACTIVITY_*`,
+    `REASONING_ENCRYPTED_VALUE`). Raises EventSequenceError for a first chunk without an
+    id (or a tool chunk without a name), which nothing could open.
     """
 
     def __init__(self) -> None:
@@ -113,6 +130,8 @@ class ChunkExpander:
             return self._text_chunk(event)
         if isinstance(event, ToolCallChunkEvent):
             return self._tool_chunk(event)
+        if event.type in _PASSED_THROUGH:
+            return [event]
         return [*self.close(), event]
 
     def close(self) -> list[BaseEvent]:
@@ -189,6 +208,7 @@ class AnswerStream:
         try:
             for sse in self._sse.feed(text):
                 for event in self._chunks.expand(parse_event(sse.data)):
+                    _check_names(event)
                     self._verifier.feed(event)
                     update = self._update(event)
                     if update is not None:
@@ -242,8 +262,16 @@ class AnswerStream:
                 return self._end(MALFORMED, f"more than {self._max_tool_calls} tool calls")
             return ToolCallMade(event.tool_call_id, name, "".join(parts))
         elif isinstance(event, RunErrorEvent):
-            code = f" ({event.code})" if event.code else ""
-            return self._end("run-error", event.message + code)
+            code = f" ({event.code[:MAX_ID_CHARS]})" if event.code else ""
+            return self._end("run-error", event.message[:MAX_ERROR_CHARS] + code)
         elif kind == EventType.RUN_FINISHED:
             return self._end("", "")
         return None
+
+
+def _check_names(event: BaseEvent) -> None:
+    """Raise EventSequenceError if an id or a tool's name of `event` is over MAX_ID_CHARS."""
+    for field in _NAMED:
+        value = getattr(event, field, None)
+        if isinstance(value, str) and len(value) > MAX_ID_CHARS:
+            raise EventSequenceError("over-limit", event.type.value, "running", field)

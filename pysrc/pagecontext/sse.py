@@ -14,6 +14,7 @@ Pure: no I/O. The caller decodes bytes to text (for example with a streaming
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,8 +22,9 @@ from pagecontext.errors import PagecontextError
 
 __all__ = ["DEFAULT_MAX_EVENT_CHARS", "SseDecoder", "SseError", "SseEvent"]
 
-# One event, or one line still waiting for its end, may not grow past this.
+# One event, or one line, may not grow past this.
 DEFAULT_MAX_EVENT_CHARS: Final = 1_000_000
+_LINE_END: Final = re.compile("\r\n|\r|\n")
 
 
 class SseError(PagecontextError):
@@ -39,11 +41,16 @@ class SseEvent:
 
 
 class SseDecoder:
-    """Feed text with `feed`; call `close` when the stream ends."""
+    """Feed text with `feed`; call `close` when the stream ends.
+
+    Each character is looked at once: a line still waiting for its end is kept in
+    pieces, and only the new text is searched for line ends.
+    """
 
     def __init__(self, *, max_event_chars: int = DEFAULT_MAX_EVENT_CHARS) -> None:
         self._max = max_event_chars
-        self._buffer = ""
+        self._partial: list[str] = []  # the pieces of the line still waiting for its end
+        self._partial_size = 0
         self._data: list[str] = []
         self._size = 0
         self._event = ""
@@ -53,46 +60,42 @@ class SseDecoder:
 
     def feed(self, text: str) -> list[SseEvent]:
         """Return the events completed by `text`. Raises SseError over the size limit."""
-        if not self._started and text:
+        if not text:
+            return []  # nothing new: a CR still waits for a possible LF
+        if not self._started:
             self._started = True
             text = text.removeprefix("\ufeff")
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
-        self._buffer += text
         events: list[SseEvent] = []
         start = 0
-        buffer = self._buffer
-        while True:
-            cr, lf = buffer.find("\r", start), buffer.find("\n", start)
-            if cr < 0 and lf < 0:
-                break
-            end = lf if cr < 0 or 0 <= lf < cr else cr
-            line = buffer[start:end]
-            if buffer[end] == "\r":
-                if end + 1 == len(buffer):
-                    self._pending_cr = True
-                    start = end + 1
-                    self._line(line, events)
-                    break
-                if buffer[end + 1] == "\n":
-                    end += 1
-            start = end + 1
-            self._line(line, events)
-        self._buffer = buffer[start:]
-        if len(self._buffer) + self._size > self._max:
+        for end in _LINE_END.finditer(text):
+            piece = text[start : end.start()]
+            if self._partial:
+                piece = "".join(self._partial) + piece
+                self._partial, self._partial_size = [], 0
+            start = end.end()
+            self._pending_cr = end.group() == "\r" and start == len(text)
+            self._line(piece, events)
+        if start < len(text):
+            self._partial.append(text[start:])
+            self._partial_size += len(text) - start
+        if self._partial_size + self._size > self._max:
             raise SseError(f"an event is longer than {self._max} characters")
         return events
 
     def close(self) -> bool:
         """End the stream; return True if an unterminated event or line was dropped."""
-        cut = bool(self._buffer) or bool(self._data)
-        self._buffer = ""
+        cut = bool(self._partial) or bool(self._data)
+        self._partial, self._partial_size = [], 0
         self._data = []
         self._size = 0
         return cut
 
     def _line(self, line: str, events: list[SseEvent]) -> None:
+        if len(line) > self._max:
+            raise SseError(f"a line is longer than {self._max} characters")
         if not line:
             if self._data:
                 events.append(SseEvent("\n".join(self._data), self._event or "message", self._id))
