@@ -168,6 +168,17 @@ def test_bad_tool_calls_are_refused_with_a_reason(name: str, arguments: str, rea
     assert name in str(caught.value)
 
 
+def test_a_call_that_streamed_no_arguments_passes_none() -> None:
+    """An agent may send no TOOL_CALL_ARGS for a tool without arguments: `""` reads as
+    `{}`, and a tool that needs arguments then names what is missing."""
+    assert agui.context_tool_call("list_context_items", "") == agui.ContextToolCall(
+        "list_context_items", None
+    )
+    with pytest.raises(ToolCallError) as caught:
+        agui.tool_call_command("highlight", " ")
+    assert caught.value.reason == "invalid-arguments"
+
+
 def test_flag_for_review_is_a_business_proposal() -> None:
     """flag_for_review gives a proposal for the user to confirm, with its note."""
     proposal = agui.business_proposal(

@@ -264,7 +264,8 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
     if entry is None:
         raise ToolCallError(name, "unknown-tool")
     try:
-        raw = json.loads(arguments)
+        # A call that streamed no TOOL_CALL_ARGS at all passes no arguments: `{}`.
+        raw = json.loads(arguments) if arguments.strip() else {}
     except (ValueError, TypeError) as error:
         raise ToolCallError(name, "malformed-arguments", str(error)) from None
     if not isinstance(raw, dict):
