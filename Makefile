@@ -94,5 +94,5 @@ fuzz: $(VENV)/.stamp
 
 # Benchmarks in headless Chromium (bench/README.md); QUICK=1 for a reduced run.
 bench: setup
-	$(PY) bench/run.py $(if $(QUICK),--quick,) --out bench/results/latest.json
+	$(PY) bench/run.py $(if $(filter-out 0,$(QUICK)),--quick,) --out bench/results/latest.json
 	$(PY) bench/session.py --out bench/results/session.json
