@@ -59,13 +59,34 @@ def test_a_public_array_shares_its_elements_and_the_empty_path_the_whole_value()
     assert redact_value("plain", ItemSchema.of(secret=[""])) == SECRET
 
 
-def test_a_key_holding_a_dot_cannot_be_declared_and_fails_closed() -> None:
-    """ "a.b" as a key is reached only through the path a.b, which names another field."""
+def test_a_key_holding_a_dot_is_named_only_by_a_tuple() -> None:
+    """The string path a.b names {"a": {"b": ...}}, never the key "a.b"; the tuple
+    ("a.b",) names that key and nothing else."""
     value = {"a.b": "x", "a": {"b": "y"}}
-    assert redact_value(value, ItemSchema.of(public=["a.b"])) == {"a.b": "x", "a": {"b": "y"}}
-    assert redact_value(value, ItemSchema.of(public=["a"], secret=["a.b"])) == {
+    assert redact_value(value, ItemSchema.of(public=["a.b"])) == {
+        "a.b": REDACTED,
+        "a": {"b": "y"},
+    }
+    assert redact_value(value, ItemSchema.of(public=[("a.b",)])) == {
+        "a.b": "x",
+        "a": {"b": REDACTED},
+    }
+    assert redact_value(value, ItemSchema.of(public=[""], secret=[("a.b",)])) == {
         "a.b": SECRET,
-        "a": {"b": SECRET},
+        "a": {"b": "y"},
+    }
+
+
+def test_a_secret_path_reaches_into_every_element_of_an_array() -> None:
+    """Elements are read at their array's path: rows.password is every row's password."""
+    rows = {"rows": [{"user": "a", "password": "hunter2"}, {"user": "b", "password": "x"}]}
+    schema = ItemSchema.of(public=["rows"], secret=["rows.password"])
+    assert redact_value(rows, schema) == {
+        "rows": [{"user": "a", "password": SECRET}, {"user": "b", "password": SECRET}]
+    }
+    nested = {"form": [[{"card": "4111", "name": "Ana"}]]}
+    assert redact_value(nested, ItemSchema.of(public=[""], secret=["form.card"])) == {
+        "form": [[{"card": SECRET, "name": "Ana"}]]
     }
 
 

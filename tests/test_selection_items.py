@@ -108,3 +108,12 @@ def test_no_selection_reads_as_an_elision_marker(raw: dict[str, object]) -> None
     assert isinstance(message, ContextMessage)
     items = selection_items(message.selection, "label")
     assert all(_markers(item.to_json()) == [] for item in items)
+
+
+def test_a_field_whose_name_holds_a_dot_is_shared_as_declared_and_nothing_else() -> None:
+    """A shareable field named "revenue.eur" is public; an undeclared "revenue" object
+    holding "eur" is not made public by it."""
+    items = selection_items(selection(snapshot={"revenue.eur": 5, "name": "Acme"}), "Row")
+    schema = snapshot_schema(public=["revenue.eur"])
+    [_, snapshot] = redact_items(items, {"snapshot": schema})
+    assert snapshot.value["values"] == {"revenue.eur": 5, "name": REDACTED}  # type: ignore[call-overload,index]

@@ -8,9 +8,12 @@ has every leaf replaced: what nobody declared shareable is never shared. The ite
 type, key and label are kept; a provider must not put secrets there. Inputs are never
 mutated: redaction returns new items with new values.
 
-Paths are dot-separated object keys (`"values.margin"`); the empty path `""` is the
-whole value. A key that itself contains a dot cannot be named, and elements of arrays
-have no names: both take the sensitivity of what encloses them, or fail closed.
+A path is the keys from the value down to a part, as a tuple (`("values", "margin")`)
+or, for keys without dots, as one dot-separated string (`"values.margin"`); the empty
+tuple or string is the whole value. A key holding a dot is named only by a tuple, so
+`"a.b"` never names the key `"a.b"`. Elements of arrays have no names of their own:
+they are read at their array's path, so `"rows.password"` names the password of every
+element of `rows`.
 """
 
 from __future__ import annotations
@@ -35,23 +38,30 @@ __all__ = [
 SECRET: Final = "[secret]"
 REDACTED: Final = "[redacted]"
 Sensitivity = Literal["public", "secret"]
+Path = tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class ItemSchema:
     """The sensitivity of paths in one item type's value; undeclared leaves are redacted."""
 
-    fields: Mapping[str, Sensitivity]
+    fields: Mapping[Path, Sensitivity]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
 
     @classmethod
-    def of(cls, public: Iterable[str] = (), secret: Iterable[str] = ()) -> ItemSchema:
+    def of(cls, public: Iterable[str | Path] = (), secret: Iterable[str | Path] = ()) -> ItemSchema:
         """Return a schema with `public` and `secret` paths; a path in both is secret."""
-        fields: dict[str, Sensitivity] = dict.fromkeys(public, "public")
-        fields.update(dict.fromkeys(secret, "secret"))
+        fields: dict[Path, Sensitivity] = dict.fromkeys(map(_path, public), "public")
+        fields.update(dict.fromkeys(map(_path, secret), "secret"))
         return cls(fields)
+
+
+def _path(path: str | Path) -> Path:
+    if isinstance(path, tuple):
+        return path
+    return tuple(path.split(".")) if path else ()
 
 
 def redact_value(value: JsonValue, schema: ItemSchema | None) -> JsonValue:
@@ -60,8 +70,8 @@ def redact_value(value: JsonValue, schema: ItemSchema | None) -> JsonValue:
     With no schema every leaf (string, number, boolean or null) becomes REDACTED;
     objects and arrays keep their shape, so the model still sees which fields exist.
     """
-    fields: Mapping[str, Sensitivity] = schema.fields if schema is not None else {}
-    return _redact(value, "", fields, public=False)
+    fields: Mapping[Path, Sensitivity] = schema.fields if schema is not None else {}
+    return _redact(value, (), fields, public=False)
 
 
 def redact_item(item: ContextItem, schemas: Mapping[str, ItemSchema]) -> ContextItem:
@@ -82,26 +92,17 @@ def redact_items(
 
 
 def _redact(
-    value: JsonValue, path: str | None, fields: Mapping[str, Sensitivity], public: bool
+    value: JsonValue, path: Path, fields: Mapping[Path, Sensitivity], public: bool
 ) -> JsonValue:
     # A secret path wins over a public path above it: "form" public with
     # "form.password" secret still hides the password.
-    declared = fields.get(path) if path is not None else None
+    declared = fields.get(path)
     if declared == "secret":
         return SECRET
     public = public or declared == "public"
     if isinstance(value, dict):
-        return {
-            key: _redact(child, _child_path(path, key), fields, public)
-            for key, child in value.items()
-        }
+        return {key: _redact(child, (*path, key), fields, public) for key, child in value.items()}
     if isinstance(value, list):
-        # Array elements have no names to declare: they take their array's sensitivity.
-        return [_redact(child, None, fields, public) for child in value]
+        # Array elements are read at their array's path.
+        return [_redact(child, path, fields, public) for child in value]
     return value if public else REDACTED
-
-
-def _child_path(path: str | None, key: str) -> str | None:
-    if path is None:
-        return None
-    return f"{path}.{key}" if path else key

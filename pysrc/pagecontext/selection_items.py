@@ -22,6 +22,7 @@ from pagecontext.redact import ItemSchema
 __all__ = [
     "REFERENCE_TYPE",
     "SNAPSHOT_TYPE",
+    "object_key",
     "reference_schema",
     "selection_items",
     "snapshot_schema",
@@ -80,19 +81,23 @@ def snapshot_schema(public: Iterable[str] = (), secret: Iterable[str] = ()) -> I
     `observedAt` and the filters are public; each named snapshot field is public or
     secret as given (with its unit); any other snapshot field is redacted.
     """
+    # Tuples: a field's name may hold a dot.
     return ItemSchema.of(
-        public=["observedAt", "filters", *(f"values.{name}" for name in public)],
-        secret=[f"values.{name}" for name in secret],
+        public=["observedAt", "filters", *(("values", name) for name in public)],
+        secret=[("values", name) for name in secret],
+    )
+
+
+def object_key(page_id: str, component_id: str, resource_ref: str) -> str:
+    """The key of a selected object's items (and its chip): its ids as a compact JSON
+    array. Ids may hold "/" or anything else: a JSON array cannot be forged by one id."""
+    return json.dumps(
+        [page_id, component_id, resource_ref], ensure_ascii=False, separators=(",", ":")
     )
 
 
 def _selection_key(selection: Selection) -> str:
-    # Ids may hold "/" or anything else: a JSON array cannot be forged by one id.
-    return json.dumps(
-        [selection.page_id, selection.component_id, selection.resource_ref],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    return object_key(selection.page_id, selection.component_id, selection.resource_ref)
 
 
 def _snapshot_value(value: Scalar | Quantity) -> JsonValue:
