@@ -649,6 +649,29 @@ def test_a_key_not_in_play_comes_back_escaped(origins: Origins, db: Path) -> Non
     assert json.loads(content) == {"status": "not-found", "key": key}
 
 
+def test_a_chip_removed_while_the_answer_runs_leaves_its_follow_ups(
+    origins: Origins, db: Path
+) -> None:
+    """The user removes the chip while the agent answers; the follow-up run the agent's
+    context tool starts carries the task without what the user saw."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    text = context_calls(pair, start.run_id, [("list_context_items", {})])
+    head, tail = text.split("\n\n", 1)
+    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, head + "\n\n"))
+    first = agui.read_task_context(RunAgentInput.model_validate_json(start.body))
+    assert first is not None
+    assert first.snapshot
+    pair.run("assistant", pair.assistant.remove_chip())
+    effects = pair.assistant.on_agent_text(start.run_id, tail)
+    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
+    task = agui.read_task_context(RunAgentInput.model_validate_json(follow_up.body))
+    assert task is not None
+    assert (task.resource_ref, task.snapshot) == (NORTH_MARCH, {})
+    assert "4231" not in follow_up.body.split('"context"')[1]
+
+
 def test_follow_up_runs_are_bounded(origins: Origins, db: Path) -> None:
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)

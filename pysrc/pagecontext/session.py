@@ -70,6 +70,7 @@ from pagecontext.models import (
 )
 from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult
 from pagecontext.resolver import CommandResolver
+from pagecontext.selection_items import object_key
 from pagecontext.store import ContextStore
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
@@ -813,9 +814,15 @@ class AssistantSession:
     def remove_chip(self, key: str | None = None) -> list[Effect]:
         """The user removed a chip (default: the pinned selection's): it stays removed,
         also when the page sends the same object again, until `restore_chips`."""
-        for chip in self.composer.chips():
-            if key is None or chip.key == key:
-                self.composer.dismiss(chip.key)
+        removed = [chip.key for chip in self.composer.chips() if key is None or chip.key == key]
+        for chip_key in removed:
+            self.composer.dismiss(chip_key)
+        run = self._run
+        if run is not None and run.task is not None:
+            task = run.task
+            if object_key(task.page_id, task.component_id, task.resource_ref) in removed:
+                # The answer's follow-up runs no longer carry what the user saw.
+                run.task = task.model_copy(update={"snapshot": {}})
         return [_STATE, _PERSIST]
 
     def restore_chips(self) -> list[Effect]:
