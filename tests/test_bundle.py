@@ -13,6 +13,8 @@ from pagecontext.server.bundle import _rewrite, headers_file
 from pagecontext.server.csp import WORKER_POLICY, page_policy
 from pagecontext.server.site import SiteError
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() -> None:
     """Pages: their policy, revalidated; /web (the worker's script): the worker policy,
@@ -61,8 +63,47 @@ def test_build_needs_two_origins(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_build_never_replaces_a_folder_that_holds_no_bundle(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A non-empty OUTDIR without a bundle's `_headers` is left alone."""
+    """A non-empty OUTDIR that holds no earlier output is left alone, and so are a file
+    and the repository itself."""
     (tmp_path / "notes.txt").write_text("mine")
-    assert main(["build", str(tmp_path)]) == 2
-    assert "holds no bundle" in capsys.readouterr().err
+    assert main(["build", str(tmp_path)]) == 1
+    assert "holds no earlier output" in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert main(["build", str(tmp_path / "notes.txt")]) == 1
+    assert "is a file" in capsys.readouterr().err
+    assert main(["build", str(ROOT), "--root", str(ROOT)]) == 1
+    assert "holds the repository" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A build that fails (here: no wheels) writes into a new folder beside OUTDIR and
+    removes it: the earlier bundle, and whatever the host keeps beside it, stay."""
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "_headers").write_text("/*\n")
+    (out / "CNAME").write_text("app.example")
+    wheels = tmp_path / "no-wheels"
+    wheels.mkdir()
+    assert main(["build", str(out), "--wheels", str(wheels), "--root", str(ROOT)]) == 1
+    assert "no wheels" in capsys.readouterr().err
+    assert sorted(path.name for path in out.iterdir()) == ["CNAME", "_headers"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["no-wheels", "site"]
+
+
+def test_an_interrupted_command_says_so_and_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C during a build is one line and exit status 130, and the folder it was
+    writing is removed."""
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("pagecontext.server.bundle.assemble_into", interrupted)
+    out = tmp_path / "site"
+    assert main(["build", str(out), "--root", str(ROOT)]) == 130
+    assert capsys.readouterr().err == "pagecontext: interrupted\n"
+    assert list(tmp_path.iterdir()) == []

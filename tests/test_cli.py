@@ -225,6 +225,45 @@ def test_a_bad_agent_url_is_a_usage_error(
     assert "PAGECONTEXT_AGENT_URL" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("url", ["//evil.example/agent", "http://", "https:///run"])
+def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
+    """ "//host/x" is another host, not a path on the assistant origin; an http(s) URL
+    names its host."""
+    with pytest.raises(SystemExit) as caught:
+        main(["demo", "--root", str(root), "--agent-url", url])
+    assert caught.value.code == 2
+
+
+def test_the_two_origins_need_two_host_names(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*_demo_args(root, free_port(), free_port()), "--host", "localhost"]
+    assert main(args) == 2
+    assert "--assistant-host must differ from --host" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--host", "not a host", "cannot resolve --host 'not a host'"),
+        ("--db", "/etc/passwd/demo.db", "cannot use the database /etc/passwd/demo.db"),
+    ],
+)
+def test_a_host_or_database_that_cannot_be_used_is_one_line(
+    root: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, said: str
+) -> None:
+    """Not a port "already in use", not a traceback: one line naming the option."""
+    args = _demo_args(root, free_port(), free_port())
+    if option in args:
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert said in err
+
+
 def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["demo", "--root", str(root), "--user", "eve"])

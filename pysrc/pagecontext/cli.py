@@ -20,6 +20,7 @@ from pagecontext.server.access import DEMO_TOKENS
 __all__ = ["find_repo_root", "main"]
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 AGENT_URL_ENV = "PAGECONTEXT_AGENT_URL"
 
 
@@ -47,9 +48,19 @@ def _port(text: str) -> int:
 
 
 def _agent_url(text: str) -> str:
-    if not text.startswith(("http://", "https://", "/")) or any(c.isspace() for c in text):
+    from urllib.parse import urlsplit
+
+    absolute = text.startswith(("http://", "https://"))
+    # "//host/x" is a URL on another host, not a path on the assistant origin.
+    path = text.startswith("/") and not text.startswith("//")
+    try:
+        host = urlsplit(text).hostname if absolute else None
+    except ValueError:
+        host = None
+    if not (path or host) or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(
-            f"the agent URL must be an http(s) URL or a path on the assistant origin: {text!r}"
+            f"the agent URL must be an http(s) URL with a host, or a path on the "
+            f"assistant origin: {text!r}"
         )
     return text
 
@@ -121,7 +132,13 @@ def _build_parser() -> argparse.ArgumentParser:
     assemble = commands.add_parser(
         "assemble", help="assemble everything the browser loads into one folder"
     )
-    assemble.add_argument("--out", type=Path, required=True, help="the site folder to write")
+    assemble.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="the site folder to write: new, empty, or one written before (it is replaced "
+        "once the new site is complete)",
+    )
     assemble.add_argument(
         "--wheels", type=Path, required=True, help="folder of the downloaded browser wheels"
     )
@@ -143,7 +160,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "outdir",
         type=Path,
         metavar="OUTDIR",
-        help="the folder to write: new, empty, or a bundle written before (it is replaced)",
+        help="the folder to write: new, empty, or a bundle written before (it is replaced "
+        "once the new bundle is complete; a failed build leaves it as it was)",
     )
     build.add_argument(
         "--page-origin",
@@ -196,6 +214,14 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"pagecontext: ${AGENT_URL_ENV}: {error}", file=sys.stderr)
             return EXIT_USAGE
 
+    if args.assistant_host == args.host:
+        print(
+            "pagecontext: --assistant-host must differ from --host: the two origins need "
+            "two host names",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
     from pagecontext.server.app import ServerConfig
     from pagecontext.server.run import serve
 
@@ -222,7 +248,7 @@ def _assemble(args: argparse.Namespace) -> int:
 
     root: Path = args.root if args.root is not None else find_repo_root()
     try:
-        assemble(root, args.out, args.wheels)
+        assemble(root, args.out, args.wheels, _step)
     except (SiteError, subprocess.CalledProcessError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
@@ -243,12 +269,6 @@ def _build(args: argparse.Namespace) -> int:
         print("pagecontext: the page and the assistant need two origins", file=sys.stderr)
         return EXIT_USAGE
     out: Path = args.outdir
-    if out.exists() and any(out.iterdir()) and not (out / "_headers").is_file():
-        print(
-            f"pagecontext: {out} is not empty and holds no bundle; it would be replaced",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     root: Path = args.root if args.root is not None else find_repo_root()
     wheels: Path = args.wheels if args.wheels is not None else root / "build" / "wheels"
     try:
@@ -260,6 +280,7 @@ def _build(args: argparse.Namespace) -> int:
             assistant_origin=args.assistant_origin,
             agent_url=args.agent_url,
             brotli_cache=root / "build" / "cache" / "brotli",
+            progress=_step,
         )
     except (SiteError, subprocess.CalledProcessError) as error:
         print(f"pagecontext: cannot build the bundle: {error}", file=sys.stderr)
@@ -271,15 +292,22 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _step(step: str) -> None:
+    print(f"pagecontext: {step}...", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); return the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "assemble":
-        return _assemble(args)
-    if args.command == "build":
-        return _build(args)
-    parser.print_help(sys.stderr)
-    return EXIT_USAGE
+    commands = {"demo": _demo, "assemble": _assemble, "build": _build}
+    command = commands.get(args.command)
+    if command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        # assemble and build leave their output folder as it was.
+        print("pagecontext: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

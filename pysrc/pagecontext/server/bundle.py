@@ -32,7 +32,7 @@ import base64
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -42,7 +42,7 @@ from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill
 from pagecontext.server.compress import precompress
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
-from pagecontext.server.site import SiteError, assemble
+from pagecontext.server.site import SiteError, assemble_into, replacing
 
 __all__ = ["Bundle", "build_bundle", "headers_file"]
 
@@ -200,29 +200,40 @@ def build_bundle(
     assistant_origin: str,
     agent_url: str | None = None,
     brotli_cache: Path | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Bundle:
-    """Write the static bundle for the two origins into `out` (replacing it) and return
-    what was written. `agent_url` is the agent the assistant calls (default: ``/agent``
-    on the assistant origin, which a static host does not serve). `brotli_cache` keeps
-    the brotli variants of the runtime between builds (default: no variants).
+    """Write the static bundle for the two origins into `out` and return what was
+    written. `agent_url` is the agent the assistant calls (default: ``/agent`` on the
+    assistant origin, which a static host does not serve). `brotli_cache` keeps the
+    brotli variants of the runtime between builds (default: no variants). `progress` is
+    told each step as it starts.
 
-    Raises SiteError when an input is missing or a file no longer names what the build
-    rewrites, and subprocess.CalledProcessError when the project wheel cannot be built.
+    `out` is replaced only once the whole bundle is written (`site.replacing`): a build
+    that fails, or is interrupted, leaves it as it was.
+
+    Raises SiteError when an input is missing, `out` must not be replaced, or a file no
+    longer names what the build rewrites, and subprocess.CalledProcessError when the
+    project wheel cannot be built.
     """
-    assemble(root, out, wheels_dir)
-    if brotli_cache is not None:
-        precompress(out, brotli_cache)
-    urls = _hash_names(root, out)
-    origins = {"page": page_origin, "assistant": assistant_origin}
-    policies = _write_pages(
-        root, out, urls, origins, agent_url if agent_url is not None else DEFAULT_AGENT_PATH
-    )
-    _write_sales(out)
-    (out / "_headers").write_text(headers_file(policies), encoding="utf-8")
-    integrity = {
-        "/" + path.relative_to(out).as_posix(): _sri(path.read_bytes())
-        for path in sorted(out.rglob("*"))
-        if path.is_file()
-    }
-    (out / "integrity.json").write_text(json.dumps(integrity, indent=1), encoding="utf-8")
+    step = progress if progress is not None else (lambda _step: None)
+    with replacing(out, root) as folder:
+        assemble_into(root, folder, wheels_dir, step)
+        if brotli_cache is not None:
+            step("brotli variants of the runtime")
+            precompress(folder, brotli_cache)
+        step("content-hashed names, the pages and their headers")
+        urls = _hash_names(root, folder)
+        origins = {"page": page_origin, "assistant": assistant_origin}
+        policies = _write_pages(
+            root, folder, urls, origins, agent_url if agent_url is not None else DEFAULT_AGENT_PATH
+        )
+        _write_sales(folder)
+        (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
+        step("integrity hashes")
+        integrity = {
+            "/" + path.relative_to(folder).as_posix(): _sri(path.read_bytes())
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+        }
+        (folder / "integrity.json").write_text(json.dumps(integrity, indent=1), encoding="utf-8")
     return Bundle(out, page_origin, assistant_origin, policies)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 import time
@@ -38,6 +40,7 @@ __all__ = [
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
+# A port, the host or the database cannot be used: one line says which.
 EXIT_PORT_UNAVAILABLE: Final = 2
 
 _POLL_SECONDS: Final = 0.01
@@ -55,16 +58,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def _can_bind(host: str, port: int) -> bool:
+def _bind_problem(host: str, port: int) -> OSError | socket.gaierror | None:
+    """Why `host`:`port` cannot be bound, or None if it can."""
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM
+        )[0]
+    except socket.gaierror as error:
+        return error
     # SO_REUSEADDR as uvicorn sets it, so a port in TIME_WAIT after a previous
     # run counts as free, and only a live listener counts as taken.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-        return True
+            probe.bind(address)
+        except OSError as error:
+            return error
+        return None
 
 
 def port_problem(config: ServerConfig) -> str | None:
@@ -85,10 +95,18 @@ def port_problem(config: ServerConfig) -> str | None:
         (config.page_port, "--page-port"),
         (config.assistant_port, "--assistant-port"),
     ):
-        if not _can_bind(config.bind_host, port):
+        problem = _bind_problem(config.bind_host, port)
+        if isinstance(problem, socket.gaierror):
+            return f"pagecontext: cannot resolve --host {config.bind_host!r}: {problem.strerror}"
+        if problem is not None and problem.errno == errno.EADDRINUSE:
             return (
                 f"pagecontext: port {port} on {config.bind_host} is already in use "
                 f"(use {option} to choose another)"
+            )
+        if problem is not None:
+            return (
+                f"pagecontext: cannot listen on {config.bind_host} port {port} "
+                f"({option}): {problem.strerror}"
             )
     return None
 
@@ -159,14 +177,19 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
     """Run both origins in the foreground until Ctrl-C or SIGTERM; return an exit code.
 
     Creates the demo database if it is missing. Returns 2 (after one line on
-    stderr) if a port is taken, 1 if a server failed to start, 0 after a clean
-    shutdown. `ready` is called once both servers accept connections.
+    stderr) if a port is taken, the host cannot be listened on or the database cannot
+    be used, 1 if a server failed to start, 0 after a clean shutdown. `ready` is
+    called once both servers accept connections.
     """
     problem = port_problem(config)
     if problem is not None:
         print(problem, file=sys.stderr)
         return EXIT_PORT_UNAVAILABLE
-    create_demo_db(config.db_path)
+    try:
+        create_demo_db(config.db_path)
+    except (OSError, sqlite3.Error) as error:
+        print(f"pagecontext: cannot use the database {config.db_path}: {error}", file=sys.stderr)
+        return EXIT_PORT_UNAVAILABLE
     servers = _Servers(_demo_apps(config), config.bind_host)
 
     def on_ready() -> None:

@@ -41,13 +41,17 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Final
 
 import brotli
 
@@ -301,13 +305,82 @@ def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
     return {"parts": urls, "bytes": len(data), "brotliBytes": sum(len(p) for p in packed)}
 
 
-def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
-    """Assemble the site under `out` and return the runtime description it wrote."""
+# What an earlier output holds: a folder holding one of these may be replaced.
+OUTPUT_MARKS: Final = ("_headers", "vendor")
+
+
+def _no_progress(_step: str) -> None:
+    return None
+
+
+@contextmanager
+def replacing(out: Path, root: Path) -> Iterator[Path]:
+    """Yield a new, empty folder beside `out` to write an output into. When the block
+    ends, the new folder takes `out`'s place (an earlier output there is removed); when
+    it raises (Ctrl-C included), the new folder is removed and `out` is left as it was.
+
+    Raises SiteError, before anything is written, if `out` is a file, holds the
+    repository `root`, or is a folder that is neither empty nor an earlier output (it
+    holds none of OUTPUT_MARKS): nothing that is not an output is ever deleted.
+    """
+    target = out.absolute()
+    if target.exists() and not target.is_dir():
+        raise SiteError(f"{out} is a file, not a folder")
+    repository = root.resolve()
+    if target.resolve() == repository or target.resolve() in repository.parents:
+        raise SiteError(f"{out} holds the repository {root}: write somewhere else")
+    if (
+        target.is_dir()
+        and any(target.iterdir())
+        and not any((target / mark).exists() for mark in OUTPUT_MARKS)
+    ):
+        raise SiteError(
+            f"{out} is not empty and holds no earlier output (none of "
+            f"{', '.join(OUTPUT_MARKS)}): write into a new or empty folder"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    new.chmod(0o777 & ~umask)  # as a folder made by mkdir, not mkdtemp's 0700
+    try:
+        yield new
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+        target.rename(old / target.name)
+        new.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        new.rename(target)
+
+
+def assemble(
+    root: Path, out: Path, wheels_dir: Path, progress: Callable[[str], None] = _no_progress
+) -> dict[str, object]:
+    """Assemble the site into `out` and return the runtime description it wrote.
+
+    `out` is replaced only once the whole site is written (`replacing`); `progress` is
+    told each step as it starts. Raises SiteError for a missing input or an `out` that
+    must not be replaced.
+    """
+    with replacing(out, root) as folder:
+        return assemble_into(root, folder, wheels_dir, progress)
+
+
+def assemble_into(
+    root: Path, out: Path, wheels_dir: Path, progress: Callable[[str], None] = _no_progress
+) -> dict[str, object]:
+    """Assemble the site into the new, empty folder `out` (see `assemble`)."""
     node_modules = root / "node_modules"
     pyodide_version = _npm_version(node_modules, "pyodide")
     mpy_version = _npm_version(node_modules, MICROPYTHON_PACKAGE)
-    if out.exists():
-        shutil.rmtree(out)
+    third_party = sorted(wheels_dir.glob("*.whl"))
+    if not third_party:
+        raise SiteError(f"no wheels in {wheels_dir}: run `make` to download them")
+    progress("the runtimes and the wheels")
     pyodide_dir = f"vendor/pyodide-{pyodide_version}"
     mpy_dir = f"vendor/micropython-{mpy_version}"
     _copy_files(node_modules / "pyodide", PYODIDE_FILES, out / pyodide_dir)
@@ -315,14 +388,12 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     module = out / mpy_dir / "micropython.mjs"
     module.write_bytes(COMPILE_HINT + module.read_bytes())
 
-    third_party = sorted(wheels_dir.glob("*.whl"))
-    if not third_party:
-        raise SiteError(f"no wheels in {wheels_dir}: run `make` to download them")
     (out / "wheels").mkdir(parents=True)
     wheel_urls: list[tuple[Path, str]] = []
     for wheel in third_party:
         shutil.copyfile(wheel, out / "wheels" / wheel.name)
         wheel_urls.append((wheel, f"/wheels/{wheel.name}"))
+    progress("the project's wheel")
     with tempfile.TemporaryDirectory() as tmp:
         own = build_project_wheel(root, Path(tmp))
         digest = _sha256(own)[:16]
@@ -356,6 +427,7 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     # compress.precompress (after this) rewrites it stored: done here first, the same way.
     for name in STORED_ZIPS:
         restore_stored(out / pyodide_dir / name)
+    progress("the workers' boot snapshot (Pyodide in Node.js)")
     snapshot = build_snapshot(
         root,
         out,
@@ -365,6 +437,7 @@ def assemble(root: Path, out: Path, wheels_dir: Path) -> dict[str, object]:
     )
     snapshot["packages"] = sorted(packages)
 
+    progress("the edge and the apps, compiled for MicroPython")
     src = root / "pysrc"
     edge_files = []
     for rel in EDGE_PACKAGES:
