@@ -299,11 +299,12 @@ def test_agent_ends_bad_input_with_a_clear_run_error(
 
 
 @pytest.mark.parametrize("announced", [True, False])
-def test_a_run_input_over_1_mb_is_refused_before_it_is_read_whole(
+def test_a_run_input_over_1_mb_is_refused(
     origins: tuple[TestClient, TestClient], announced: bool
 ) -> None:
     """A body past 1 MB, announced by Content-Length or streamed without one, ends the
-    run at once: RUN_ERROR bad-input, and no RUN_STARTED."""
+    run at once: RUN_ERROR bad-input, and no RUN_STARTED (how much of it is read:
+    tests/test_bodies.py)."""
     _, assistant = origins
     chunk = b"x" * 65536
     if announced:

@@ -35,6 +35,7 @@ from pagecontext.agui import (
     RefreshArgs,
     TaskContext,
     ToolCallError,
+    VerifierState,
 )
 from pagecontext.errors import LocalProtocolError
 from pagecontext.models import Quantity, Target
@@ -307,11 +308,15 @@ def tool(call_id: str) -> list[BaseEvent]:
     ]
 
 
-def feed_all(events: list[BaseEvent], verifier: EventSequenceVerifier | None = None) -> None:
+def feed_all(
+    events: list[BaseEvent], verifier: EventSequenceVerifier | None = None
+) -> VerifierState:
+    """Feed `events` and end the stream; return the state the run ended in."""
     verifier = verifier or EventSequenceVerifier(thread_id=THREAD, run_id=RUN)
     for event in events:
         verifier.feed(event)
     verifier.end_of_stream()
+    return verifier.state
 
 
 def test_a_complete_run_passes() -> None:
@@ -335,8 +340,8 @@ def test_a_complete_run_passes() -> None:
 
 def test_a_run_may_end_with_run_error_at_any_point() -> None:
     """RUN_ERROR ends a run even with a message open, and may even come first."""
-    feed_all([started(), text("m1")[0], RunErrorEvent(message="boom")])
-    feed_all([RunErrorEvent(message="could not start")])
+    assert feed_all([started(), text("m1")[0], RunErrorEvent(message="boom")]) == "errored"
+    assert feed_all([RunErrorEvent(message="could not start")]) == "errored"
 
 
 _M_START, _M_CONTENT, _M_END = text("m1")
@@ -422,7 +427,7 @@ def test_every_rule_refuses_with_the_event_and_state(
 
 def test_text_and_tool_ids_are_separate_namespaces() -> None:
     """A message and a tool call may share an id: they are tracked per kind."""
-    feed_all([started(), *text("x"), *tool("x"), finished()])
+    assert feed_all([started(), *text("x"), *tool("x"), finished()]) == "finished"
 
 
 def test_after_a_refusal_everything_is_refused() -> None:
@@ -507,4 +512,5 @@ def well_formed_runs(draw: st.DrawFn) -> list[BaseEvent]:
 @given(well_formed_runs())
 def test_any_well_formed_run_passes(events: list[BaseEvent]) -> None:
     """Every interleaving of closed spans between RUN_STARTED and its end is accepted."""
-    feed_all(events)
+    ended = "errored" if isinstance(events[-1], RunErrorEvent) else "finished"
+    assert feed_all(events) == ended

@@ -191,11 +191,10 @@ def test_cors_answers_only_the_assistant_origin(api: TestClient, config: ServerC
 
 
 @pytest.mark.parametrize("announced", [True, False])
-def test_an_action_body_past_its_limit_is_refused_unread(
-    remote_api: TestClient, announced: bool
-) -> None:
+def test_an_action_body_past_its_limit_is_refused(remote_api: TestClient, announced: bool) -> None:
     """Any web page can POST text/plain cross-origin without a preflight: a body past
-    16 KiB gets 413 before authentication or parsing, announced or streamed."""
+    16 KiB gets 413 before authentication or parsing, announced or streamed (how much
+    of it is read: tests/test_bodies.py)."""
     chunk = b"x" * 4096
     body = chunk * 16 if announced else iter([chunk] * 16)
     response = remote_api.post(

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import wire
@@ -902,6 +902,8 @@ BURST = [f"row:{index}" for index in range(200)]
     shows=st.sets(st.integers(0, len(BURST) - 1), max_size=12),
     view_change=st.none() | st.integers(1, len(BURST) - 1),
 )
+# Both branches every run: "Show me" before the view changed (view-changed), and after.
+@example(order=list(range(len(BURST))), shows={0, 3, 100, 160}, view_change=150)
 def test_fast_switching_ends_on_the_last_revision_and_highlights_only_the_target(
     order: list[int], shows: set[int], view_change: int | None
 ) -> None:

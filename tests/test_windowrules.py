@@ -102,7 +102,12 @@ def test_read_nonce_refuses_non_strings(value: object) -> None:
 
 
 @settings(max_examples=100)
-@given(text=st.text(max_size=40))
+@given(
+    text=st.text(max_size=40)
+    # Mostly the alphabet, around the length bounds, with a few characters outside it.
+    | st.text(alphabet=st.sampled_from(B64URL + "+/=\u00e9"), max_size=40)
+    | st.text(alphabet=st.sampled_from(B64URL), min_size=28, max_size=33)
+)
 def test_is_b64url_accepts_exactly_the_alphabet(text: str) -> None:
     """is_b64url agrees with a plain alphabet check within its length bounds."""
     expected = 1 <= len(text) <= 30 and all(ch in B64URL for ch in text)
@@ -213,6 +218,8 @@ def test_malformed_origins_are_not_exact_origins(origin: object) -> None:
 @given(
     origin=st.one_of(
         st.text(max_size=30),
+        # The configured origins themselves, and near misses of them.
+        st.sampled_from([ORIGIN, "http://a:1", "null", "*", ORIGIN + "/", "http://a:01"]),
         st.builds(lambda rest: "http://" + rest, st.text(max_size=20)),
         st.builds(
             lambda port: "http://a:" + port,
@@ -351,7 +358,10 @@ json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), s
                 "nonce",
             ]
         ),
-        json_scalars,
+        json_scalars
+        # Values a well-formed message may hold, so that changes can keep it well formed.
+        | st.sampled_from(["pagecontext", 1, "ready", "connect", "page", "assistant"])
+        | st.text(alphabet=st.sampled_from(B64URL), min_size=1, max_size=64),
         max_size=3,
     ),
 )
