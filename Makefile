@@ -76,7 +76,7 @@ test: setup
 
 check: $(VENV)/.stamp
 	$(PY) -m mypy
-	MYPYPATH=pysrc $(PY) -m mypy --strict bench/run.py bench/session.py
+	MYPYPATH=pysrc:bench $(PY) -m mypy --strict bench/run.py bench/session.py bench/stream.py bench/results_file.py
 	$(PY) -m ruff check pysrc tests e2e bench
 	$(PY) -m ruff format --check pysrc tests e2e bench
 
@@ -96,3 +96,4 @@ fuzz: $(VENV)/.stamp
 bench: setup
 	$(PY) bench/run.py $(if $(filter-out 0,$(QUICK)),--quick,) --out bench/results/latest.json
 	$(PY) bench/session.py --out bench/results/session.json
+	$(PY) bench/stream.py $(if $(filter-out 0,$(QUICK)),--quick,) --out bench/results/stream.json

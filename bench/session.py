@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from results_file import write_results
+
 from pagecontext.session import AssistantSession, Effect, Refresh
 from pagecontext.testing import ChannelPair, Side
 
@@ -115,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_us": round(max(times), 1),
         }
         print(f"  after {earlier:>5} earlier commands: median {median:8.0f} us")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, results)
     return 0
 
 

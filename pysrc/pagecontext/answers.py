@@ -25,6 +25,7 @@ Pure: no I/O. The caller feeds the text as it arrives.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Final
 
 from ag_ui.core import (
@@ -269,9 +270,16 @@ class AnswerStream:
         return None
 
 
+@cache
+def _named_fields(kind: type[BaseEvent]) -> tuple[str, ...]:
+    """The id and name fields events of `kind` have (asking a model for a field it does
+    not have is slow)."""
+    return tuple(field for field in _NAMED if field in kind.model_fields)
+
+
 def _check_names(event: BaseEvent) -> None:
     """Raise EventSequenceError if an id or a tool's name of `event` is over MAX_ID_CHARS."""
-    for field in _NAMED:
-        value = getattr(event, field, None)
+    for field in _named_fields(type(event)):
+        value = getattr(event, field)
         if isinstance(value, str) and len(value) > MAX_ID_CHARS:
             raise EventSequenceError("over-limit", event.type.value, "running", field)

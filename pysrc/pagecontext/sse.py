@@ -14,7 +14,6 @@ Pure: no I/O. The caller decodes bytes to text (for example with a streaming
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -24,7 +23,6 @@ __all__ = ["DEFAULT_MAX_EVENT_CHARS", "SseDecoder", "SseError", "SseEvent"]
 
 # One event, or one line, may not grow past this.
 DEFAULT_MAX_EVENT_CHARS: Final = 1_000_000
-_LINE_END: Final = re.compile("\r\n|\r|\n")
 
 
 class SseError(PagecontextError):
@@ -69,14 +67,27 @@ class SseDecoder:
             text = text[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = False
         events: list[SseEvent] = []
-        start = 0
-        for end in _LINE_END.finditer(text):
-            piece = text[start : end.start()]
+        start, size = 0, len(text)
+        # The next CR and LF at or after `start`, each searched for again only once
+        # passed: every character is looked at once, whatever the line endings.
+        cr, lf = text.find("\r"), text.find("\n")
+        while cr >= 0 or lf >= 0:
+            if lf < 0 or 0 <= cr < lf:
+                end, after = cr, cr + 1
+                if after == size:
+                    self._pending_cr = True  # its LF may open the next chunk
+                elif text[after] == "\n":
+                    after += 1
+                    lf = text.find("\n", after)
+                cr = text.find("\r", after)
+            else:
+                end, after = lf, lf + 1
+                lf = text.find("\n", after)
+            piece = text[start:end]
             if self._partial:
                 piece = "".join(self._partial) + piece
                 self._partial, self._partial_size = [], 0
-            start = end.end()
-            self._pending_cr = end.group() == "\r" and start == len(text)
+            start = after
             self._line(piece, events)
         if start < len(text):
             self._partial.append(text[start:])
