@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from pagecontext.conversation import PAGE_DEFINED, tool_result
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pagecontext.conversation import PAGE_DEFINED, chars_at_most, run_messages, tool_result
 from pagecontext.items import JsonValue
 
 
@@ -43,3 +47,47 @@ def test_a_business_actions_reason_is_the_servers_and_reaches_the_agent() -> Non
         "business": {"state": "rejected", "reason": "token-expired"},
     }
     assert tool_result(action) == {"status": "rejected", "reason": "token-expired"}
+
+
+texts = st.text(max_size=200)  # any characters: control, quotes, astral, lone surrogates
+ids = st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=256)
+calls = st.lists(
+    st.fixed_dictionaries(
+        {"id": ids, "name": st.sampled_from(["highlight", "get_context_item"]), "arguments": texts},
+        optional={"result": texts, "refused": st.sampled_from(["duplicate-id", "no-task"])},
+    ),
+    max_size=4,
+)
+entries = st.one_of(
+    st.fixed_dictionaries({"kind": st.just("question"), "id": ids, "sent": texts}),
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("answer"),
+            "id": ids,
+            "state": st.sampled_from(["done", "failed"]),
+            "text": texts,
+            "toolCalls": calls,
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("command"),
+            "id": ids,
+            "toolCallId": ids,
+            "received": st.just({"state": "applied", "reason": "ok"}),
+            "ui": st.fixed_dictionaries(
+                {"state": st.sampled_from(["applied", "not-found"]), "reason": texts}
+            ),
+        }
+    ),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(entries, max_size=8))
+def test_the_size_bound_is_never_below_the_messages(log: list[dict[str, JsonValue]]) -> None:
+    """chars_at_most, from the entries' JSON alone, is never less than the JSON of the
+    messages a run is given: the composer skips the run's window on its word."""
+    messages = run_messages(log, max_chars=10**9)
+    size = sum(len(message.model_dump_json()) for message in messages)
+    assert size <= chars_at_most(log, [json.dumps(entry) for entry in log])

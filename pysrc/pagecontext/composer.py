@@ -27,7 +27,12 @@ from typing import Final
 from pagecontext.agui import ContextToolCall
 from pagecontext.block import TRUSTED_TAG, safe_json
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
-from pagecontext.conversation import DEFAULT_MAX_CHARS, RunWindow
+from pagecontext.conversation import (
+    DEFAULT_MAX_CHARS,
+    MESSAGE_OVERHEAD_CHARS,
+    RunWindow,
+    chars_at_most,
+)
 from pagecontext.dedup import unsent
 from pagecontext.items import (
     ContextItem,
@@ -185,17 +190,26 @@ class Composer:
             for entry in self.log
             if entry.get("kind") == "question" and entry.get("task") == self._task
         ]
-        window = RunWindow(self.log, self.max_run_chars) if history else None
+        window: RunWindow | None = None
         while True:
             texts = [str(entry["sent"]) for entry in history]
             text = self._text(question, items, texts)
-            if window is None:
+            if not history or self._run_keeps_all(text):
                 return text
+            if window is None:
+                window = RunWindow(self.log, self.max_run_chars)
             carried = [id(entry) for entry in window.carried(text)]
             kept = [entry for entry in history if id(entry) in carried]
             if len(kept) == len(history):
                 return text
             history = kept
+
+    def _run_keeps_all(self, text: str) -> bool:
+        """True if a run after a question sending `text` keeps every entry of the log,
+        by a bound of its size that needs no message built (a message's JSON escapes a
+        character in at most 6)."""
+        bound = chars_at_most(self.log, self.log_texts()) + 6 * len(text)
+        return bound + MESSAGE_OVERHEAD_CHARS <= self.max_run_chars
 
     def _text(self, question: str, items: list[ContextItem], history: list[str]) -> str:
         """The block of the items `history` does not hold, then the question."""

@@ -31,7 +31,15 @@ from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMe
 from pagecontext.items import JsonValue
 from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS
 
-__all__ = ["DEFAULT_MAX_CHARS", "PAGE_DEFINED", "RunWindow", "run_messages", "tool_result"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "MESSAGE_OVERHEAD_CHARS",
+    "PAGE_DEFINED",
+    "RunWindow",
+    "chars_at_most",
+    "run_messages",
+    "tool_result",
+]
 
 DEFAULT_MAX_CHARS: Final = 200_000
 PAGE_DEFINED: Final = "page-defined"
@@ -178,6 +186,20 @@ def run_messages(
         max_chars,
     )
     return [message for _entry, messages in groups[start:] for message in messages]
+
+
+# What a message's JSON holds beyond the entry fields it comes from: its role, its ids
+# (each at most 256 characters), its keys, a tool result written as JSON.
+MESSAGE_OVERHEAD_CHARS: Final = 1000
+
+
+def chars_at_most(log: Sequence[Mapping[str, JsonValue]], texts: Sequence[str]) -> int:
+    """An upper bound of the JSON characters of `run_messages(log)`, from each entry's
+    JSON text (`texts`: `json.dumps(entry)`, which escapes at least what a message's JSON
+    does): every message comes from fields of one entry, plus at most
+    MESSAGE_OVERHEAD_CHARS."""
+    calls = sum(len(listed) for entry in log if isinstance(listed := entry.get("toolCalls"), list))
+    return sum(len(text) for text in texts) + MESSAGE_OVERHEAD_CHARS * (len(log) + calls)
 
 
 class RunWindow:
