@@ -1189,3 +1189,28 @@ def test_port_messages_as_json_text_have_the_same_outcome_as_decoded_ones() -> N
         "forbidden-key": 1,
         "unsupported-version": 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("component", "values"),
+    [
+        ("orders", {"amount": float("inf")}),  # "1e999" as MicroPython's json reads it
+        ("nowhere", {"amount": 1}),  # no such component
+    ],
+)
+def test_a_selection_the_tracker_refuses_changes_nothing_and_says_why(
+    component: str, values: dict[str, Any]
+) -> None:
+    """The page's own bad data is a refused select for the edge to count, never an
+    exception out of the session: the revision and what is shared stay as they were."""
+    pair = ChannelPair()
+    render_orders(pair)
+    revision = select(pair)
+    effects = pair.page.on_select(component, "row:1", values)
+    [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
+    assert refused["kind"] == "select-refused"
+    assert "can't select" in str(refused["reason"])
+    assert pair.page.tracker.latest_revision == revision
+    current = pair.page.tracker.current
+    assert current is not None
+    assert current.resource_ref == "row:2"

@@ -25,18 +25,20 @@ self.onmessage = (event) => early.push(event);
 // with NaN or an infinity, which JSON text would turn into null: Python reads it
 // value by value, and the core refuses it with a receipt), or why it is not plain data.
 // Structured clone keeps shared references, so a message of a few hundred bytes can read
-// as a tree of billions of values: the walk visits at most MAX_VISITS values ("too-large";
-// a message within the core's size limits has far fewer).
+// as a tree of billions of values, or as megabytes of text: the walk visits at most
+// MAX_VISITS values and counts the characters of at most `maxChars` in strings and keys
+// ("too-large"; a message within the core's size limits has far fewer).
 const MAX_VISITS = 100000;
-function plainDataProblem(value) {
-  const budget = { left: MAX_VISITS };
+function plainDataProblem(value, maxChars) {
+  const budget = { left: MAX_VISITS, chars: maxChars };
   return plainDataWalk(value, 0, budget);
 }
 function plainDataWalk(value, depth, budget) {
   if ((budget.left -= 1) < 0) return "too-large";
   if (value === null) return "";
   switch (typeof value) {
-    case "string": case "boolean": return "";
+    case "string": return (budget.chars -= value.length) < 0 ? "too-large" : "";
+    case "boolean": return "";
     case "number": return Number.isFinite(value) ? "" : "non-finite";
     case "object": break;
     default: return "not-json"; // bigint, undefined
@@ -54,6 +56,7 @@ function plainDataWalk(value, depth, budget) {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return "not-plain"; // Map, Date, ArrayBuffer, …
   for (const key of Object.keys(value)) {
+    if ((budget.chars -= key.length) < 0) return "too-large";
     const problem = plainDataWalk(value[key], depth + 1, budget);
     if (problem && problem !== "non-finite") return problem;
     found ||= problem;
@@ -69,9 +72,10 @@ function plainDataWalk(value, depth, budget) {
 // newlines (which JSON.stringify never writes): Python reads each array item across the
 // boundary at a cost, and splits one string in C. (An unbounded run would make Python
 // hold a burst's whole text at once, and grow the memory for it.) Returns {close()},
-// which stops listening and drops what is queued.
+// which stops listening and drops what is queued. A message whose text would pass
+// `maxChars` (far past the core's own size limit) is "too-large" here, unread by Python.
 const RUN_TEXTS = 128;
-function listenPort(port, deliver) {
+function listenPort(port, deliver, maxChars) {
   let queue = [];
   let run = 0; // texts in the queue's last item, if it is a string
   let scheduled = false;
@@ -85,15 +89,18 @@ function listenPort(port, deliver) {
   };
   port.onmessage = (event) => {
     const data = event.data;
-    const problem = plainDataProblem(data);
+    let problem = plainDataProblem(data, maxChars);
+    const text = problem === "" ? JSON.stringify(data) : "";
+    if (text.length > maxChars) problem = "too-large";
     const last = queue.length - 1;
     if (problem !== "") {
-      queue.push({ problem, value: data });
+      // Only a non-finite message is read further (value by value).
+      queue.push({ problem, value: problem === "non-finite" ? data : null });
     } else if (last >= 0 && typeof queue[last] === "string" && run < RUN_TEXTS) {
-      queue[last] += "\n" + JSON.stringify(data);
+      queue[last] += "\n" + text;
       run += 1;
     } else {
-      queue.push(JSON.stringify(data));
+      queue.push(text);
       run = 1;
     }
     if (!scheduled) {

@@ -35,16 +35,19 @@ const SELECTION_KEYS = new Set([...SELECTION_REQUIRED, "snapshot"]);
 const encoder = new TextEncoder();
 
 // Copied from web/worker.mjs: the check the Python path runs before conversion, with
-// its bound on the values visited.
+// its bounds on the values visited and the characters read (the worker's for the
+// default size limit: 4 x 16,384 + 65,536).
 const MAX_VISITS = 100000;
+const MAX_CHARS = 131072;
 function plainDataProblem(value) {
-  return plainDataWalk(value, 0, { left: MAX_VISITS });
+  return plainDataWalk(value, 0, { left: MAX_VISITS, chars: MAX_CHARS });
 }
 function plainDataWalk(value, depth, budget) {
   if ((budget.left -= 1) < 0) return "too-large";
   if (value === null) return "";
   switch (typeof value) {
-    case "string": case "boolean": case "number": return "";
+    case "string": return (budget.chars -= value.length) < 0 ? "too-large" : "";
+    case "boolean": case "number": return "";
     case "object": break;
     default: return "not-json";
   }
@@ -56,6 +59,7 @@ function plainDataWalk(value, depth, budget) {
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return "not-plain";
   for (const key of Object.keys(value)) {
+    if ((budget.chars -= key.length) < 0) return "too-large";
     const problem = plainDataWalk(value[key], depth + 1, budget);
     if (problem) return problem;
   }

@@ -234,7 +234,8 @@ def _identifier(field: str, value: object) -> str:
     return value
 
 
-def _is_scalar(value: object) -> bool:
+def is_scalar(value: object) -> bool:
+    """True for a JSON scalar: None, a bool, a str, an int, or a finite float."""
     if value is None or isinstance(value, (bool, str, int)):
         return True
     # A float from JSON is finite, but a page's number may still be NaN or an infinity.
@@ -245,7 +246,7 @@ def _values(field: str, raw: object) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(field + " must be an object of field -> scalar")
     for name, value in raw.items():
-        if not isinstance(name, str) or not _is_scalar(value):
+        if not isinstance(name, str) or not is_scalar(value):
             raise ValueError(field + "." + str(name) + " must be a string, number, bool or null")
     return raw
 
@@ -280,7 +281,7 @@ def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str,
         raise ValueError("data-pc-filters must be a JSON object")
     for name, value in filters.items():
         items = value if isinstance(value, list) else [value]
-        if not all(_is_scalar(item) for item in items):
+        if not all(is_scalar(item) for item in items):
             raise ValueError("data-pc-filters." + name + " must be a scalar or a list of scalars")
     generation = 0
     if generation_text is not None:

@@ -438,8 +438,16 @@ class PageSession:
     def on_select(
         self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
     ) -> list[Effect]:
-        """Record a new selection; it is shared when the user asks (share mode `ask`)."""
-        revision, _selection = self.tracker.select(component_id, resource_ref, values)
+        """Record a new selection; it is shared when the user asks (share mode `ask`).
+
+        A selection the tracker refuses (an undeclared component, one with no view yet,
+        a value that is not valid for its field) changes nothing: the edge is told why
+        (`select-refused`), and counts it as a refused select.
+        """
+        try:
+            revision, _selection = self.tracker.select(component_id, resource_ref, values)
+        except LocalProtocolError as error:
+            return [ToEdge({"kind": "select-refused", "reason": str(error)})]
         return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": resource_ref})]
 
     def share(self) -> list[Effect]:

@@ -40,6 +40,7 @@ from pagecontext.browser.panelview import (
 )
 from pagecontext.integration import (
     ConfigError,
+    is_scalar,
     parse_command_done,
     parse_config,
     parse_select,
@@ -53,6 +54,7 @@ from pagecontext.windowrules import (
     connect_target,
     encode_nonce,
     handshake_type,
+    is_b64url,
     origin_allowed,
     read_nonce,
     ready_message,
@@ -146,9 +148,8 @@ def _attr_value(text: str) -> Any:
         value = json.loads(text)
     except ValueError:
         return text
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return text
+    # Not NaN or an infinity ("1e999" reads as one): the core takes only finite numbers.
+    return value if is_scalar(value) else text
 
 
 def _attr_values(element: Any, into: dict[str, Any]) -> None:
@@ -163,7 +164,7 @@ def _attr_values(element: Any, into: dict[str, Any]) -> None:
     if not isinstance(found, dict):
         return
     for name, value in found.items():
-        if value is None or isinstance(value, (bool, int, float, str)):
+        if is_scalar(value):
             into[name] = value
 
 
@@ -545,6 +546,8 @@ class Edge:
             self._fail("worker: " + str(message.get("error")))
         elif kind == "apply":
             self._apply(message)
+        elif kind == "select-refused":
+            self._refuse_event("select", str(message.get("reason")))
         elif kind == "selected":
             self.root.setAttribute("data-pc-revision", str(message.get("revision")))
             self._publish(revision=message.get("revision"))
@@ -986,13 +989,15 @@ class Edge:
 
 
 def _saved_conversation(text: str) -> str | None:
-    """The conversation id in the saved state's JSON text, if there is one."""
+    """The conversation id in the saved state's JSON text, if there is one and it is an
+    id (1 to 64 base64url characters)."""
     try:
         saved = json.loads(text)
     except ValueError:
         return None
     found = saved.get("conversationId") if isinstance(saved, dict) else None
-    return found if isinstance(found, str) else None
+    # A damaged id would make every connect malformed, on every reload: a new one then.
+    return found if is_b64url(found, 1, 64) else None
 
 
 _PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "error")

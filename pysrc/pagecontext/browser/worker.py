@@ -49,6 +49,17 @@ RUN_TIMEOUT_MS = 60_000
 ACTION_TIMEOUT_MS = 10_000
 # How much of a refused agent request's body the panel shows.
 _ERROR_BODY_CHARS = 200
+# How much of an HTTP answer is read at most: an agent's error page, the action API's
+# JSON (a few hundred bytes); what is past it is not read.
+_ANSWER_BYTES = 65_536
+
+
+def port_text_limit(limits: Limits) -> int:
+    """A port message whose JSON text would pass this many characters is dropped by the
+    boot script's listener, unread by Python (counted as not plain data): far past any
+    message the core takes (its size limit is in UTF-8 bytes, at least one per
+    character), so only a message built to make the worker parse megabytes is."""
+    return 4 * limits.max_message_bytes + 65_536
 
 
 def to_plain(value: Any) -> Any:
@@ -87,6 +98,36 @@ def _each_message(batch: Any) -> Iterator[Any]:
 
 def _js(message: dict[str, object]) -> Any:
     return to_js(message, dict_converter=js.Object.fromEntries)
+
+
+async def _read_text(response: Any, limit: int) -> str:
+    """The text of `response`'s body, its first `limit` bytes at most: the rest is not
+    read (a body past it is cut, and its JSON does not parse)."""
+    body = response.body
+    if body is None or body is jsnull:
+        return ""
+    reader = body.getReader()
+    decoder = js.TextDecoder.new()
+    parts: list[str] = []
+    size = 0
+    try:
+        while size <= limit:
+            chunk = await reader.read()
+            if chunk.done:
+                break
+            size += int(chunk.value.length)
+            parts.append(str(decoder.decode(chunk.value, _js({"stream": True}))))
+    finally:
+        await _cancel(reader)
+    return "".join(parts)
+
+
+async def _cancel(reader: Any) -> None:
+    """Stop reading a body: the network may stop sending it."""
+    try:
+        await reader.cancel()
+    except JsException:
+        return  # already closed or errored: nothing more will come
 
 
 def _saved_state(text: object) -> dict[str, Any]:
@@ -151,7 +192,10 @@ class WorkerBinding:
         self._timer_proxy: Any = None
         self._timer_deadline: float | None = None
         self.rejected_plain = 0
+        # Failures inside this worker, each caught where it happened and counted (the
+        # diagnostics' `internalErrors`, with the session's): never a dead worker.
         self.internal_errors = 0
+        self._limits = Limits()
         self._diagnostics_due = False
         self._pending: set[Literal["state", "persist"]] = set()
         self._flush_due = False
@@ -181,6 +225,18 @@ class WorkerBinding:
     # -- edge messages ------------------------------------------------------------------
 
     def _from_edge(self, event: Any) -> None:
+        """One message from the edge. One that fails (a defect, or data the edge let
+        through that the core refuses) is counted and changes nothing else."""
+        try:
+            self._edge_message(event)
+        except Exception:
+            self._internal_error()
+
+    def _internal_error(self) -> None:
+        self.internal_errors += 1
+        self._diagnostics_soon()
+
+    def _edge_message(self, event: Any) -> None:
         message = to_plain(event.data)
         kind = message.get("kind")
         session = self.session
@@ -214,11 +270,12 @@ class WorkerBinding:
     def _init(self, message: dict[str, Any]) -> None:
         if message["role"] == "page":
             # limits and history as integration.parse_config checked them on the edge.
+            self._limits = Limits(**message.get("limits", {}))
             self.session = PageSession(
                 page_instance_id=message["instanceId"],
                 clock=_now,
                 new_id=_new_id,
-                limits=Limits(**message.get("limits", {})),
+                limits=self._limits,
                 history=message.get("history", DEFAULT_HISTORY),
             )
         else:
@@ -305,7 +362,9 @@ class WorkerBinding:
         self._close_port()
         self.port = port
         self._port_proxy = create_proxy(self._from_port)
-        self._port_listener = self.listen_port(port, self._port_proxy)
+        self._port_listener = self.listen_port(
+            port, self._port_proxy, port_text_limit(self._limits)
+        )
 
     def _close_port(self) -> None:
         if self._port_listener is not None:
@@ -342,10 +401,9 @@ class WorkerBinding:
                 else:
                     self.rejected_plain += 1
                     continue
+                self._run(effects)
             except Exception:
                 self.internal_errors += 1
-                continue
-            self._run(effects)
         if (session.refused, self.rejected_plain, self.internal_errors) != before:
             self._diagnostics_soon()
 
@@ -358,6 +416,12 @@ class WorkerBinding:
     def _flush(self) -> None:
         """Build and post the refreshed edge messages (state, persist), once each; while
         the edge has not read the last state, they wait for its `state-read`."""
+        try:
+            self._post_pending()
+        except Exception:
+            self._internal_error()
+
+    def _post_pending(self) -> None:
         self._flush_due = False
         if self._state_unread:
             return
@@ -400,12 +464,15 @@ class WorkerBinding:
             return
         if collect:
             gc.collect()
+        counters = self.session.diagnostics()
+        session_errors = counters.get("internalErrors", 0)
         report = {
             "kind": "diagnostics",
             "seq": seq,
-            **self.session.diagnostics(),
+            **counters,
             "notPlainData": self.rejected_plain,
-            "internalErrors": self.internal_errors,
+            "internalErrors": self.internal_errors
+            + (session_errors if isinstance(session_errors, int) else 0),
             "heapBytes": int(pyodide_js._module.HEAP8.length),
             "pyObjects": len(gc.get_objects()),
         }
@@ -512,41 +579,61 @@ class WorkerBinding:
     def _request(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._requests.add(task)
-        task.add_done_callback(self._requests.discard)
+        task.add_done_callback(self._request_done)
+
+    def _request_done(self, task: asyncio.Task[None]) -> None:
+        self._requests.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._internal_error()  # its own handlers already ended the run or layer
 
     async def _stream_run(self, start: StartRun) -> None:
-        """POST the run input to the agent and feed its event stream to the session."""
+        """POST the run input to the agent and feed its event stream to the session.
+        Whatever fails, the run ends: the assistant never stays answering."""
         session = self.session
         if not isinstance(session, AssistantSession):
             return
         run_id = start.run_id
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        reader: Any = None
         try:
             response = await _fetch(self.agent_url, start.body, headers, RUN_TIMEOUT_MS)
             if not response.ok:
-                detail = str(await response.text())[:_ERROR_BODY_CHARS]
+                detail = (await _read_text(response, _ANSWER_BYTES))[:_ERROR_BODY_CHARS]
                 code = f"http-{int(response.status)}"
                 self._run(session.on_agent_failed(run_id, code, detail))
                 return
-            reader = response.body.getReader()
+            body = response.body
+            if body is None or body is jsnull:
+                # No body at all (204, 205): the stream ended before it began.
+                self._run(session.on_agent_end(run_id))
+                return
+            reader = body.getReader()
             decoder = js.TextDecoder.new()
             while session.answering == run_id:
                 chunk = await reader.read()
                 if chunk.done:
+                    reader = None
                     break
                 text = str(decoder.decode(chunk.value, _js({"stream": True})))
                 self._run(session.on_agent_text(run_id, text))
             else:
-                await reader.cancel()  # the run ended (finished or refused): stop reading
-                return
+                return  # the run ended (finished or refused): the reader is cancelled
             self._run(session.on_agent_text(run_id, str(decoder.decode())))
             self._run(session.on_agent_end(run_id))
         except JsException as error:
             code = "timeout" if _timed_out(error) else "agent-unreachable"
             self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
+        except Exception as error:
+            self._internal_error()
+            message = f"{type(error).__name__}: {error}"[:_ERROR_BODY_CHARS]
+            self._run(session.on_agent_failed(run_id, "internal-error", message))
+        finally:
+            if reader is not None:
+                await _cancel(reader)
 
     async def _call_action(self, request: ActionRequest) -> None:
-        """Send one step of a business action to the page origin's action API."""
+        """Send one step of a business action to the page origin's action API. Whatever
+        fails, the step ends: no answer is `unconfirmed`, never success."""
         session = self.session
         if not isinstance(session, AssistantSession):
             return
@@ -557,14 +644,14 @@ class WorkerBinding:
         try:
             response = await _fetch(url, request.body, headers, ACTION_TIMEOUT_MS)
             status = int(response.status)
-            text = str(await response.text())
+            text = await _read_text(response, _ANSWER_BYTES)
         except JsException as error:
             code = "timeout" if _timed_out(error) else "unreachable"
             self._run(session.on_action_failed(request.action_id, request.step, code))
             return
         try:
             body = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = {}
         answer = body if isinstance(body, dict) else {}
         self._run(session.on_action_answer(request.action_id, request.step, status, answer))
@@ -599,7 +686,10 @@ class WorkerBinding:
         self._timer_proxy = None
         self._timer_deadline = None
         if isinstance(self.session, AssistantSession):
-            self._run(self.session.tick())
+            try:
+                self._run(self.session.tick())
+            except Exception:
+                self._internal_error()
 
     def close(self) -> None:
         """Close the port and destroy every proxy this binding created."""

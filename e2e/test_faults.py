@@ -1,0 +1,68 @@
+"""Faults the frames survive in real Chromium: an agent answering with no body, a page's
+attribute that reads as an infinity, a damaged saved conversation. Each ends in a state
+the user can see and act on, never a frame that stays answering or failed."""
+
+from __future__ import annotations
+
+from playwright.sync_api import BrowserContext, Page, Route, expect
+
+from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import OTHER_ROW, ROW, ask, html, open_workbench, panel, pin
+
+
+def test_an_agent_answering_with_no_body_ends_the_answer(
+    demo: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """An agent that answers 204 No Content: the answer ends cut off (`incomplete`), the
+    assistant is not left answering, and the next question is answered."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+
+    def no_content(route: Route) -> None:
+        route.fulfill(status=204, headers={"Access-Control-Allow-Origin": origins.assistant})
+
+    context.route(origins.assistant + "/agent", no_content)
+    answer = ask(assistant, "Why is this row so high?", until="failed")
+    expect(answer.locator("[data-pc-answer-error]")).to_have_attribute(
+        "data-pc-answer-error", "incomplete"
+    )
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+    context.unroute(origins.assistant + "/agent")
+    ask(assistant, "And now?", until="done")
+
+
+def test_a_value_that_reads_as_an_infinity_is_shared_as_its_text(demo: Page) -> None:
+    """A cell whose `data-pc-value` is `1e999` (JSON for an infinity, which the core never
+    takes): the row is selected and shared with the value as the page wrote it, and
+    neither frame fails."""
+    cell = demo.locator(f'tr[data-pc-resource-ref="{ROW}"] [data-pc-field="unitsSold"]')
+    cell.evaluate("td => td.setAttribute('data-pc-value', '1e999')")
+    assistant = panel(demo)
+    chip = pin(demo, assistant, ROW)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text("1e999 units")
+    expect(html(demo)).to_have_attribute("data-pc-state", "bound")
+    expect(html(assistant)).to_have_attribute("data-pc-state", "bound")
+    pin(demo, assistant, OTHER_ROW)  # and the next selection goes as usual
+
+
+DAMAGED = """
+if (location.pathname === "/workbench.html" && !sessionStorage.getItem("damaged")) {
+  sessionStorage.setItem("damaged", "1");
+  localStorage.setItem("pagecontext:assistant", JSON.stringify({conversationId: "bad id!"}));
+}
+"""
+
+
+def test_a_damaged_saved_conversation_id_is_replaced_and_the_frames_bind(
+    page: Page, origins: Origins
+) -> None:
+    """The workbench's saved state names a conversation id that is not one (`bad id!`):
+    the assistant starts a new conversation instead, so its connect is well formed and
+    both frames bind, on this visit and the next."""
+    page.add_init_script(DAMAGED)
+    business = open_workbench(page, origins)
+    expect(html(business)).to_have_attribute("data-pc-state", "bound")
+    page.reload()
+    wait_bound(page)
+    wait_bound(page.frame_locator("iframe[data-pc-child]"))
+    expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=STEP_TIMEOUT_MS)
