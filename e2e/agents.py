@@ -15,7 +15,6 @@ third-party agents often do. The test controls it:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -29,6 +28,7 @@ from ag_ui.core import (
     ToolCallChunkEvent,
 )
 from ag_ui.encoder import EventEncoder
+from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -36,13 +36,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 Mode = Literal["answer", "forbidden", "malformed", "no-cors"]
-# How often a held request looks at its gate again (server side).
-_POLL_SECONDS = 0.02
 
 
 async def _wait(gate: threading.Event) -> None:
-    while not gate.is_set():
-        await asyncio.sleep(_POLL_SECONDS)
+    """Return once `gate` is set. The wait blocks a worker thread, not the event loop;
+    a request cancelled meanwhile returns at once, and its thread ends when the gate is
+    set (the servers' owner sets every gate before it stops them)."""
+    if not gate.is_set():
+        await to_thread.run_sync(gate.wait, abandon_on_cancel=True)
 
 
 class ExternalAgent:

@@ -93,13 +93,19 @@ def _origins(
     if agent is not None:
         apps.append((agent.app(), agent_port))
     with serve_in_thread(apps):
-        yield Origins(
-            config.page_origin,
-            config.assistant_origin,
-            f"http://127.0.0.1:{third_port}",
-            stall,
-            agent,
-        )
+        try:
+            yield Origins(
+                config.page_origin,
+                config.assistant_origin,
+                f"http://127.0.0.1:{third_port}",
+                stall,
+                agent,
+            )
+        finally:
+            # Nothing stays held: a held request's wait ends before the servers stop.
+            stall.release()
+            if agent is not None:
+                agent.gate.set()
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,18 @@ import json
 import re
 import urllib.request
 
-from playwright.sync_api import BrowserContext, FrameLocator, Locator, Page, Route, Worker, expect
+from playwright.sync_api import (
+    BrowserContext,
+    FrameLocator,
+    Locator,
+    Page,
+    Request,
+    Route,
+    Worker,
+    expect,
+)
 
-from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
+from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 
 ROW = "sales-2026-03-north"
 OTHER_ROW = "sales-2026-05-east"
@@ -39,11 +48,49 @@ def receipt(assistant: Page | FrameLocator) -> Locator:
 
 
 def show_and_expect(assistant: Page | FrameLocator, status: str) -> None:
-    """Press Show me and wait for the receipt status the panel then shows."""
+    """Press Show me and wait for the receipt of the command it sent to show `status`.
+
+    The receipt keeps showing the previous command until the new one is drawn, so the
+    new command is told apart by its id (data-pc-receipt-command, set with its status)."""
+    shown = receipt(assistant)
+    before = shown.get_attribute("data-pc-receipt-command")
+    # Any command id but the one shown before the press.
+    other = re.compile(".+" if before is None else rf"^(?!{re.escape(before)}$).+")
     assistant.get_by_role("button", name="Show me").click()
-    expect(receipt(assistant)).to_have_attribute(
-        "data-pc-receipt-status", status, timeout=STEP_TIMEOUT_MS
-    )
+    expect(shown).to_have_attribute("data-pc-receipt-command", other, timeout=STEP_TIMEOUT_MS)
+    command = shown.get_attribute("data-pc-receipt-command")
+    expect(shown).to_have_attribute("data-pc-receipt-status", status, timeout=STEP_TIMEOUT_MS)
+    # The status is still that of the new command, not of a later one.
+    expect(shown).to_have_attribute("data-pc-receipt-command", command or "")
+
+
+# Evaluated in a document: whether its pagecontext edge has started.
+EDGE_STARTED = "() => performance.getEntriesByName('pagecontext:edge-started').length > 0"
+
+
+class HeldWasm:
+    """Holds the page's runtime wasm (a first visit fetches it) until `release()`."""
+
+    def __init__(self, context: BrowserContext, origins: Origins) -> None:
+        self.context = context
+        self.origin = origins.page
+        self.routes: list[Route] = []
+        # A plain function: Playwright marks the handler it is given.
+        context.route(f"{self.origin}/vendor/**/pyodide.asm.wasm", lambda r: self.routes.append(r))
+
+    def _is_wasm(self, request: Request) -> bool:
+        return request.url.startswith(self.origin) and request.url.endswith("/pyodide.asm.wasm")
+
+    def goto(self, page: Page, url: str, *, wait_for_load: bool = True) -> None:
+        """Load `url` and return once the page's worker asked for its wasm (held) and
+        the page's edge has started (and, unless told not to, the page has loaded)."""
+        with self.context.expect_event("request", self._is_wasm, timeout=BOOT_TIMEOUT_MS):
+            page.goto(url, wait_until="load" if wait_for_load else "commit")
+        page.wait_for_function(EDGE_STARTED, timeout=BOOT_TIMEOUT_MS)
+
+    def release(self) -> None:
+        assert len(self.routes) == 1, self.routes
+        self.routes[0].fallback()
 
 
 def preview_text(assistant: Page | FrameLocator) -> Locator:

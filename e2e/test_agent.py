@@ -162,7 +162,8 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     finally:
         stall.release()
         # The held request goes on once released: let it end before the next test.
-        stall.finished.wait(timeout=STEP_TIMEOUT_MS / 1000)
+        finished = stall.finished.wait(timeout=STEP_TIMEOUT_MS / 1000)
+    assert finished, "the held flag request never ended once released"
 
 
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:

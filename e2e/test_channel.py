@@ -128,8 +128,19 @@ def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: 
     select_and_ask(demo, ROW)
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
     newcomer = demo.frame_locator("iframe[data-pc-assistant]")
+    # A checkpoint any leak would come before: the page's worker answers a diagnostics
+    # request only after the select and the share sent before it (and what they made
+    # the edge do), then the page's own window message reaches the newcomer after
+    # anything the page posted to it earlier.
+    seq = demo.evaluate("pagecontext.diagnose()")
+    expect(html(demo)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    demo.evaluate(
+        """() => document.querySelector('iframe[data-pc-assistant]')
+             .contentWindow.postMessage('checkpoint', '*')"""
+    )
+    expect(html(newcomer)).to_have_attribute("data-received", "1")
     expect(html(newcomer)).to_have_attribute("data-leaked", "0")
-    expect(html(newcomer)).to_have_attribute("data-received", "0")
+    expect(html(demo)).not_to_have_attribute("data-pc-shared-revision", re.compile(".*"))
 
 
 @BEYOND_FRAME_SRC
@@ -333,14 +344,20 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
 
 
 def diagnose(page: Page | Frame) -> dict[str, int]:
-    """Ask the frame's worker for a report after a garbage collection, and read it."""
+    """Ask the frame's worker for a report after a garbage collection, and read it. The
+    report has every count, and a live worker has a heap and Python objects."""
     seq = page.evaluate("pagecontext.diagnose()")
     root = page.locator("html")
     expect(root).to_have_attribute("data-pc-diagnostics-seq", str(seq))
-    return {
-        key: int(root.get_attribute(f"data-pc-{key}") or "0")
-        for key in ("heap-bytes", "py-objects", "port-refused")
-    }
+    report: dict[str, int] = {}
+    for key in ("heap-bytes", "py-objects", "port-refused"):
+        value = root.get_attribute(f"data-pc-{key}")
+        assert value is not None, key
+        assert value.isdigit(), (key, value)
+        report[key] = int(value)
+    assert report["heap-bytes"] > 0, report
+    assert report["py-objects"] > 0, report
+    return report
 
 
 def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memory_as_it_was(
@@ -394,7 +411,7 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     (Map, Date, ArrayBuffer, NaN, deep nesting, __proto__, oversize, wrong conversation or
     page, future revision, unknown action, extra params, a selector as resourceRef, a
     float revision), and first a message of shared references that reads as 8^40
-    values, on the port and to the page's window: each is refused with its reason or
+    values, on the port and to the page's window, and one that reads as 50 MB of text: each is refused with its reason or
     dropped, its valid command after the flood is applied, the Pyodide heap grows by less
     than 32 MiB and the Python objects alive by less than 60,000 (the receipts the page
     remembers are bounded)."""

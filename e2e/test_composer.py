@@ -4,6 +4,8 @@ assistant restores its conversation without sending anything to the page."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
@@ -83,8 +85,9 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     page: Page, origins: Origins
 ) -> None:
     """Workbench: ask, show (applied), reload the assistant. The question and the command
-    come back, the command with the receipt it had; no command reaches the new page, and
-    the restored task's context is not sent again."""
+    come back, the command with the receipt it had; none is sent to the new page again
+    (a later Show me's commands are the only ones it gets), and the restored task's
+    context is not sent again."""
     business = open_workbench(page, origins)
     select_and_ask(business, ROW)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
@@ -113,8 +116,28 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     )
     open_preview(page)
     expect(preview_text(page)).to_have_text("")
-    expect(business.locator("[data-pc-highlight]")).to_have_count(0)
     expect(html(business)).to_have_attribute("data-pc-state", "bound")
+    # Show me: the pinned context is of the page before the reload, so its two commands
+    # (highlight, locate) are stale there. They travel the port after anything the
+    # restored assistant would have sent, and once both receipts are in, the page's
+    # worker reports what it received: the new page got exactly those two, and applied
+    # none.
+    show_and_expect(page, "stale-context")
+    shown = page.locator('[data-pc-log-kind="command"]:not([data-pc-log-restored])')
+    expect(shown).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    for index in range(2):
+        expect(shown.nth(index)).to_have_attribute(
+            "data-pc-log-status", "stale-context", timeout=STEP_TIMEOUT_MS
+        )
+    frame = next(f for f in page.frames if f.url.startswith(origins.page))
+    seq = frame.evaluate("pagecontext.diagnose()")
+    expect(html(business)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    report = json.loads(frame.evaluate("JSON.stringify(pagecontext.diagnostics)"))
+    assert report["commands"] == {"page-instance": 2}, report
+    expect(business.locator("[data-pc-highlight]")).to_have_count(0)
+    expect(restored).to_have_count(5)
+    for index in range(5):
+        expect(restored.nth(index)).to_have_attribute("data-pc-log-status", "applied")
 
 
 # Storage that refuses every write, as a browser blocking third-party storage does,

@@ -11,10 +11,20 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, Request, Route, expect
+from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, html, panel, receipt, select_and_ask, show_and_expect
+from .helpers import (
+    EDGE_STARTED,
+    OTHER_ROW,
+    ROW,
+    HeldWasm,
+    html,
+    panel,
+    receipt,
+    select_and_ask,
+    show_and_expect,
+)
 
 # Every `pagecontext:state` detail carries these keys, in this order.
 STATE_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
@@ -119,7 +129,6 @@ if (window.top === window) {
   }).observe(document, {subtree: true, attributeFilter: ["data-pc-state", "src"]});
 }
 """
-EDGE_STARTED = "() => performance.getEntriesByName('pagecontext:edge-started').length > 0"
 
 
 def _child_load_order(page: Page) -> list[str]:
@@ -127,31 +136,6 @@ def _child_load_order(page: Page) -> list[str]:
     order: list[str] = page.evaluate("window.__pcOrder")
     assert "child-loaded" in order, order
     return order[: order.index("child-loaded") + 1]
-
-
-class HeldWasm:
-    """Holds the page's runtime wasm (a first visit fetches it) until `release()`."""
-
-    def __init__(self, context: BrowserContext, origins: Origins) -> None:
-        self.context = context
-        self.origin = origins.page
-        self.routes: list[Route] = []
-        # A plain function: Playwright marks the handler it is given.
-        context.route(f"{self.origin}/vendor/**/pyodide.asm.wasm", lambda r: self.routes.append(r))
-
-    def _is_wasm(self, request: Request) -> bool:
-        return request.url.startswith(self.origin) and request.url.endswith("/pyodide.asm.wasm")
-
-    def goto(self, page: Page, url: str, *, wait_for_load: bool = True) -> None:
-        """Load `url` and return once the page's worker asked for its wasm (held) and
-        the page's edge has started (and, unless told not to, the page has loaded)."""
-        with self.context.expect_event("request", self._is_wasm, timeout=BOOT_TIMEOUT_MS):
-            page.goto(url, wait_until="load" if wait_for_load else "commit")
-        page.wait_for_function(EDGE_STARTED, timeout=BOOT_TIMEOUT_MS)
-
-    def release(self) -> None:
-        assert len(self.routes) == 1, self.routes
-        self.routes[0].fallback()
 
 
 def test_a_business_page_loads_its_assistant_once_its_runtime_is_up(
