@@ -411,10 +411,10 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     (Map, Date, ArrayBuffer, NaN, deep nesting, __proto__, oversize, wrong conversation or
     page, future revision, unknown action, extra params, a selector as resourceRef, a
     float revision), and first a message of shared references that reads as 8^40
-    values, on the port and to the page's window, and one that reads as 50 MB of text: each is refused with its reason or
-    dropped, its valid command after the flood is applied, the Pyodide heap grows by less
-    than 32 MiB and the Python objects alive by less than 60,000 (the receipts the page
-    remembers are bounded)."""
+    values, on the port and to the page's window, and one that reads as 50 MB of text:
+    each is refused with its reason or dropped, its valid command after the flood is
+    applied, the Pyodide heap grows by less than 32 MiB and the Python objects alive by
+    less than 60,000 (the receipts the page remembers are bounded)."""
     demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
     before = diagnose(demo)

@@ -31,6 +31,38 @@ def test_an_agent_answering_with_no_body_ends_the_answer(
     ask(assistant, "And now?", until="done")
 
 
+def test_an_assistant_with_no_agent_says_so_at_once(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """An assistant configured with `agentUrl: ""` asks nobody: the answer fails at once
+    as `no-agent`, saying so, and no request is made for it."""
+
+    def without_agent(route: Route) -> None:
+        response = route.fetch()
+        body = response.text().replace('"agentUrl": "/agent"', '"agentUrl": ""')
+        assert '"agentUrl": ""' in body
+        route.fulfill(response=response, body=body)
+
+    context.route(origins.assistant + "/assistant.html*", without_agent)
+    agent_requests: list[str] = []
+    context.on(
+        "request",
+        lambda request: agent_requests.append(request.url) if request.method == "POST" else None,
+    )
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    pin(page, assistant, ROW)
+    answer = ask(assistant, "Why is this row so high?", until="failed")
+    expect(answer.locator("[data-pc-answer-error]")).to_have_attribute(
+        "data-pc-answer-error", "no-agent"
+    )
+    expect(answer).to_contain_text("no agent to ask")
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+    assert agent_requests == []
+
+
 def test_a_value_that_reads_as_an_infinity_is_shared_as_its_text(demo: Page) -> None:
     """A cell whose `data-pc-value` is `1e999` (JSON for an infinity, which the core never
     takes): the row is selected and shared with the value as the page wrote it, and

@@ -103,6 +103,7 @@ _FAILURES = {
     "incomplete": "The agent's answer was cut off.",
     "run-error": "The agent reported an error.",
     "internal-error": "The assistant failed while reading the answer, so it was stopped.",
+    "no-agent": "This assistant has no agent to ask (its agentUrl is empty).",
     "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
 }
 

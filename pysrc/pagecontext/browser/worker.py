@@ -47,6 +47,8 @@ DIAGNOSTICS_EVERY_MS = 250
 RUN_TIMEOUT_MS = 60_000
 # A request to the action API gets this long; its ledger layers have their own deadlines.
 ACTION_TIMEOUT_MS = 10_000
+# The code of an answer asked for with no agent configured (`agentUrl` "").
+NO_AGENT = "no-agent"
 # How much of a refused agent request's body the panel shows.
 _ERROR_BODY_CHARS = 200
 # How much of an HTTP answer is read at most: an agent's error page, the action API's
@@ -593,6 +595,10 @@ class WorkerBinding:
         if not isinstance(session, AssistantSession):
             return
         run_id = start.run_id
+        if not self.agent_url:
+            # agentUrl "": there is no agent to ask (fetch("") would POST to this script).
+            self._run(session.on_agent_failed(run_id, NO_AGENT, "no agentUrl is configured"))
+            return
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         reader: Any = None
         try:
