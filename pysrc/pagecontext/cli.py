@@ -249,7 +249,7 @@ def _assemble(args: argparse.Namespace) -> int:
     root: Path = args.root if args.root is not None else find_repo_root()
     try:
         assemble(root, args.out, args.wheels, _step)
-    except (SiteError, subprocess.CalledProcessError) as error:
+    except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
     cache = root / "build" / "cache" / "brotli"
@@ -282,7 +282,7 @@ def _build(args: argparse.Namespace) -> int:
             brotli_cache=root / "build" / "cache" / "brotli",
             progress=_step,
         )
-    except (SiteError, subprocess.CalledProcessError) as error:
+    except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot build the bundle: {error}", file=sys.stderr)
         return 1
     print(
