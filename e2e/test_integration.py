@@ -34,6 +34,13 @@ document.addEventListener("pagecontext:state", (event) => window.__pcStates.push
 """
 
 
+def assert_last_state_failed(page: Page, error: str) -> None:
+    """The last `pagecontext:state` detail the page recorded is `failed` with `error`,
+    every other key null."""
+    expected = {**dict.fromkeys(STATE_KEYS), "state": "failed", "error": error}
+    assert page.evaluate("window.__pcStates.at(-1)") == expected
+
+
 def failed_with(page: Page, field: str) -> str:
     """Wait for `failed` with a reason naming `field`; return the reason."""
     expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
@@ -68,13 +75,7 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     page.goto(f"{origins.page}/e2e/configured.html?config={quote(text)}")
     error = failed_with(page, field)
     expect(html(page)).to_have_attribute("data-pc-error-field", field)
-    assert page.evaluate("window.__pcStates.at(-1)") == {
-        "state": "failed",
-        "connection": None,
-        "revision": None,
-        "sharedRevision": None,
-        "error": error,
-    }
+    assert_last_state_failed(page, error)
     assert any(error in message for message in errors), errors
 
 
@@ -96,13 +97,7 @@ def test_an_agent_url_the_browser_cannot_parse_fails_loudly(
     error = failed_with(page, "agentUrl")
     assert agent_url in error, error
     expect(html(page)).to_have_attribute("data-pc-error-field", "agentUrl")
-    assert page.evaluate("window.__pcStates.at(-1)") == {
-        "state": "failed",
-        "connection": None,
-        "revision": None,
-        "sharedRevision": None,
-        "error": error,
-    }
+    assert_last_state_failed(page, error)
 
 
 def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:

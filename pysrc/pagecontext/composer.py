@@ -190,26 +190,25 @@ class Composer:
             for entry in self.log
             if entry.get("kind") == "question" and entry.get("task") == self._task
         ]
+        if not history:
+            return self._text(question, items, [])
+        # A bound of the run's size that needs no message built: the log's, then the
+        # next question's (a message's JSON escapes a character in at most 6). Within
+        # the run's size, the run keeps every entry of the log.
+        log_bound = chars_at_most(self.log, self.log_texts()) + MESSAGE_OVERHEAD_CHARS
         window: RunWindow | None = None
         while True:
             texts = [str(entry["sent"]) for entry in history]
             text = self._text(question, items, texts)
-            if not history or self._run_keeps_all(text):
+            if log_bound + 6 * len(text) <= self.max_run_chars:
                 return text
             if window is None:
                 window = RunWindow(self.log, self.max_run_chars)
-            carried = [id(entry) for entry in window.carried(text)]
+            carried = {id(entry) for entry in window.carried(text)}
             kept = [entry for entry in history if id(entry) in carried]
             if len(kept) == len(history):
                 return text
             history = kept
-
-    def _run_keeps_all(self, text: str) -> bool:
-        """True if a run after a question sending `text` keeps every entry of the log,
-        by a bound of its size that needs no message built (a message's JSON escapes a
-        character in at most 6)."""
-        bound = chars_at_most(self.log, self.log_texts()) + 6 * len(text)
-        return bound + MESSAGE_OVERHEAD_CHARS <= self.max_run_chars
 
     def _text(self, question: str, items: list[ContextItem], history: list[str]) -> str:
         """The block of the items `history` does not hold, then the question."""

@@ -496,9 +496,9 @@ class Edge:
     # -- worker messages ----------------------------------------------------------------
 
     def worker_failed(self, reason: str) -> None:
-        """The worker's script did not load, or it stopped on an uncaught error (its
-        `error` event, which boot.mjs hands over when it came before `begin()`);
-        `reason` is the event's message, perhaps empty."""
+        """The worker failed: it said so (`failed`), its script did not load, or it
+        stopped on an uncaught error (its `error` event, which boot.mjs hands over when
+        it came before `begin()`); `reason` is why, perhaps empty."""
         self._fail("worker: " + (reason or WORKER_ERROR))
 
     def _on_worker_error(self, event: Any) -> None:
@@ -543,7 +543,7 @@ class Edge:
             # The worker closed a port whose handshake failed (nonce, role, identity).
             self._reject("handshake-" + str(message.get("reason")))
         elif kind == "failed":
-            self._fail("worker: " + str(message.get("error")))
+            self.worker_failed(str(message.get("error")))
         elif kind == "apply":
             self._apply(message)
         elif kind == "select-refused":

@@ -30,6 +30,7 @@ from pagecontext.integration import DEFAULT_HISTORY
 from pagecontext.models import Limits
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
+    INTERNAL_ERROR,
     ActionRequest,
     AssistantSession,
     ClosePort,
@@ -102,11 +103,17 @@ def _js(message: dict[str, object]) -> Any:
     return to_js(message, dict_converter=js.Object.fromEntries)
 
 
+def _body(response: Any) -> Any:
+    """`response`'s body stream, or None if it has none (204, 205)."""
+    body = response.body
+    return None if body is None or body is jsnull else body
+
+
 async def _read_text(response: Any, limit: int) -> str:
     """The text of `response`'s body, its first `limit` bytes at most: the rest is not
     read (a body past it is cut, and its JSON does not parse)."""
-    body = response.body
-    if body is None or body is jsnull:
+    body = _body(response)
+    if body is None:
         return ""
     reader = body.getReader()
     decoder = js.TextDecoder.new()
@@ -608,8 +615,8 @@ class WorkerBinding:
                 code = f"http-{int(response.status)}"
                 self._run(session.on_agent_failed(run_id, code, detail))
                 return
-            body = response.body
-            if body is None or body is jsnull:
+            body = _body(response)
+            if body is None:
                 # No body at all (204, 205): the stream ended before it began.
                 self._run(session.on_agent_end(run_id))
                 return
@@ -632,7 +639,7 @@ class WorkerBinding:
         except Exception as error:
             self._internal_error()
             message = f"{type(error).__name__}: {error}"[:_ERROR_BODY_CHARS]
-            self._run(session.on_agent_failed(run_id, "internal-error", message))
+            self._run(session.on_agent_failed(run_id, INTERNAL_ERROR, message))
         finally:
             if reader is not None:
                 await _cancel(reader)
