@@ -134,6 +134,30 @@ def test_what_the_next_run_no_longer_carries_is_sent_again() -> None:
     assert [message.id for message in messages] == ["r2", "q2"]
 
 
+def test_the_runs_of_a_turn_keep_the_question_its_question_relies_on() -> None:
+    """A question that left out what an earlier one carried keeps it in every run that
+    answers it, however long that turn's answers grow; the first question, which relies
+    on none, is dropped as usual once later questions need the room."""
+    composer = Composer(max_run_chars=20_000)
+    composer.set_selection(selection())
+    first = composer.send("first", entry_id="q1", at="t")
+    composer.start_answer("r1", task_id="q1", about="row:42")
+    composer.answer_text("r1", "short")
+    composer.answer_ended("r1", "", "")
+    assert composer.send("and now?", entry_id="q2", at="t") == "and now?"
+    for run in ("r2", "r3"):  # the turn's runs: the answer, then a follow-up
+        composer.start_answer(run, task_id="q1", about="row:42")
+        composer.answer_text(run, "b" * 12_000)
+        composer.answer_ended(run, "", "")
+    messages = run_messages(composer.log, composer.max_run_chars)
+    assert [message.id for message in messages] == ["q1", "r1", "q2", "r2", "r3"]
+    assert messages[0].content == first
+    composer.set_selection(None)
+    composer.send("something else", entry_id="q3", at="t")
+    messages = run_messages(composer.log, composer.max_run_chars)
+    assert [message.id for message in messages] == ["r3", "q3"]
+
+
 def test_a_run_always_carries_the_latest_question() -> None:
     """However long the turn, the run keeps its question (and what follows it): it holds
     the block the composer relied on."""

@@ -177,8 +177,8 @@ class Composer:
 
     # -- the text sent ----------------------------------------------------------------
 
-    def _compose(self, question: str) -> str:
-        """The text a question would send now.
+    def _compose(self, question: str) -> tuple[str, list[dict[str, JsonValue]]]:
+        """The text a question would send now, and the task's questions it relies on.
 
         What the task was sent is what its questions in the next run still hold: a
         question that the run would drop once this one is added no longer counts, and the
@@ -191,7 +191,7 @@ class Composer:
             if entry.get("kind") == "question" and entry.get("task") == self._task
         ]
         if not history:
-            return self._text(question, items, [])
+            return self._text(question, items, []), history
         # A bound of the run's size that needs no message built: the log's, then the
         # next question's (a message's JSON escapes a character in at most 6). Within
         # the run's size, the run keeps every entry of the log.
@@ -201,13 +201,13 @@ class Composer:
             texts = [str(entry["sent"]) for entry in history]
             text = self._text(question, items, texts)
             if log_bound + 6 * len(text) <= self.max_run_chars:
-                return text
+                return text, history
             if window is None:
                 window = RunWindow(self.log, self.max_run_chars)
             carried = {id(entry) for entry in window.carried(text)}
             kept = [entry for entry in history if id(entry) in carried]
             if len(kept) == len(history):
-                return text
+                return text, history
             history = kept
 
     def _text(self, question: str, items: list[ContextItem], history: list[str]) -> str:
@@ -223,7 +223,7 @@ class Composer:
 
     def message_text(self, question: str) -> str:
         """Return the exact text `send(question)` would send now."""
-        return self._compose(question)
+        return self._compose(question)[0]
 
     def preview(self) -> str:
         """The block the next question carries: `message_text("")`, kept until it changes."""
@@ -240,18 +240,21 @@ class Composer:
         question = question.strip()
         if not question or len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
-        text = self._compose(question)
+        text, history = self._compose(question)
         self._preview = None
-        self._append(
-            {
-                "kind": "question",
-                "id": entry_id,
-                "task": self._task,
-                "at": at,
-                "question": question,
-                "sent": text,
-            }
-        )
+        entry: dict[str, JsonValue] = {
+            "kind": "question",
+            "id": entry_id,
+            "task": self._task,
+            "at": at,
+            "question": question,
+            "sent": text,
+        }
+        if history:
+            # The text leaves out what these questions carried: the runs answering it keep
+            # them (conversation.run_messages), however long its answers grow.
+            entry["reliesOn"] = history[0]["id"]
+        self._append(entry)
         return text
 
     # -- the context tools: what the budget elided, on request --------------------------

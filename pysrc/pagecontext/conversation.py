@@ -15,7 +15,9 @@ becomes the `messages` of a `RunAgentInput`:
   never reach the agent outside the untrusted block.
 
 Oldest entries are dropped first, a whole answer with its results at a time, to keep the
-messages within `max_chars`; the latest question and what follows it are always kept.
+messages within `max_chars`; the latest question and what follows it are always kept, and
+so is every entry from the earliest question it relies on (`reliesOn`: the composer left
+out of it what those questions hold), however long its answers' follow-up runs grow.
 `RunWindow` says which questions a next run would still carry, so the composer resends
 what the run would no longer hold. Pure: reads the log, never changes it.
 """
@@ -155,20 +157,29 @@ def _size(messages: Sequence[Message]) -> int:
     return sum(len(message.model_dump_json()) for message in messages)
 
 
-def _first_kept(sizes: Sequence[int], last_question: int, max_chars: int) -> int:
+def _first_kept(sizes: Sequence[int], kept_from: int, max_chars: int) -> int:
     """The index of the first group kept: the oldest go first while the total is over
-    `max_chars`, but never the last question (index `last_question`) or what follows it."""
+    `max_chars`, but never the group at `kept_from` or what follows it."""
     total = sum(sizes)
     start = 0
-    while total > max_chars and start < min(last_question, len(sizes) - 1):
+    while total > max_chars and start < min(kept_from, len(sizes) - 1):
         total -= sizes[start]
         start += 1
     return start
 
 
-def _last_question(entries: Sequence[Mapping[str, JsonValue]]) -> int:
-    found = [index for index, entry in enumerate(entries) if entry.get("kind") == "question"]
-    return found[-1] if found else len(entries)
+def _kept_from(entries: Sequence[Mapping[str, JsonValue]]) -> int:
+    """The first entry a run must keep: the latest question, or the earliest question it
+    relies on where the run still holds it."""
+    questions = [index for index, entry in enumerate(entries) if entry.get("kind") == "question"]
+    if not questions:
+        return len(entries)
+    latest = questions[-1]
+    relied = entries[latest].get("reliesOn")
+    return next(
+        (index for index in questions if entries[index].get("id") == relied),
+        latest,
+    )
 
 
 def run_messages(
@@ -177,12 +188,13 @@ def run_messages(
     """Return the AG-UI messages for the log, oldest first, within `max_chars`.
 
     The latest question and everything after it are always kept: that is the turn the
-    run answers, and its question carries what the composer left out of the ones before.
+    run answers. So is everything from the earliest question it relies on: its text
+    leaves out what those questions carried.
     """
     groups = _groups(log)
     start = _first_kept(
         [_size(messages) for _entry, messages in groups],
-        _last_question([entry for entry, _messages in groups]),
+        _kept_from([entry for entry, _messages in groups]),
         max_chars,
     )
     return [message for _entry, messages in groups[start:] for message in messages]
