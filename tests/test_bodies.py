@@ -4,6 +4,9 @@ checked at the ASGI level, where the count of `receive` calls shows how much was
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+from dataclasses import replace
 
 import pytest
 from starlette.requests import Request
@@ -11,6 +14,7 @@ from starlette.types import ASGIApp, Message
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.bodies import BodyTooLargeError, read_body
+from pagecontext.server.run import free_port, start_in_thread
 
 CHUNK = 4096
 
@@ -53,15 +57,17 @@ def scope(host: str, path: str, length: int | None) -> dict[str, object]:
 
 def post(
     app: ASGIApp, host: str, path: str, body: CountingBody, length: int | None
-) -> tuple[int, int]:
-    """POST `body` to `app`; return the response's status and how many chunks of the
-    body had been taken when the response started (a streaming response may drain the
-    rest afterwards, unheld, as it listens for the client's disconnect)."""
-    started: list[tuple[int, int]] = []
+) -> tuple[int, int, str | None]:
+    """POST `body` to `app`; return the response's status, how many chunks of the body
+    had been taken when the response started (a streaming response may drain the rest
+    afterwards, unheld, as it listens for the client's disconnect) and its `Connection`
+    header."""
+    started: list[tuple[int, int, str | None]] = []
 
     async def send(message: Message) -> None:
         if message["type"] == "http.response.start":
-            started.append((int(message["status"]), body.taken))
+            headers = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
+            started.append((int(message["status"]), body.taken, headers.get("connection")))
 
     asyncio.run(app(scope(host, path, length), body, send))  # type: ignore[arg-type]
     [answer] = started
@@ -94,10 +100,10 @@ def test_the_action_api_reads_no_more_than_its_limit(
     config = demo_config
     body = CountingBody(chunks=64)
     host = f"{config.page_host}:{config.page_port}"
-    status, taken = post(
+    status, taken, connection = post(
         create_page_app(config), host, "/api/actions/flag", body, 64 * CHUNK if announced else None
     )
-    assert (status, taken) == (413, 0 if announced else 5)
+    assert (status, taken, connection) == (413, 0 if announced else 5, "close")
     assert body.taken == taken
 
 
@@ -110,8 +116,46 @@ def test_the_agent_answers_having_read_no_more_than_1_mb(
     config = demo_config
     body = CountingBody(chunks=64, size=65536)
     host = f"{config.assistant_host}:{config.assistant_port}"
-    status, taken = post(
+    status, taken, connection = post(
         create_assistant_app(config), host, "/agent", body, 64 * 65536 if announced else None
     )
-    assert status == 200
+    assert (status, connection) == (200, "close")
     assert taken == (0 if announced else 1_000_000 // 65536 + 1)
+
+
+def test_a_body_within_the_limit_keeps_the_connection(demo_config: ServerConfig) -> None:
+    config = demo_config
+    host = f"{config.assistant_host}:{config.assistant_port}"
+    status, _taken, connection = post(
+        create_assistant_app(config), host, "/agent", CountingBody(chunks=1, size=10), None
+    )
+    assert (status, connection) == (200, "keep-alive")
+
+
+@pytest.mark.parametrize(
+    ("origin", "path"), [("page", "/api/actions/flag"), ("assistant", "/agent")]
+)
+def test_the_server_closes_the_connection_instead_of_reading_a_refused_body_on(
+    demo_config: ServerConfig, origin: str, path: str
+) -> None:
+    """Through uvicorn: a chunked body that goes on past the limit ends the connection,
+    though the client has not finished sending (the answer may be lost to the reset that
+    closing with unread bytes makes; tests above check its header). Kept open, the server
+    would read on, and the read below would time out waiting for the rest of the body."""
+    config = replace(demo_config, page_port=free_port(), assistant_port=free_port())
+    port = config.page_port if origin == "page" else config.assistant_port
+    host = config.page_host if origin == "page" else config.assistant_host
+    chunk = b"x" * 65536
+    with start_in_thread(config), socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            "Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        for _ in range(2_000_000 // len(chunk)):
+            s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while received := s.recv(65536):
+                answer += received
+    status = b"HTTP/1.1 413" if origin == "page" else b"HTTP/1.1 200"
+    assert answer[: len(status)] == status[: len(answer)]

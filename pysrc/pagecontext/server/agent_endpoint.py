@@ -41,7 +41,7 @@ from pagecontext.agent.run import (
 )
 from pagecontext.errors import PagecontextError
 from pagecontext.server import access
-from pagecontext.server.bodies import BodyTooLargeError, read_body
+from pagecontext.server.bodies import REFUSED_BODY_HEADERS, BodyTooLargeError, read_body
 
 __all__ = [
     "HttpResourceReader",
@@ -185,6 +185,10 @@ def agent_endpoint(
             async for event in events():
                 yield {"data": event.model_dump_json(by_alias=True)}
 
-        return EventSourceResponse(encoded(), sep="\n", headers={"Cache-Control": "no-store"})
+        response = EventSourceResponse(encoded(), sep="\n", headers={"Cache-Control": "no-store"})
+        if body is None:
+            # After the headers EventSourceResponse sets (it says keep-alive).
+            response.headers.update(REFUSED_BODY_HEADERS)
+        return response
 
     return endpoint

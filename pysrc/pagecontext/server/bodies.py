@@ -3,12 +3,19 @@
 A browser sends a cross-origin `text/plain` POST without a preflight, so any web page can
 make an endpoint read a large body before its own checks run. `read_body` refuses one
 that announces more than the limit (`Content-Length`) at once, and stops reading one
-that streams past it.
+that streams past it. The answer to a refused body carries `REFUSED_BODY_HEADERS`: the
+server closes the connection once it is sent, instead of reading the rest of the body
+to keep the connection open (which an HTTP/1.1 server otherwise does, to the end of
+whatever the client sends).
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from starlette.requests import Request
+
+REFUSED_BODY_HEADERS: Final = {"Connection": "close"}
 
 
 class BodyTooLargeError(Exception):
