@@ -158,6 +158,44 @@ def test_the_runs_of_a_turn_keep_the_question_its_question_relies_on() -> None:
     assert [message.id for message in messages] == ["r3", "q3"]
 
 
+def answers(composer: Composer, count: int, prefix: str) -> None:
+    """`count` short finished answers: one log entry each."""
+    for number in range(count):
+        run = f"{prefix}{number}"
+        composer.start_answer(run, task_id="q1", about="row:42")
+        composer.answer_text(run, "ok")
+        composer.answer_ended(run, "", "")
+
+
+def test_a_question_does_not_rely_on_one_the_log_drops_as_it_is_added() -> None:
+    """With the log full, the question added pushes out the oldest entry: a question
+    there no longer counts as sent, and the new one carries the block again."""
+    composer = Composer()
+    composer.set_selection(selection())
+    first = composer.send("first", entry_id="q1", at="t")
+    answers(composer, MAX_LOG_ENTRIES - 1, "r")
+    assert composer.send("again", entry_id="q2", at="t") == first.replace("first", "again")
+    assert [entry["id"] for entry in composer.log][:1] == ["r0"]
+
+
+def test_a_turns_entries_never_push_its_question_or_the_one_it_relies_on_out_of_the_log() -> None:
+    """A turn with more answers and commands than the log holds keeps its question and
+    the question it relies on until the next question; that one relies only on what the
+    log then keeps, so the log is back to its size."""
+    composer = Composer()
+    composer.set_selection(selection())
+    first = composer.send("first", entry_id="q1", at="t")
+    assert composer.send("and now?", entry_id="q2", at="t") == "and now?"
+    answers(composer, MAX_LOG_ENTRIES + 10, "r")
+    ids = [entry["id"] for entry in composer.log]
+    assert ids[:2] == ["q1", "q2"]
+    assert [m.id for m in run_messages(composer.log)][:2] == ["q1", "q2"]
+    third = composer.send("third", entry_id="q3", at="t")
+    assert third == first.replace("first", "third")
+    assert len(composer.log) == MAX_LOG_ENTRIES
+    assert "reliesOn" not in composer.log[-1]
+
+
 def test_a_run_always_carries_the_latest_question() -> None:
     """However long the turn, the run keeps its question (and what follows it): it holds
     the block the composer relied on."""
@@ -327,8 +365,9 @@ def test_the_kept_preview_follows_every_change_it_depends_on() -> None:
 
 
 def test_the_kept_preview_follows_the_log_losing_its_oldest_entries() -> None:
-    """A restored conversation knows what it sent from its log. Once the log drops the
-    question that carried the selection's block, the next question carries the block
+    """A restored conversation knows what it sent from its log. Once the next question
+    would push the question that carried the selection's block out of the log (it stays
+    until then: the runs of its turn answer it), the next question carries the block
     again, and the kept preview says so, as message_text("") does."""
     first = Composer()
     first.set_selection(selection())
@@ -339,8 +378,10 @@ def test_the_kept_preview_follows_the_log_losing_its_oldest_entries() -> None:
     assert composer.preview() == ""
     for index in range(MAX_LOG_ENTRIES):
         composer.record_command(f"c{index}", "highlight", "row:42")
-    assert all(entry.get("id") != "q1" for entry in composer.log)
+    assert [entry["id"] for entry in composer.log][:2] == ["q1", "c0"]
     assert composer.preview() == composer.message_text("") != ""
+    composer.send("next", entry_id="q2", at="t")
+    assert [entry["id"] for entry in composer.log][:1] == ["c1"]
 
 
 def test_the_log_texts_follow_every_change_to_an_entry() -> None:

@@ -32,6 +32,7 @@ from pagecontext.conversation import (
     MESSAGE_OVERHEAD_CHARS,
     RunWindow,
     chars_at_most,
+    kept_from,
 )
 from pagecontext.dedup import unsent
 from pagecontext.items import (
@@ -185,9 +186,10 @@ class Composer:
         text is composed again without it (it only grows, so this ends).
         """
         items = redact_items(list(self._registry.view().items), self._schemas)
+        # Once this question is added, the log keeps its last MAX_LOG_ENTRIES entries.
         history = [
             entry
-            for entry in self.log
+            for entry in self.log[-(MAX_LOG_ENTRIES - 1) :]
             if entry.get("kind") == "question" and entry.get("task") == self._task
         ]
         if not history:
@@ -505,8 +507,11 @@ class Composer:
         self.log_version += 1
         self.log.append(entry)
         self._preview = None
-        if len(self.log) > MAX_LOG_ENTRIES:
-            del self.log[:-MAX_LOG_ENTRIES]
+        excess = len(self.log) - MAX_LOG_ENTRIES
+        if excess > 0:
+            # Never the question the runs answer, nor the earliest it relies on: a turn's
+            # answers and commands may take the log past its size until the next question.
+            del self.log[: min(excess, kept_from(self.log))]
 
 
 def _has_instructions(text: str) -> bool:

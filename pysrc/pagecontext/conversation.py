@@ -39,6 +39,7 @@ __all__ = [
     "PAGE_DEFINED",
     "RunWindow",
     "chars_at_most",
+    "kept_from",
     "run_messages",
     "tool_result",
 ]
@@ -168,7 +169,7 @@ def _first_kept(sizes: Sequence[int], kept_from: int, max_chars: int) -> int:
     return start
 
 
-def _kept_from(entries: Sequence[Mapping[str, JsonValue]]) -> int:
+def kept_from(entries: Sequence[Mapping[str, JsonValue]]) -> int:
     """The first entry a run must keep: the latest question, or the earliest question it
     relies on where the run still holds it."""
     questions = [index for index, entry in enumerate(entries) if entry.get("kind") == "question"]
@@ -194,7 +195,7 @@ def run_messages(
     groups = _groups(log)
     start = _first_kept(
         [_size(messages) for _entry, messages in groups],
-        _kept_from([entry for entry, _messages in groups]),
+        kept_from([entry for entry, _messages in groups]),
         max_chars,
     )
     return [message for _entry, messages in groups[start:] for message in messages]
