@@ -50,6 +50,17 @@ def test_the_default_per_item_budget_is_64000_characters() -> None:
     assert fitted.value == {"elided": {"chars": 100_002, "fetchWith": "get_context_item"}}
 
 
+@pytest.mark.parametrize("length", [201, 211, 212, 240])
+def test_an_item_whose_cut_label_is_still_too_long_is_left_out(length: int) -> None:
+    """A label of escaped characters (12 each in the line) cut to 200 is still over the
+    item's budget: the item is left out, once, and a label the cut would not shorten is
+    not cut."""
+    item = ContextItem(type="reference", key="row:1", label="\U000f0000" * length)
+    budget = Budget(per_item_chars=1_000, total_chars=20_000)
+    assert fit_items([item], budget) == []
+    assert fit_block([], [item], budget).count('"elidedItems":1,') == 1
+
+
 def test_a_scalar_value_is_elided_whole_and_a_long_label_is_shortened() -> None:
     """With no fields to pick from the value goes; then the label keeps its start."""
     item = ContextItem(type="note", key="n", label="L" * 5000, value="v" * 5000)

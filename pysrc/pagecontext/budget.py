@@ -37,6 +37,7 @@ __all__ = [
 
 ELIDED_TYPE: Final = "elided"
 _LABEL_KEEP: Final = 200
+_LABEL_CUT: Final = "...[elided]"
 _ID_RE: Final = re.compile(ID_PATTERN)
 
 
@@ -178,6 +179,7 @@ def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:
         marker = _marker(value, tool)
         if _size(value) > _size(marker):
             return replace(item, value=marker)
-    if item.label is not None and len(item.label) > _LABEL_KEEP:
-        return replace(item, label=item.label[:_LABEL_KEEP] + "...[elided]")
+    # Only a label the cut makes shorter: a cut label is not cut again.
+    if item.label is not None and len(item.label) > _LABEL_KEEP + len(_LABEL_CUT):
+        return replace(item, label=item.label[:_LABEL_KEEP] + _LABEL_CUT)
     return None
