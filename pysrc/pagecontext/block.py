@@ -7,17 +7,20 @@ one line per item (`- ` and the item as one JSON object), and closes with a remi
 Escaping is what keeps page data inside its line and inside the untrusted block. An
 item line is JSON (quotes and backslashes escaped), and on top of that every character
 that could end a line anywhere (`\\r`, `\\n`, U+0085, U+2028, U+2029 and the other
-controls), every angle bracket, and every lone surrogate is written as a `\\uXXXX`
-escape; the block's tag names, in any case, have their first letter escaped too. So no
-value can forge a line, open or close a tag, or spell a tag name, and a JSON parser
-still gives back the exact value. `extract_lines` and `parse_block` read a block back:
-they return exactly the rendered lines, and exactly the items.
+controls), every character a reader does not see, every angle bracket and what looks
+like one, and every lone surrogate is written as a `\\uXXXX` escape; the block's tag
+names, in any case and in the letters that fold to them, have their first letter
+escaped too. So no value can forge a line, open or close a tag, spell a tag name or hide
+text, and a JSON parser still gives back the exact value. `extract_lines` and
+`parse_block` read a block back: they return exactly the rendered lines, and exactly
+the items.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
@@ -59,22 +62,107 @@ _CLOSE_TRUSTED: Final = f"</{TRUSTED_TAG}>"
 _OPEN_UNTRUSTED: Final = f"<{UNTRUSTED_TAG}>"
 _CLOSE_UNTRUSTED: Final = f"</{UNTRUSTED_TAG}>"
 
-# JSON already escapes quotes, backslashes and U+0000-U+001F. What json.dumps leaves
-# raw but a reader could take as a line break (U+007F-U+009F covers U+0085, NEL), an
-# angle bracket or one that looks like it (fullwidth, small), a lone surrogate (not
-# encodable as UTF-8), or a character a reader does not see but a model may read (soft
-# hyphen, zero-width and joiner characters, bidirectional controls, the byte order mark,
-# Unicode's tag characters, private use) is escaped here.
-_UNSAFE_CHAR_RE: Final = re.compile(
-    "[<>\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    "\ud800-\udfff\ue000-\uf8ff\ufe64\ufe65\ufeff\ufff9-\ufffb\uff1c\uff1e"
-    "\U000e0000-\U000e007f\U000f0000-\U0010ffff]"
+# JSON already escapes quotes, backslashes and U+0000-U+001F. Escaped here, as ranges of
+# code points, is what json.dumps leaves raw but a reader could take as a line break or
+# a tag, or does not see while a model may read it:
+_INVISIBLE: Final = (
+    # every control, format, private-use and surrogate character, and the line and
+    # paragraph separators (general categories Cc, Cf, Co, Cs, Zl and Zp, Unicode 16:
+    # U+0085 NEL, soft hyphen, zero-width and joiner characters, bidirectional controls,
+    # the byte order mark, Unicode's tag characters among them)
+    (0x7F, 0x9F),
+    (0xAD, 0xAD),
+    (0x600, 0x605),
+    (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2028, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xD800, 0xF8FF),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+    (0xF0000, 0x10FFFF),
+    # and the other default-ignorable code points (DerivedCoreProperties.txt), which
+    # show nothing: the combining grapheme joiner, the Hangul fillers, Khmer's inherent
+    # vowels, the Mongolian and Unicode variation selectors, the reserved U+2065,
+    # U+FFF0-U+FFF8 and the rest of U+E0000-U+E0FFF; and the Braille blank
+    (0x34F, 0x34F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2065, 0x2065),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
 )
+# Angle brackets and what looks like one: fullwidth, small, modifier letters, single and
+# double guillemets, mathematical, CJK and Canadian syllabics brackets, "not less than".
+_ANGLES: Final = (
+    "<>\uff1c\uff1e\ufe64\ufe65\u02c2\u02c3\u02f1\u02f2\u2039\u203a\u00ab\u00bb"
+    "\u2329\u232a\u27e8\u27e9\u27ea\u27eb\u3008\u3009\u300a\u300b\u1438\u1433"
+    "\u226e\u226f\u276c\u276d\u276e\u276f\u2770\u2771\u29fc\u29fd\u2989\u298a"
+    "\u2991\u2992"
+)
+
+
+def _char_class(ranges: Sequence[tuple[int, int]], chars: str) -> str:
+    parts = [
+        re.escape(chr(low)) + (f"-{re.escape(chr(high))}" if high > low else "")
+        for low, high in ranges
+    ]
+    return "[" + "".join(parts) + re.escape(chars) + "]"
+
+
+_UNSAFE_CHAR_RE: Final = re.compile(_char_class(_INVISIBLE, _ANGLES))
+
+
+def _tag_name_pattern(names: Sequence[str]) -> str:
+    """The tag names, each letter and hyphen also in every form that Unicode's
+    compatibility folding (NFKC, then case folding) makes it: fullwidth, mathematical,
+    enclosed, superscript and the like (matched in any case, so also the letters Python
+    folds to them, as K to the Kelvin sign). Hyphens also match dashes."""
+    wanted = set("".join(names))
+    forms: dict[str, set[str]] = {ch: {ch, ch.upper()} for ch in wanted}
+    forms["-"] |= set(
+        "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u058a\u1400\u30a0"
+    )
+    blocks = (
+        (0xAA, 0x24F),
+        (0x1D00, 0x1DBF),
+        (0x2070, 0x214F),
+        (0x2460, 0x24FF),
+        (0xFF00, 0xFFEF),
+        (0x1D400, 0x1D7FF),
+        (0x1F100, 0x1F1FF),
+    )
+    for low, high in blocks:
+        for code in range(low, high + 1):
+            folded = unicodedata.normalize("NFKC", chr(code)).casefold()
+            if folded in wanted:
+                forms[folded].add(chr(code))
+    return "|".join(
+        "".join("[" + re.escape("".join(sorted(forms[ch]))) + "]" for ch in name) for name in names
+    )
+
+
 # Letters and hyphens occur in the JSON text only inside strings, and the first letter
 # is never part of an escape sequence, so escaping it is always valid JSON.
-_TAG_NAME_RE: Final = re.compile(
-    "|".join(re.escape(name) for name in (TRUSTED_TAG, UNTRUSTED_TAG)), re.IGNORECASE
-)
+_TAG_NAME_RE: Final = re.compile(_tag_name_pattern((TRUSTED_TAG, UNTRUSTED_TAG)), re.IGNORECASE)
 
 
 class BlockFormatError(PagecontextError):
