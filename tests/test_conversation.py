@@ -49,6 +49,57 @@ def test_a_business_actions_reason_is_the_servers_and_reaches_the_agent() -> Non
     assert tool_result(action) == {"status": "rejected", "reason": "token-expired"}
 
 
+PENDING: dict[str, JsonValue] = {"state": "pending"}
+
+
+@pytest.mark.parametrize(
+    ("received", "ui", "expected"),
+    [
+        # The page took the command; its UI work has not finished: not done yet.
+        ({"state": "applied", "reason": "ok"}, PENDING, {"status": "pending"}),
+        ({"state": "applied", "reason": "ok"}, None, {"status": "pending"}),
+        # The page refused it: the UI work will not happen.
+        (
+            {"state": "stale-context", "reason": "view-changed"},
+            PENDING,
+            {"status": "stale-context", "reason": "view-changed"},
+        ),
+        # No receipt at all, past the received layer's deadline.
+        (
+            {"state": "unconfirmed", "reason": "deadline"},
+            PENDING,
+            {"status": "unconfirmed", "reason": "deadline"},
+        ),
+        (
+            {"state": "applied", "reason": "ok"},
+            {"state": "applied", "reason": "ok"},
+            {"status": "applied", "reason": "ok"},
+        ),
+    ],
+)
+def test_a_command_is_applied_only_once_its_ui_work_is(
+    received: dict[str, JsonValue], ui: dict[str, JsonValue] | None, expected: dict[str, JsonValue]
+) -> None:
+    """`received` applied says the page took the command, never that it was done."""
+    entry: dict[str, JsonValue] = {"kind": "command", "id": "c1", "received": received}
+    if ui is not None:
+        entry["ui"] = ui
+    assert tool_result(entry) == expected
+
+
+def test_an_action_whose_confirmation_was_issued_is_pending_until_the_server_answers() -> None:
+    """The server issued the confirmation (`received` applied) and the request to carry
+    the action out has no answer yet: pending, never applied."""
+    action: dict[str, JsonValue] = {
+        "kind": "action",
+        "id": "a1",
+        "decision": "confirmed",
+        "received": {"state": "applied", "reason": "confirmation-issued"},
+        "business": {"state": "pending"},
+    }
+    assert tool_result(action) == {"status": "pending"}
+
+
 texts = st.text(max_size=200)  # any characters: control, quotes, astral, lone surrogates
 ids = st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=256)
 calls = st.lists(

@@ -30,6 +30,7 @@ from typing import Final
 
 from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
 
+from pagecontext.integration import command_standing
 from pagecontext.items import JsonValue
 from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS
 
@@ -60,30 +61,17 @@ _COMMAND_REASONS: Final = (
 _PENDING: Final = "pending"
 
 
-def _layer(view: JsonValue) -> dict[str, JsonValue] | None:
-    return view if isinstance(view, dict) else None
-
-
-def _settled(entry: Mapping[str, JsonValue], first: str, then: str) -> dict[str, JsonValue]:
-    """The `first` layer once it left pending, else `then`'s (a failure there settles both)."""
-    for name in (first, then):
-        view = _layer(entry.get(name))
-        if view is not None and view.get("state") not in (None, _PENDING):
-            return view
-    return {"state": _PENDING}
-
-
 def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
     """The result of the tool call a command or action `entry` carries out (None: the
     call led to nothing yet)."""
     if entry is None:
         return {"status": _PENDING}
     if entry.get("kind") == "command":
-        view = _settled(entry, "ui", "received")
+        view = command_standing(entry, "ui")
     elif entry.get("decision") != "confirmed":
         return {"status": str(entry.get("decision") or "proposed")}
     else:
-        view = _settled(entry, "business", "received")
+        view = command_standing(entry, "business")
     result: dict[str, JsonValue] = {"status": view.get("state")}
     reason = view.get("reason")
     if reason:

@@ -322,3 +322,18 @@ def parse_command_done(detail: object) -> tuple[str, str, str]:
     if not ok or not all(ch in _REASON_CHARS for ch in reason):
         raise ValueError("detail.reason must be 1-64 of a-z, 0-9 and -")
     return command_id, status, reason
+
+
+def command_standing(entry: Any, later: str) -> Any:
+    """The receipt view that says where a logged command (`later` "ui") or business
+    action ("business") stands: its `later` layer once it left pending; else its
+    `received` layer if that did not apply (the later one then will not happen); else
+    pending. A `received` that applied says only that the page (or the server) took
+    it, never that it was done."""
+    view = entry.get(later)
+    if isinstance(view, dict) and view.get("state") not in (None, "pending"):
+        return view
+    view = entry.get("received")
+    if isinstance(view, dict) and view.get("state") not in (None, "pending", "applied"):
+        return view
+    return {"state": "pending"}

@@ -10,6 +10,8 @@ import json
 
 import js
 
+from pagecontext.integration import command_standing
+
 # For the type checker only: MicroPython has neither typing nor contextlib, and never
 # evaluates annotations.
 try:  # noqa: SIM105
@@ -203,10 +205,9 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
 
 
 def receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
-    """Return (status, text) for the last command: the UI layer once it settles."""
-    received = command.get("received") or {}
-    ui = command.get("ui") or {}
-    layer = ui if ui.get("state") not in (None, "pending") else received
+    """Return (status, text) for the last command: where it stands (the UI layer once it
+    settles, integration.command_standing)."""
+    layer = command_standing(command, "ui")
     status = layer.get("state") or "pending"
     text = command.get("action", "") + ": " + status
     if layer.get("reason"):
