@@ -406,25 +406,29 @@ def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(
     )
 
 
+@pytest.mark.parametrize("filters", [None, '{"status": {"in": ["open"]}}'])
 def test_a_component_that_renders_again_before_the_highlight_gets_stale_context(
-    demo: Page,
+    demo: Page, filters: str | None
 ) -> None:
     """The table renders a new view (its generation moves on) after the page's worker
     checked a command against the old one and before the highlight is drawn: the row is
     not highlighted as if it were the old view's, and the `ui` receipt says
-    `stale-context` (`view-changed`)."""
+    `stale-context` (`view-changed`); also when the new view's filters do not parse (the
+    generation is read on its own)."""
     select_and_ask(demo, ROW)
     assistant = panel(demo)
     expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     # A listener that does not take the command over, and renders meanwhile.
     demo.evaluate(
-        """() => {
+        """(filters) => {
           const table = document.getElementById("sales-table");
           table.addEventListener("pagecontext:command", () => {
             const next = Number(table.getAttribute("data-pc-generation")) + 1;
             table.setAttribute("data-pc-generation", String(next));
+            if (filters !== null) table.setAttribute("data-pc-filters", filters);
           }, {once: true});
-        }"""
+        }""",
+        filters,
     )
     show_and_expect(assistant, "stale-context")
     expect(receipt(assistant)).to_have_text(re.compile(r"\(view-changed\)"))

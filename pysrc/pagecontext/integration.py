@@ -283,14 +283,19 @@ def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str,
         items = value if isinstance(value, list) else [value]
         if not all(is_scalar(item) for item in items):
             raise ValueError("data-pc-filters." + name + " must be a scalar or a list of scalars")
-    generation = 0
-    if generation_text is not None:
-        text = str(generation_text)
-        ok = 1 <= len(text) <= 16 and all(ch in "0123456789" for ch in text)
-        if not ok or int(text) > MAX_GENERATION:
-            raise ValueError("data-pc-generation must be a whole number, got " + _shown(text))
-        generation = int(text)
-    return filters, generation
+    return filters, parse_generation(generation_text)
+
+
+def parse_generation(generation_text: object) -> int:
+    """Return the generation from a component's `data-pc-generation` attribute (None when
+    absent: 0). Raises ValueError unless it is a whole number written in decimal."""
+    if generation_text is None:
+        return 0
+    text = str(generation_text)
+    ok = 1 <= len(text) <= 16 and all(ch in "0123456789" for ch in text)
+    if not ok or int(text) > MAX_GENERATION:
+        raise ValueError("data-pc-generation must be a whole number, got " + _shown(text))
+    return int(text)
 
 
 def parse_select(detail: object) -> tuple[str, str, dict[str, Any]]:

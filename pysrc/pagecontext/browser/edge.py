@@ -43,6 +43,7 @@ from pagecontext.integration import (
     is_scalar,
     parse_command_done,
     parse_config,
+    parse_generation,
     parse_select,
     parse_view,
     url_on_origin,
@@ -169,15 +170,12 @@ def _attr_values(element: Any, into: dict[str, Any]) -> None:
 
 
 def _view_generation(component: Any) -> int | None:
-    """The data generation a component shows now; None if its view does not parse."""
+    """The data generation a component shows now, read on its own (its filters may not
+    parse while its generation moved on); None if the generation does not parse."""
     try:
-        _filters, generation = parse_view(
-            component.getAttribute("data-pc-filters"),
-            component.getAttribute("data-pc-generation"),
-        )
+        return parse_generation(component.getAttribute("data-pc-generation"))
     except ValueError:
         return None
-    return generation
 
 
 def _shows_object(component: Any, element: Any, ref: str) -> bool:
@@ -788,7 +786,7 @@ class Edge:
             component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
             return
         generation = message.get("generation")
-        # What the component shows now; attributes that do not parse keep the view it
+        # What the component shows now; a generation that does not parse keeps the one it
         # last reported (as its refused report did).
         shown = _view_generation(component)
         if shown is None:
