@@ -83,6 +83,28 @@ def test_a_hostile_frame_on_any_origin_is_refused_by_source(
     expect_working(demo)
 
 
+def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
+    demo: Page, origins: Origins
+) -> None:
+    """Script in the page's own document dispatches message events that claim to come
+    from the assistant's window, with the assistant's origin and with another: both are
+    refused as `untrusted` (no browser sent them), the binding is not torn down, and the
+    channel keeps working."""
+    demo.evaluate(
+        """(origins) => {
+          const source = document.querySelector("iframe[data-pc-assistant]").contentWindow;
+          for (const origin of origins) {
+            const data = {protocol: "pagecontext", version: 1, type: "ready", role: "assistant"};
+            window.dispatchEvent(new MessageEvent("message", {data, origin, source}));
+          }
+        }""",
+        [origins.assistant, "https://evil.example"],
+    )
+    expect(html(demo)).to_have_attribute("data-pc-rejected-untrusted", "2")
+    expect(html(demo)).to_have_attribute("data-pc-state", "bound")
+    expect_working(demo)
+
+
 @BEYOND_FRAME_SRC
 @pytest.mark.scenario(19)
 def test_a_flood_of_refused_messages_leaves_the_channel_working(

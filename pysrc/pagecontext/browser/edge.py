@@ -412,6 +412,11 @@ class Edge:
         if source is None or expected is None or source != expected:
             self._reject("source")
             return
+        if not event.isTrusted:
+            # Made by script with new MessageEvent(), not sent: whatever it claims, it
+            # acts on nothing (not even an unbind).
+            self._reject("untrusted")
+            return
         if self.position == "embedder":
             origin_ok = ready_origin_ok(event.origin, self.peer_origin, self.opaque_child)
         else:
@@ -422,9 +427,6 @@ class Edge:
                 # Only the child frame's own window passes the source check: a foreign
                 # origin there means the bound document navigated away. Unbind.
                 self._to_worker({"kind": "child-reloaded"})
-            return
-        if not event.isTrusted:
-            self._reject("untrusted")  # made by script with new MessageEvent(), not sent
             return
         data = _plain(event.data, flat=True)
         kind = handshake_type(data)
