@@ -9,6 +9,7 @@ import pytest
 import wire
 from pagecontext.errors import HandshakeRejected, LocalProtocolError
 from pagecontext.handshake import (
+    SPENT_NONCES,
     Binding,
     BindState,
     ChildBinder,
@@ -174,6 +175,23 @@ def test_connection_ids_count_bindings_from_one() -> None:
         ids.append(embedder.on_connected(connected(nonce=nonce)).connection_id)
         embedder.close()
     assert ids == [1, 2, 3]
+
+
+def test_a_frame_announcing_itself_again_and_again_grows_no_memory() -> None:
+    """Each reload of the child spends a nonce; the embedder remembers the last
+    SPENT_NONCES of them, and still refuses the latest ones as used."""
+    embedder = page_embedder()
+    nonces = [f"{index:022d}" for index in range(SPENT_NONCES + 500)]
+    for nonce in nonces:
+        embedder.expect(nonce)
+        embedder.child_reloaded()
+    assert len(embedder._spent_nonces) == SPENT_NONCES
+    with pytest.raises(LocalProtocolError):
+        embedder.expect(nonces[-1])
+    embedder.expect("n" * 22)
+    with pytest.raises(HandshakeRejected) as caught:
+        embedder.on_connected(connected(nonce=nonces[-2]))
+    assert caught.value.reason == "nonce-used"
 
 
 def test_a_nonce_can_be_expected_only_once() -> None:

@@ -16,7 +16,7 @@ import hmac
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.models import (
@@ -32,6 +32,7 @@ from pagecontext.models import (
 from pagecontext.windowrules import read_nonce
 
 __all__ = [
+    "SPENT_NONCES",
     "BindState",
     "Binding",
     "ChildBinder",
@@ -108,6 +109,11 @@ class Binding:
     peer_instance_id: str
 
 
+# How many spent nonces an embedder remembers: a frame that keeps announcing itself
+# makes a new nonce each time, and must not grow the embedder's memory without bound.
+SPENT_NONCES: Final = 1024
+
+
 class EmbedderBinder:
     """The embedder's side: binds a port only on a `connected` carrying the minted nonce.
 
@@ -124,8 +130,10 @@ class EmbedderBinder:
         self._conversation_id = conversation_id
         self._state = BindState.IDLE
         self._expected_nonce: str | None = None
-        # Every nonce ever expected, bound or not: each binds at most once.
-        self._spent_nonces: set[str] = set()
+        # The last SPENT_NONCES nonces expected, bound or not: each binds at most once.
+        # Nonces are minted at random, so an older one never comes back but from a peer
+        # replaying it, which the expected nonce refuses anyway ("nonce-mismatch").
+        self._spent_nonces: dict[str, None] = {}
         self._connections = 0
         self._binding: Binding | None = None
 
@@ -148,7 +156,9 @@ class EmbedderBinder:
         if nonce in self._spent_nonces:
             raise LocalProtocolError(f"nonce already used; can't expect it in {self._state.name}")
         self._state = _next_state(_EMBEDDER_TRANSITIONS, self._state, "expect")
-        self._spent_nonces.add(nonce)
+        self._spent_nonces[nonce] = None
+        if len(self._spent_nonces) > SPENT_NONCES:
+            del self._spent_nonces[next(iter(self._spent_nonces))]
         self._expected_nonce = nonce
 
     def on_connected(self, raw: object) -> Binding:
