@@ -8,7 +8,9 @@ third-party agents often do. The test controls it:
 - `gate`: while cleared, an answer waits before streaming (an answer "still running");
 - `mode`: "answer", "forbidden" (HTTP 403), "malformed" (a content event for a message
   never started), or "no-cors" (no CORS headers: the browser cannot read it);
-- `inputs`: every `RunAgentInput` it received, in order.
+- `inputs`: every `RunAgentInput` it received, in order;
+- `tool`: the page tool its answer calls on the pinned object ("highlight", or "refresh"
+  of its component).
 
 `Stall` holds POST requests to one path while armed, as a server that does not answer.
 """
@@ -55,9 +57,11 @@ class ExternalAgent:
         self.gate = threading.Event()
         self.gate.set()
         self.inputs: list[RunAgentInput] = []
+        self.tool: Literal["highlight", "refresh"] = "highlight"
 
     def reset(self) -> None:
         self.mode = "answer"
+        self.tool = "highlight"
         self.gate.set()
         self.inputs.clear()
 
@@ -110,15 +114,13 @@ class ExternalAgent:
                 TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta=part)
             )
         if task is not None:
-            arguments = {
-                "componentId": task["componentId"],
-                "resourceRef": task["resourceRef"],
-                "tone": "focus",
-            }
+            arguments = {"componentId": task["componentId"]}
+            if self.tool == "highlight":
+                arguments |= {"resourceRef": task["resourceRef"], "tone": "focus"}
             yield encoder.encode(
                 ToolCallChunkEvent(
                     tool_call_id=f"{run}-c",
-                    tool_call_name="highlight",
+                    tool_call_name=self.tool,
                     parent_message_id=f"{run}-m",
                     delta=json.dumps(arguments),
                 )

@@ -212,6 +212,41 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
     assert [ROW in tasks[0], OTHER_ROW in tasks[1]] == [True, True]
 
 
+def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """The agent asks the table to refresh: the demo page takes the event, reloads, and
+    its render makes the command `applied`."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text("refresh: applied (ok)")
+
+
+def test_a_refresh_nobody_takes_is_not_found_at_once(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """With the page's refresh listener kept from running, nothing takes the event: the
+    command is `not-found` (`no-refresh`) at once, not left waiting for a render that the
+    user might cause for another reason (another filter) and that would confirm it."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    demo.evaluate(
+        """() => window.addEventListener("pagecontext:refresh",
+             (event) => event.stopPropagation(), {capture: true})"""
+    )
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+
+
 @pytest.mark.parametrize(
     ("mode", "error", "shown"),
     [

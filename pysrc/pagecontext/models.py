@@ -79,6 +79,7 @@ RECEIPT_REASONS: Final = frozenset(
         "revision-evicted",
         "view-changed",
         "not-rendered",
+        "no-refresh",
     }
 )
 # Every reason `parse_message` may refuse a message with (docs/protocol.md section 8.3).

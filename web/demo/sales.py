@@ -151,17 +151,23 @@ def reload(event=None):
     asyncio.create_task(load())
 
 
+def refresh(event):
+    # Taken: pagecontext waits for the render that follows.
+    event.preventDefault()
+    reload()
+
+
 # The page keeps these listeners for its whole life; they are never removed.
 LISTENERS = []
 
 
 async def main():
-    for target, name in (
-        (form, "change"),
-        (table, "pagecontext:refresh"),
-        (chart, "pagecontext:refresh"),
+    for target, name, handler in (
+        (form, "change", reload),
+        (table, "pagecontext:refresh", refresh),
+        (chart, "pagecontext:refresh", refresh),
     ):
-        proxy = create_proxy(reload)
+        proxy = create_proxy(handler)
         target.addEventListener(name, proxy)
         LISTENERS.append(proxy)
     await load()

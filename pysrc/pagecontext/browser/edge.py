@@ -784,8 +784,15 @@ class Edge:
             self._ui_done(command_id, "applied", "ok")
             return
         if action == "refresh":
+            # Waiting before the event: the page may render again inside its listener.
             _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
-            component.dispatchEvent(js.CustomEvent.new("pagecontext:refresh"))
+            if _dispatch(component, "pagecontext:refresh", {"commandId": command_id}, True):
+                # No listener took it (preventDefault): no reload will come, and an
+                # unrelated render later must not confirm it.
+                waiting = self.pending_refresh.get(component_id, [])
+                if command_id in waiting:
+                    waiting.remove(command_id)
+                    self._ui_done(command_id, "not-found", "no-refresh")
             return
         generation = message.get("generation")
         # What the component shows now; a generation that does not parse keeps the one it
