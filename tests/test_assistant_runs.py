@@ -527,6 +527,29 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     assert pair.assistant.check_action(proposal["id"]) == []
 
 
+def test_checking_an_unconfirmed_flag_finds_only_the_flag_of_that_action(
+    origins: Origins, db: Path
+) -> None:
+    """The first action's request never reached the server; the same flag, proposed again
+    in the task, was made. Checking the first finds that flag is not its own: recorded
+    late as not-found, never applied."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    confirmed(pair, page, proposal["id"])  # its execute request is never sent
+    past_the_deadline(pair)
+    pair.assistant.composer.record_action(
+        "again", action="flag", resource_ref=NORTH_MARCH, note=None, task_id=proposal["taskId"]
+    )
+    run_action(pair, page, pair.assistant.confirm_action("again"))
+    assert [flag["actionId"] for flag in access.list_flags(db)] == ["again"]
+    [check] = pair.assistant.check_action(proposal["id"])
+    status, body = call_api(page, check, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "not-found")
+
+
 def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins, db: Path) -> None:
     """The deadline made the layer unconfirmed; the request's own timeout later is not an
     answer: no late status is recorded, and the user may still check with the server."""

@@ -364,8 +364,26 @@ def test_a_confirmed_flag_is_recorded_once(api: TestClient) -> None:
         "taskId": "task-1",
         "note": "3x",
         "flaggedAt": START_ISO,
+        "actionId": None,
     }
     assert flag(api, issued["token"]) == (409, {"error": "confirmation-refused", "reason": "used"})
+
+
+def test_a_flag_names_the_action_that_made_it_and_is_listed_by_it(api: TestClient) -> None:
+    """A flag made for the assistant's action `a-1` is listed for `a-1` and not for
+    another action of the same row and task; an action id past 256 characters is a 400."""
+    token = api.post(
+        "/api/actions/flag/confirmations",
+        json={"ref": NORTH_MARCH, "taskId": "task-1"},
+        headers=ANA,
+    ).json()["token"]
+    body = {"ref": NORTH_MARCH, "taskId": "task-1", "confirmationToken": token, "actionId": "a-1"}
+    made = api.post("/api/actions/flag", json=body, headers=ANA)
+    assert (made.status_code, made.json()["flag"]["actionId"]) == (201, "a-1")
+    query = f"/api/actions/flags?ref={NORTH_MARCH}&taskId=task-1&actionId="
+    assert [f["id"] for f in api.get(query + "a-1", headers=ANA).json()["flags"]] == [1]
+    assert api.get(query + "a-2", headers=ANA).json() == {"flags": []}
+    assert api.get(query + "x" * 257, headers=ANA).status_code == 400
 
 
 def test_a_token_for_another_task_is_refused(api: TestClient) -> None:
@@ -436,3 +454,21 @@ def test_a_user_reads_only_their_own_flags_of_a_task(api: TestClient) -> None:
     assert api.get(query + "task-9").status_code == 401
     west = api.get("/api/actions/flags?ref=sales-2026-03-west&taskId=task-9", headers=BEN)
     assert (west.status_code, west.json()["reason"]) == (403, "not-authorized")
+
+
+def test_a_database_made_before_flags_named_their_action_gets_the_column(tmp_path: Path) -> None:
+    """The access tables of an older database keep their flags and gain `action_id`."""
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "CREATE TABLE flags (id INTEGER PRIMARY KEY AUTOINCREMENT, ref TEXT NOT NULL,"
+            " user TEXT NOT NULL, task_id TEXT NOT NULL, note TEXT, flagged_at TEXT NOT NULL)"
+        )
+        connection.execute(
+            "INSERT INTO flags (ref, user, task_id, note, flagged_at) VALUES (?, ?, ?, ?, ?)",
+            (NORTH_MARCH, "ana", "task-1", None, START_ISO),
+        )
+    connection.close()
+    access.create_access_tables(db)
+    access.record_flag(db, NORTH_MARCH, "ana", "task-1", None, START_ISO, "a-1")
+    assert [flag["actionId"] for flag in access.list_flags(db)] == [None, "a-1"]

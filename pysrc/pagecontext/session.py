@@ -1083,7 +1083,9 @@ class AssistantSession:
             return []
         if entry.get("kind") != "action" or business.state != "unconfirmed" or business.late:
             return []
-        query = urlencode({"ref": entry["resourceRef"], "taskId": entry["taskId"]})
+        query = urlencode(
+            {"ref": entry["resourceRef"], "taskId": entry["taskId"], "actionId": action_id}
+        )
         return [ActionRequest(action_id, "check", f"{FLAGS_PATH}?{query}", None)]
 
     def decline_action(self, action_id: str) -> list[Effect]:
@@ -1105,12 +1107,15 @@ class AssistantSession:
         reason = body.get("reason")
         effects: list[Effect] = []
         if step == "check":
-            flags = body.get("flags")
-            if status != 200 or not isinstance(flags, list):
+            listed = body.get("flags")
+            if status != 200 or not isinstance(listed, list):
                 return []
+            # Only a flag made for this very action: another action's on the same row and
+            # task (proposed again, say) says nothing of this one.
+            flags = [f for f in listed if isinstance(f, dict) and f.get("actionId") == action_id]
             found: LayerState = "applied" if flags else "not-found"
             record = self.ledger.settle(action_id, "business", found, "checked")
-            if record is not None and flags and isinstance(flags[0], dict):
+            if record is not None and flags:
                 self.composer.action_result(action_id, json.loads(_compact(flags[0])))
         elif status != 201:
             why = reason if isinstance(reason, str) else f"http-{status}"
@@ -1125,6 +1130,7 @@ class AssistantSession:
                     "taskId": entry["taskId"],
                     "confirmationToken": token,
                     "note": entry.get("note"),
+                    "actionId": action_id,
                 }
                 effects.append(ActionRequest(action_id, "execute", FLAG_PATH, _compact(execute)))
         else:

@@ -7,7 +7,8 @@ This module owns the access tables beside `sales` and every question asked of th
   reads North and South and may not flag. Their demo tokens are `DEMO_TOKENS`.
 - `grants`: (user, kind, value) with kind `region` (a region name) or `ref` (one row).
 - `permissions`: (user, action): the business actions a user may perform (`flag`).
-- `flags`: the rows flagged for review, with who, which task, the note and when.
+- `flags`: the rows flagged for review, with who, which task, the note, when, and the
+  assistant's action that asked for it (when it named one).
 
 `is_authorized` answers from the tables on every call (no cache), so a revoke takes
 effect on the very next read. Revoking is by target: afterwards the user cannot read
@@ -76,7 +77,8 @@ _SCHEMA: Final = (
         user TEXT NOT NULL,
         task_id TEXT NOT NULL,
         note TEXT,
-        flagged_at TEXT NOT NULL
+        flagged_at TEXT NOT NULL,
+        action_id TEXT
     )""",
 )
 
@@ -92,7 +94,15 @@ class Grant(TypedDict):
 # Camel-case keys: this is the JSON the action API answers with.
 FlagRecord = TypedDict(  # noqa: UP013
     "FlagRecord",
-    {"id": int, "ref": str, "user": str, "taskId": str, "note": str | None, "flaggedAt": str},
+    {
+        "id": int,
+        "ref": str,
+        "user": str,
+        "taskId": str,
+        "note": str | None,
+        "flaggedAt": str,
+        "actionId": str | None,
+    },
 )
 
 
@@ -128,6 +138,10 @@ def create_access_tables(path: Path) -> None:
         )
         for statement in _SCHEMA:
             connection.execute(statement)
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(flags)")]
+        if "action_id" not in columns:
+            # A database made before flags named the action that made them.
+            connection.execute("ALTER TABLE flags ADD COLUMN action_id TEXT")
         if fresh:
             for user, token in DEMO_TOKENS.items():
                 connection.execute("INSERT INTO users VALUES (?, ?)", (user, _digest(token)))
@@ -258,13 +272,21 @@ def set_values(path: Path, ref: str, units_sold: int | None, revenue_eur: float 
 
 
 def record_flag(
-    path: Path, ref: str, user: str, task_id: str, note: str | None, at: str
+    path: Path,
+    ref: str,
+    user: str,
+    task_id: str,
+    note: str | None,
+    at: str,
+    action_id: str | None = None,
 ) -> FlagRecord:
-    """Record that `user` flagged `ref` for review in task `task_id` at `at`; return it."""
+    """Record that `user` flagged `ref` for review in task `task_id` at `at` (for the
+    assistant's action `action_id`, if named); return it."""
     with _connect(path) as connection:
         cursor = connection.execute(
-            "INSERT INTO flags (ref, user, task_id, note, flagged_at) VALUES (?, ?, ?, ?, ?)",
-            (ref, user, task_id, note, at),
+            "INSERT INTO flags (ref, user, task_id, note, flagged_at, action_id)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (ref, user, task_id, note, at, action_id),
         )
         flag_id = cursor.lastrowid
     assert flag_id is not None
@@ -275,21 +297,24 @@ def record_flag(
         "taskId": task_id,
         "note": note,
         "flaggedAt": at,
+        "actionId": action_id,
     }
 
 
 def list_flags(
-    path: Path, *, user: str | None = None, ref: str | None = None, task_id: str | None = None
+    path: Path,
+    *,
+    user: str | None = None,
+    ref: str | None = None,
+    task_id: str | None = None,
+    action_id: str | None = None,
 ) -> list[FlagRecord]:
     """Return the flags recorded, oldest first: every one, or those matching the
-    given user, ref and task."""
-    where = [
-        (column, value)
-        for column, value in (("user", user), ("ref", ref), ("task_id", task_id))
-        if value is not None
-    ]
+    given user, ref, task and action."""
+    given = (("user", user), ("ref", ref), ("task_id", task_id), ("action_id", action_id))
+    where = [(column, value) for column, value in given if value is not None]
     clause = " AND ".join(f"{column} = ?" for column, _ in where)
-    query = "SELECT id, ref, user, task_id, note, flagged_at FROM flags"
+    query = "SELECT id, ref, user, task_id, note, flagged_at, action_id FROM flags"
     query += f" WHERE {clause}" if clause else ""
     with _connect(path) as connection:
         rows = connection.execute(query + " ORDER BY id", [value for _, value in where]).fetchall()
@@ -301,6 +326,7 @@ def list_flags(
             "taskId": row[3],
             "note": row[4],
             "flaggedAt": row[5],
+            "actionId": row[6],
         }
         for row in rows
     ]

@@ -83,6 +83,8 @@ class _Body(WireModel):
 
 _Ref = Annotated[str, Field(min_length=1, max_length=256)]
 _TaskId = Annotated[str, Field(pattern=_TASK_ID_PATTERN)]
+_MAX_ACTION_ID: Final = 256
+_ActionId = Annotated[str, Field(min_length=1, max_length=_MAX_ACTION_ID)]
 
 
 class GrantBody(_Body):
@@ -120,10 +122,12 @@ class ConfirmationBody(_Body):
 
 
 class FlagBody(ConfirmationBody):
-    """`{ref, taskId, confirmationToken, note?}`."""
+    """`{ref, taskId, confirmationToken, note?, actionId?}`: `actionId` names the
+    assistant's action, so that it can later ask whether this very action was done."""
 
     confirmation_token: Annotated[str, Field(min_length=1, max_length=128)]
     note: Annotated[str, Field(max_length=500)] | None = None
+    action_id: _ActionId | None = None
 
 
 _M = TypeVar("_M", bound=_Body)
@@ -271,23 +275,34 @@ class _Api:
             status = 410 if refused.reason == "expired" else 409
             return _error(status, "confirmation-refused", refused.reason)
         record = access.record_flag(
-            self.db, parsed.ref, binding.user, parsed.task_id, parsed.note, self.now()
+            self.db,
+            parsed.ref,
+            binding.user,
+            parsed.task_id,
+            parsed.note,
+            self.now(),
+            parsed.action_id,
         )
         return _ok({"flag": record}, status=201)
 
     def flags(self, request: Request, _body: bytes) -> Response:
-        """`GET /api/actions/flags?ref=R&taskId=T`: the user's own flags of row R in
-        task T, so an assistant whose request got no answer can ask what happened."""
+        """`GET /api/actions/flags?ref=R&taskId=T[&actionId=A]`: the user's own flags of
+        row R in task T (made for the assistant's action A), so an assistant whose request
+        got no answer can ask what happened."""
         ref, task_id = request.query_params.get("ref", ""), request.query_params.get("taskId", "")
+        action_id = request.query_params.get("actionId")
         if re.fullmatch(_TASK_ID_PATTERN, task_id) is None:
             return _error(400, "bad-request", "invalid-query", "taskId: a task id is required")
+        if action_id is not None and not 1 <= len(action_id) <= _MAX_ACTION_ID:
+            return _error(400, "bad-request", "invalid-query", "actionId: 1 to 256 characters")
         user = self.user(request)
         if isinstance(user, Response):
             return user
         row = self.readable(user, ref)
         if isinstance(row, Response):
             return row
-        return _ok({"flags": access.list_flags(self.db, user=user, ref=ref, task_id=task_id)})
+        flags = access.list_flags(self.db, user=user, ref=ref, task_id=task_id, action_id=action_id)
+        return _ok({"flags": flags})
 
     # --- admin -------------------------------------------------------------------------
 
