@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,10 +12,18 @@ from hypothesis import strategies as st
 from pagecontext.block import parse_block, render_block, render_line
 from pagecontext.budget import Budget, fit_block, fit_items
 from pagecontext.errors import LocalProtocolError
-from pagecontext.items import ContextItem, Instruction
+from pagecontext.items import ContextItem, Instruction, JsonValue
 
 INSTRUCTIONS = [Instruction("Use get_resource to re-read a row.")]
 TOOLS = {"table": "get_table", "reference": "get_resource"}
+
+
+def marker(value: JsonValue, tool: str) -> dict[str, JsonValue]:
+    """The marker for `value` (no character of it escaped in a line): its characters, the
+    start of the SHA-256 of its JSON, the tool."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return {"elided": {"chars": len(text), "digest": digest, "fetchWith": tool}}
 
 
 def table(key: str, rows: int, note: str = "small") -> ContextItem:
@@ -33,13 +44,10 @@ def test_items_within_budget_are_unchanged() -> None:
 
 def test_an_item_over_its_budget_loses_its_heaviest_field_first() -> None:
     """The heaviest field becomes a marker naming the item type's tool; others stay."""
-    [fitted] = fit_items([table("t", 2000)], Budget(per_item_chars=1000, fetch_tools=TOOLS))
-    assert fitted.value == {
-        "note": "small",
-        "rows": {
-            "elided": {"chars": fitted.value["rows"]["elided"]["chars"], "fetchWith": "get_table"}  # type: ignore[call-overload,index]
-        },
-    }
+    item = table("t", 2000)
+    [fitted] = fit_items([item], Budget(per_item_chars=1000, fetch_tools=TOOLS))
+    rows = item.value["rows"]  # type: ignore[call-overload,index]
+    assert fitted.value == {"note": "small", "rows": marker(rows, "get_table")}
     assert len(render_line(fitted)) <= 1000
 
 
@@ -47,7 +55,19 @@ def test_the_default_per_item_budget_is_64000_characters() -> None:
     """An item of about 100,000 characters is cut to at most 64,000."""
     [fitted] = fit_items([ContextItem(type="text", key="k", value="y" * 100_000)])
     assert len(render_line(fitted)) <= 64_000
-    assert fitted.value == {"elided": {"chars": 100_002, "fetchWith": "get_context_item"}}
+    assert fitted.value == marker("y" * 100_000, "get_context_item")
+
+
+def test_values_of_the_same_size_elided_make_other_lines_and_escapes_count() -> None:
+    """Two values of one size elide to lines that differ (their digests), so dedup sends
+    the new one; a marker counts the characters the value takes escaped in a line."""
+    lines = {
+        render_line(fit_items([ContextItem(type="text", key="k", value=v)], Budget(600))[0])
+        for v in ("a" * 5000, "b" * 5000)
+    }
+    assert len(lines) == 2
+    [fitted] = fit_items([ContextItem(type="text", key="k", value="<" * 5000)], Budget(600))
+    assert fitted.value["elided"]["chars"] == 2 + 6 * 5000  # type: ignore[call-overload,index]
 
 
 @pytest.mark.parametrize("length", [201, 211, 212, 240])
@@ -65,7 +85,7 @@ def test_a_scalar_value_is_elided_whole_and_a_long_label_is_shortened() -> None:
     """With no fields to pick from the value goes; then the label keeps its start."""
     item = ContextItem(type="note", key="n", label="L" * 5000, value="v" * 5000)
     [fitted] = fit_items([item], Budget(per_item_chars=600))
-    assert fitted.value == {"elided": {"chars": 5002, "fetchWith": "get_context_item"}}
+    assert fitted.value == marker("v" * 5000, "get_context_item")
     assert fitted.label == "L" * 200 + "...[elided]"
 
 

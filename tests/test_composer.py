@@ -8,6 +8,7 @@ import re
 import pytest
 
 import wire
+from pagecontext import agui
 from pagecontext.block import extract_instructions, parse_block
 from pagecontext.composer import (
     MAX_LOG_ENTRIES,
@@ -36,6 +37,31 @@ def composer_with(ref: str = "row:42") -> Composer:
     composer = Composer()
     composer.set_selection(selection(ref))
     return composer
+
+
+def test_get_context_item_gives_whole_what_the_block_elided_under_the_longest_key() -> None:
+    """13 fields of 1,000 `<` (within a message's 16 KiB) take 78,000 characters in a
+    line: the block elides them (64,000 per item), and the context tool, asked with the
+    item's key (as long as a selection's can be: three ids of 256 characters), gives
+    them whole."""
+    raw = wire.with_selection(
+        wire.context(selectionRevision=1),
+        pageId="p" * 256,
+        componentId="c" * 256,
+        resourceRef="r" * 256,
+        snapshot={f"note{n}": "<" * 1_000 for n in range(13)},
+    )
+    message = parse_message(raw)
+    assert isinstance(message, ContextMessage)
+    composer = Composer()
+    composer.set_selection(message.selection)
+    [_reference, snapshot] = parse_block(composer.message_text(""))
+    assert "elided" in json.dumps(snapshot["value"])
+    key = composer.chips()[0].key
+    call = agui.context_tool_call("get_context_item", json.dumps({"key": key}))
+    [_reference, whole] = parse_block(composer.context_result(call))
+    values = whole["value"]["values"]  # type: ignore[call-overload,index]
+    assert values == {f"note{n}": "<" * 1_000 for n in range(13)}
 
 
 def test_a_selection_is_one_chip_and_its_snapshot_rides_along_hidden() -> None:

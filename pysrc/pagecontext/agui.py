@@ -114,6 +114,9 @@ LIST_CONTEXT_TOOL: Final = "list_context_items"
 CONTEXT_TOOL_NAMES: Final = (GET_CONTEXT_TOOL, LIST_CONTEXT_TOOL)
 
 _MAX_ID_CHARS: Final = 256
+# An item's key: a selection's is the compact JSON of its three ids (each at most 256
+# characters, each character at most 6 once escaped).
+_MAX_KEY_CHARS: Final = 3 * 6 * _MAX_ID_CHARS + 64
 _MAX_NOTE_CHARS: Final = 500
 # Ids the verifier remembers per run: an endless stream of new ids must not grow memory.
 DEFAULT_MAX_IDS: Final = 10_000
@@ -161,7 +164,9 @@ class FlagForReviewArgs(_ToolArgs):
 class GetContextItemArgs(_ToolArgs):
     """Arguments of `get_context_item`: one item of the context, whole."""
 
-    key: _Id = Field(description="The item's key, as its line or an elision marker names it.")
+    key: Annotated[str, Field(min_length=1, max_length=_MAX_KEY_CHARS)] = Field(
+        description="The item's key, as its line or an elision marker names it."
+    )
 
 
 class ListContextItemsArgs(_ToolArgs):

@@ -4,8 +4,10 @@ This module owns how items are cut down to fit. Each item's rendered line must f
 `Budget.per_item_chars` (64,000 by default) and the whole block `Budget.total_chars`.
 Over budget, the heaviest part goes first: the heaviest field of an object value, then
 the whole value, then all but the start of a long label. An elided part is replaced by
-a marker, `{"elided": {"chars": <chars>, "fetchWith": <tool>}}`, naming the tool that
-fetches it, so each line stays one JSON object. A page cannot write that shape (what it
+a marker, `{"elided": {"chars": <chars>, "digest": <hex>, "fetchWith": <tool>}}`: how
+many characters it takes in a line, the start of its SHA-256 (so that other values of
+the same size make another line, which dedup sends again) and the tool that fetches it;
+each line stays one JSON object. A page cannot write that shape (what it
 sends under its own keys is scalars, lists of scalars and `{value, unit}` quantities), so
 a marker in a line is always one this module wrote. If eliding is not enough for the
 total, items are dropped from the end (references come first, so they are kept longest)
@@ -15,6 +17,7 @@ final block is rendered and measured again; it is within budget or `fit_block` r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
 
-from pagecontext.block import render_block, render_line
+from pagecontext.block import render_block, render_line, safe_json
 from pagecontext.errors import LocalProtocolError
 from pagecontext.items import ID_PATTERN, ContextItem, Instruction, JsonValue
 
@@ -76,7 +79,7 @@ def is_marker(value: JsonValue) -> bool:
     if not isinstance(value, dict) or set(value) != {"elided"}:
         return False
     inner = value["elided"]
-    return isinstance(inner, dict) and set(inner) == {"chars", "fetchWith"}
+    return isinstance(inner, dict) and set(inner) == {"chars", "digest", "fetchWith"}
 
 
 def fit_items(items: Sequence[ContextItem], budget: Budget = DEFAULT_BUDGET) -> list[ContextItem]:
@@ -155,12 +158,21 @@ def _with_summary(fitted: list[ContextItem], dropped: int, budget: Budget) -> li
     return [*fitted, _summary(dropped, budget)] if dropped else list(fitted)
 
 
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _size(value: JsonValue) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    """The characters `value` takes in a line, escaped as the line escapes it."""
+    return len(safe_json(_json(value)))
+
+
+_DIGEST_HEX: Final = 12
 
 
 def _marker(value: JsonValue, tool: str) -> dict[str, JsonValue]:
-    return {"elided": {"chars": _size(value), "fetchWith": tool}}
+    digest = hashlib.sha256(_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+    return {"elided": {"chars": _size(value), "digest": digest[:_DIGEST_HEX], "fetchWith": tool}}
 
 
 def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:

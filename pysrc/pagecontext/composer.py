@@ -264,9 +264,10 @@ class Composer:
     def context_result(self, call: ContextToolCall) -> str:
         """Answer a context tool call from the items in play now, redacted as always.
 
-        `get_context_item` gives the item whose key is asked for, whole within the
-        per-item budget, in an untrusted block; `list_context_items` gives every item's
-        type, key and label. A dismissed item is not in play: it is never given.
+        `get_context_item` gives the item whose key is asked for in an untrusted block,
+        whole within the block's total budget (not the per-item budget that elided it
+        from the block); `list_context_items` gives every item's type, key and label. A
+        dismissed item is not in play: it is never given.
         """
         items = redact_items(list(self._registry.view().items), self._schemas)
         if call.name == "list_context_items":
@@ -276,10 +277,8 @@ class Composer:
         if not found:
             # The key is the agent's, perhaps read from page data: escaped as a line is.
             return safe_json(json.dumps({"status": "not-found", "key": call.key}))
-        whole = Budget(
-            per_item_chars=self._budget.per_item_chars,
-            total_chars=max(self._budget.total_chars, self._budget.per_item_chars * 2),
-        )
+        largest = max(self._budget.total_chars, self._budget.per_item_chars)
+        whole = replace(self._budget, per_item_chars=largest, total_chars=largest * 2)
         return fit_block([], found, whole)
 
     # -- commands in the log ----------------------------------------------------------
