@@ -603,6 +603,57 @@ def test_a_repeated_command_gets_its_original_receipt_and_is_not_applied_again()
 
 
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_after_a_new_conversation_the_assistants_bye_unbinds_the_page(embedder: Side) -> None:
+    """The binding's own messages carry the new conversation: the page takes the `bye`."""
+    pair = shared_pair(embedder)
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    assert pair.last_edge("assistant", "conversation")["conversationId"] == "conv-2"
+    [bye] = [e.message for e in pair.assistant.bye() if isinstance(e, ToPeer)]
+    assert bye["conversationId"] == "conv-2"
+    pair.page.on_port_message(bye)  # as the port delivers it before it closes
+    assert pair.page.binding is None
+    assert pair.page.diagnostics()["control"] == {}
+
+
+def test_a_page_reloaded_after_a_new_conversation_binds_on_it() -> None:
+    """The workbench's page reloads after a new conversation: its `connect` names the new
+    conversation (as the edge learned it), the assistant binds it, and the page's
+    contexts are taken."""
+    pair = shared_pair("assistant")
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    pair.reload_page("page-2")
+    pair.handshake()
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-2"
+    render_orders(pair)
+    select(pair, "row:3")
+    share(pair)
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection.resource_ref == "row:3"
+
+
+def test_a_binding_made_while_the_conversation_changed_switches_the_page_to_it() -> None:
+    """The page embeds the assistant; the conversation changes while the assistant's
+    `connected` waits for the page's `bound`: once bound, the page is told the new
+    conversation, and commands of it are applied."""
+    pair = ChannelPair(embedder="page")
+    pair.child_reloaded()
+    pair.handshake(deliver=False)
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-2"
+    render_orders(pair)
+    select(pair)
+    share(pair)
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight)["ui"][0] == "applied"
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_new_conversation_rebinds_the_page(embedder: Side) -> None:
     """The assistant starts a new conversation: the page stamps it from then on, and a
     command still stamped with the old one is rejected, never applied."""

@@ -147,6 +147,11 @@ class EmbedderBinder:
         """The live binding, or None unless BOUND."""
         return self._binding
 
+    def use_conversation(self, conversation_id: str) -> None:
+        """An assistant embedder's conversation changed: a `connected` must echo this one."""
+        if self._role == "assistant":
+            self._conversation_id = conversation_id
+
     def expect(self, nonce: str) -> None:
         """Wait for a `connected` message carrying `nonce`.
 

@@ -259,6 +259,8 @@ class _Connection:
                 self.embedder = EmbedderBinder(
                     role=self.role, instance_id=self.instance_id, conversation_id=conversation_id
                 )
+            elif conversation_id is not None:
+                self.embedder.use_conversation(conversation_id)
             if self.embedder.state is BindState.BOUND:
                 self.embedder.close()
             self.embedder.expect(nonce)
@@ -807,17 +809,26 @@ class AssistantSession:
         The page instance's revision sequence goes on; the pinned context stays pinned.
         """
         self.conversation_id = conversation_id
-        effects: list[Effect] = []
+        # The edge names it in the next `connect` it sends as an embedder.
+        effects: list[Effect] = [
+            ToEdge({"kind": "conversation", "conversationId": conversation_id})
+        ]
         binding = self._conn.binding
         if binding is not None:
-            message = ConversationMessage(
-                message_id=self._new_id(),
-                page_instance_id=binding.page_instance_id,
-                conversation_id=conversation_id,
-            )
-            self.receiver.bind(binding.page_instance_id, conversation_id)
-            effects.append(ToPeer(dump_message(message)))
+            effects += self._switch_conversation(binding)
         return [*effects, _STATE, _PERSIST]
+
+    def _switch_conversation(self, binding: Binding) -> list[Effect]:
+        """Tell the bound page that the conversation is now `self.conversation_id`; the
+        binding's own messages (`bye`) are stamped with it from now on."""
+        self._conn.binding = replace(binding, conversation_id=self.conversation_id)
+        self.receiver.bind(binding.page_instance_id, self.conversation_id)
+        message = ConversationMessage(
+            message_id=self._new_id(),
+            page_instance_id=binding.page_instance_id,
+            conversation_id=self.conversation_id,
+        )
+        return [ToPeer(dump_message(message))]
 
     def remove_chip(self, key: str | None = None) -> list[Effect]:
         """The user removed a chip (default: the pinned selection's): it stays removed,
@@ -1284,8 +1295,12 @@ class AssistantSession:
     def _bound(self) -> list[Effect]:
         binding = self._conn.binding
         assert binding is not None
+        effects: list[Effect] = []
+        if binding.conversation_id != self.conversation_id:
+            # Bound on the conversation of a handshake begun before a new conversation.
+            effects = self._switch_conversation(binding)
         self.receiver.bind(binding.page_instance_id, self.conversation_id)
-        return [ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
+        return [*effects, ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
 
     def _persist(self) -> ToEdge:
         pinned = self._pinned_as_wire()

@@ -537,6 +537,11 @@ class Edge:
             self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
+        elif kind == "conversation":
+            # A new conversation: the next `connect` this embedder sends names it.
+            conversation_id = message.get("conversationId")
+            if isinstance(conversation_id, str):
+                self.conversation_id = conversation_id
         elif kind == "diagnostics":
             self._on_diagnostics(message)
         elif kind == "refused":
