@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx2 as httpx
@@ -15,10 +17,10 @@ from pagecontext import agui
 from pagecontext.agent.explain import LiveRead, ReadRefused, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.server import access
-from pagecontext.server.agent_endpoint import live_read
-from pagecontext.server.app import ServerConfig
+from pagecontext.server.agent_endpoint import AGENT_READS, live_read
+from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.data import create_demo_db, query_sales
-from pagecontext.server.run import free_port, start_in_thread
+from pagecontext.server.run import free_port, serve_in_thread, start_in_thread
 
 NORTH_MARCH = "sales-2026-03-north"
 OBSERVED_AT = "2026-05-01T09:30:00.000Z"
@@ -342,8 +344,16 @@ def test_agent_reports_an_unreachable_resource_api(tmp_path: Path) -> None:
     assert events[-1].code == "resource-api-unavailable"  # type: ignore[attr-defined]
 
 
-def test_agent_over_real_sockets_reads_the_page_origin_over_http(tmp_path: Path) -> None:
-    """Both origins served for real: the agent's HTTP reader fetches the row as the user."""
+def test_agent_over_real_sockets_reads_the_page_origin_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both origins served for real: the agent's HTTP reader fetches the row as the user,
+    straight from the page origin, never through a proxy the environment names (that
+    proxy, here a port nobody serves, would get the user's credential)."""
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")
     (tmp_path / "index.html").write_text("<!doctype html>")
     (tmp_path / "web").mkdir()
     config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
@@ -354,8 +364,58 @@ def test_agent_over_real_sockets_reads_the_page_origin_over_http(tmp_path: Path)
             json=run_body(),
             headers={"Host": f"{config.assistant_host}:{config.assistant_port}"},
             timeout=10,
+            trust_env=False,  # this test's own request, not the agent's, goes direct
         )
     events = verified_events(
         response.headers["content-type"], response.text, thread_id="conv-1", run_id="run-1"
     )
     assert "2.94 times its average of 1,441 units" in _text(events)
+
+
+def test_runs_waiting_on_reads_never_take_the_threads_the_page_origin_needs(
+    tmp_path: Path,
+) -> None:
+    """45 runs whose reads wait (more than the event loop's 40 threads): at most
+    AGENT_READS read at once, and the page origin, which answers those reads and shares
+    the threads, still answers meanwhile."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
+    create_demo_db(config.db_path)
+    release, full, lock = threading.Event(), threading.Event(), threading.Lock()
+    inside = [0, 0]  # now, most
+
+    def reader(_ref: str, _authorization: str) -> ReadRefused:
+        with lock:
+            inside[0] += 1
+            inside[1] = max(inside)
+            if inside[0] == AGENT_READS:
+                full.set()
+        release.wait(60)
+        with lock:
+            inside[0] -= 1
+        return ReadRefused(403, "not-authorized")
+
+    apps = [
+        (create_page_app(config), config.page_port),
+        (create_assistant_app(config, resource_reader=reader), config.assistant_port),
+    ]
+    agent = f"http://127.0.0.1:{config.assistant_port}/agent"
+    host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
+    with serve_in_thread(apps), ThreadPoolExecutor(45) as pool:
+        runs = [
+            pool.submit(
+                httpx.post, agent, json=run_body(), headers=host, timeout=60, trust_env=False
+            )
+            for _ in range(45)
+        ]
+        try:
+            assert full.wait(30)
+            sales = httpx.get(
+                f"{config.page_origin}/api/sales?region=East", timeout=10, trust_env=False
+            )
+            assert sales.status_code == 200
+        finally:
+            release.set()
+        assert [run.result().status_code for run in runs] == [200] * 45
+    assert inside == [0, AGENT_READS]

@@ -24,10 +24,11 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Final
 
+import anyio
+import anyio.to_thread
 from ag_ui.core import BaseEvent, RunAgentInput
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -83,6 +84,19 @@ def live_read(row_answer: Mapping[str, object], context: Mapping[str, object]) -
     )
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not followed: the request carries the user's credential,
+    which urllib would send on to wherever the redirect points."""
+
+    def redirect_request(self, *_args: object, **_kwargs: object) -> None:
+        return None
+
+
+# Straight to the page origin: never through a proxy from the environment (`http_proxy`),
+# which would get the user's credential, and never on to a redirect's target.
+_OPENER: Final = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
 class HttpResourceReader:
     """Reads a row and its context from the page origin's resource API, as the user."""
 
@@ -96,7 +110,7 @@ class HttpResourceReader:
             headers={"Authorization": authorization, "Accept": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
+            with _OPENER.open(request, timeout=self._timeout) as response:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
@@ -134,6 +148,11 @@ class HttpResourceReader:
 
 _LOG = logging.getLogger(__name__)
 
+# Runs reading rows at once, each holding a thread while it waits for the resource API.
+# Both origins share one event loop and its threads (40): the page origin's endpoints,
+# which answer those reads, must never wait for threads the reads hold.
+AGENT_READS: Final = 8
+
 
 def _new_id() -> str:
     return uuid.uuid4().hex
@@ -143,6 +162,13 @@ def agent_endpoint(
     reader: ResourceReader, new_id: Callable[[], str] = _new_id
 ) -> Callable[[Request], object]:
     """Return the `POST /agent` endpoint, reading rows with `reader`."""
+
+    reads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first run
+
+    async def read(ref: str, authorization: str) -> LiveRead | ReadRefused:
+        if not reads:
+            reads.append(anyio.CapacityLimiter(AGENT_READS))
+        return await anyio.to_thread.run_sync(reader, ref, authorization, limiter=reads[0])
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -164,7 +190,7 @@ def agent_endpoint(
             yield run_started(run_input)
             try:
                 task, authorization = task_and_authorization(run_input)
-                outcome = await run_in_threadpool(reader, task.resource_ref, authorization)
+                outcome = await read(task.resource_ref, authorization)
             except RunInputError as error:
                 yield run_error(str(error), "bad-input")
                 return
