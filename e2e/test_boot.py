@@ -96,6 +96,43 @@ def test_both_workers_restore_the_snapshot(
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
 
 
+# From the page's main thread: one byte of each copy the worker kept in the Cache API
+# changed, as a script of the page's origin could.
+SWAP_CACHED = """async () => {
+  const runtime = await (await fetch("/py/runtime.json")).json();
+  const cache = await caches.open("pagecontext-snapshot");
+  const urls = [runtime.snapshot.parts[0], runtime.pyodide.indexURL + "pyodide.asm.wasm"];
+  for (const url of urls.map((u) => new URL(u, location.href).href)) {
+    const kept = await cache.match(url);
+    if (!kept) return `not kept: ${url}`;
+    const bytes = new Uint8Array(await kept.arrayBuffer());
+    bytes[bytes.length - 1] ^= 1;
+    await cache.put(url, new Response(bytes));
+  }
+  return "changed";
+}"""
+
+
+def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The bundle and the runtime's wasm the page's worker kept in the Cache API, each
+    changed by one byte: the next visit refuses both copies (their SHA-256 is not the
+    one runtime.json pins), reads both from the server, still restores, and works."""
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    _visit(page, origins)
+    page_worker = next(w for w in page.workers if w.url.startswith(origins.page))
+    page_worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-kept")
+    assert page.evaluate(SWAP_CACHED) == "changed"
+    again = context.new_page()
+    [steps] = [m for m in _visit(again, origins) if "cache-refused" in m]
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
+    assert steps["runtime-loaded"] == "snapshot"
+    select_and_ask(again, ROW)
+    show_and_expect(panel(again), "applied")
+
+
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
     page: Page, origins: Origins
 ) -> None:

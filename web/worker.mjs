@@ -171,6 +171,26 @@ function fetchSync(url, step) {
 // some browsers, third-party frames have no Cache API; they read the HTTP cache.
 const SNAPSHOT_CACHE = "pagecontext-snapshot";
 
+// The SHA-256 of `bytes`, in hex.
+async function sha256Hex(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+// The bytes of the Cache API's copy of `url` if they are the ones runtime.json pins
+// (`sha256`), else undefined (and a copy that is not is deleted). Any script of this
+// origin can write to its Cache API: a copy it wrote would otherwise run in this worker
+// on every later visit.
+async function verifiedCopy(cache, url, sha256) {
+  const cached = await cache.match(url).catch(() => undefined);
+  if (!cached) return undefined;
+  const bytes = await cached.arrayBuffer().catch(() => undefined);
+  if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return bytes;
+  await cache.delete(url).catch(() => {});
+  mark("cache-refused", url);
+  return undefined;
+}
+
 async function snapshotCache() {
   try {
     return await caches.open(SNAPSHOT_CACHE);
@@ -202,15 +222,15 @@ function concatenated(responses) {
   });
 }
 
-// The bundle's bytes: from the Cache API, else from the server (its parts, under the
-// first one's URL). Returns {body, keep}: keep() (after the boot, off its critical path)
-// stores what the server sent.
-async function bundleStream(urls, signal, cache) {
+// The bundle's bytes: from the Cache API if they are the ones pinned (`sha256`), else
+// from the server (its parts, under the first one's URL). Returns {body, keep}: keep()
+// (after the boot, off its critical path) stores what the server sent.
+async function bundleStream(urls, sha256, signal, cache) {
   const key = urls[0];
-  const cached = cache && (await cache.match(key).catch(() => undefined));
-  if (cached && cached.body) {
+  const cached = cache && (await verifiedCopy(cache, key, sha256));
+  if (cached) {
     mark("snapshot-opened", "cache");
-    return { body: cached.body, keep: null };
+    return { body: new Response(cached).body, keep: null };
   }
   const responses = urls.map(async (url) => {
     const response = await fetch(url, { signal });
@@ -241,13 +261,14 @@ async function bundleStream(urls, signal, cache) {
 
 // While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
 // worker's global fetch) is answered from `cache` when the cache has it, else from the
-// server. Returns {done() (the global fetch as it was), keep() (stores the wasm, unless
-// the restore read it from the cache)}.
-function runtimeWasm(url, cache) {
+// server; the cache's copy only if its bytes are the ones pinned (`sha256`). Returns
+// {done() (the global fetch as it was), keep() (stores the wasm, unless the restore read
+// it from the cache)}.
+function runtimeWasm(url, sha256, cache) {
   const fetchFromServer = self.fetch;
-  // Read now, while the runtime's JavaScript loads, so that the bytes are in memory by
-  // the time Pyodide asks for them.
-  let early = cache.match(url).then((cached) => cached?.arrayBuffer()).catch(() => undefined);
+  // Read (and checked) now, while the runtime's JavaScript loads, so that the bytes are
+  // in memory by the time Pyodide asks for them.
+  let early = verifiedCopy(cache, url, sha256);
   // The server's response, a second reader of the body Pyodide compiles: the Cache API
   // gets the bytes decoded once, not a second decode from the HTTP cache.
   let fetched = null;
@@ -354,13 +375,13 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
 // Boot from the snapshot bundle; resolves to {pyodide, keep (null, or a function that
 // stores in the Cache API what this visit read from the server, and forgets older
 // copies)}, or rejects (and forgets the cached copies).
-async function bootFromSnapshot(snapshot, options, loadPyodide, createModule, helpers, signal) {
+async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal) {
   const urls = snapshot.parts.map(here);
   const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
   const cache = await snapshotCache();
-  const wasm = cache && runtimeWasm(wasmURL, cache);
+  const wasm = cache && runtimeWasm(wasmURL, wasmSha256, cache);
   try {
-    const { body, keep: keepBundle } = await bundleStream(urls, signal, cache);
+    const { body, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache);
     const pyodide = await restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal);
     const keep = cache && (async () => {
       await keepBundle?.();
@@ -402,7 +423,9 @@ const snapshotHelpers = import(here("/web/snapshot.mjs"));
 snapshotHelpers.catch(() => {});
 
 try {
-  const runtime = await (await fetch(here("/py/runtime.json"))).json();
+  const answer = await fetch(here("/py/runtime.json"));
+  if (!answer.ok) throw new Error(`/py/runtime.json: HTTP ${answer.status}`);
+  const runtime = await answer.json();
   const indexURL = here(runtime.pyodide.indexURL);
   const options = {
     indexURL,
@@ -424,7 +447,7 @@ try {
     try {
       const { loadPyodide } = await pyodideModule;
       ({ pyodide, keep } = await withTimeout(SNAPSHOT_TIMEOUT_MS, (signal) =>
-        bootFromSnapshot(runtime.snapshot, options, loadPyodide, createModule, snapshotHelpers, signal),
+        bootFromSnapshot(runtime.snapshot, runtime.pyodide.wasmSha256, options, loadPyodide, createModule, snapshotHelpers, signal),
       ));
       installed = runtime.snapshot.packages || runtime.packages;
     } catch (error) {

@@ -302,7 +302,13 @@ def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
         path.write_bytes(part)
         path.with_name(path.name + ".br").write_bytes(brotli_part)
         urls.append(url + path.name)
-    return {"parts": urls, "bytes": len(data), "brotliBytes": sum(len(p) for p in packed)}
+    return {
+        "parts": urls,
+        "bytes": len(data),
+        "brotliBytes": sum(len(p) for p in packed),
+        # What the worker checks a copy in its Cache API against.
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
 
 
 # What an earlier output holds: a folder holding one of these may be replaced.
@@ -455,7 +461,14 @@ def assemble_into(
         apps.append(source.stem)
 
     runtime: dict[str, object] = {
-        "pyodide": {"version": pyodide_version, "indexURL": f"/{pyodide_dir}/"},
+        "pyodide": {
+            "version": pyodide_version,
+            "indexURL": f"/{pyodide_dir}/",
+            # What the worker checks a copy of the runtime's wasm in its Cache API against.
+            "wasmSha256": hashlib.sha256(
+                (out / pyodide_dir / "pyodide.asm.wasm").read_bytes()
+            ).hexdigest(),
+        },
         "micropython": {"version": mpy_version, "module": f"/{mpy_dir}/micropython.mjs"},
         "lockFileURL": "/py/pyodide-lock.json",
         "packages": sorted(packages),
