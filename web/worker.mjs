@@ -222,15 +222,26 @@ function concatenated(responses) {
   });
 }
 
-// The bundle's bytes: from the Cache API if they are the ones pinned (`sha256`), else
-// from the server (its parts, under the first one's URL). Returns {body, keep}: keep()
-// (after the boot, off its critical path) stores what the server sent.
+// A copy in the Cache API that is not the one runtime.json pins.
+class CacheRefused extends Error {}
+
+// The bundle's bytes: from the Cache API, else from the server (its parts, under the
+// first one's URL). Returns {body, verified, keep}: the cache's copy streams in at once,
+// while `verified` (null for the server's bytes) checks its SHA-256 against `sha256`
+// and rejects with CacheRefused if it is not the pinned one; the restore places nothing
+// before it resolves. keep() (after the boot, off its critical path) stores what the
+// server sent.
 async function bundleStream(urls, sha256, signal, cache) {
   const key = urls[0];
-  const cached = cache && (await verifiedCopy(cache, key, sha256));
-  if (cached) {
+  const cached = cache && (await cache.match(key).catch(() => undefined));
+  if (cached && cached.body) {
     mark("snapshot-opened", "cache");
-    return { body: new Response(cached).body, keep: null };
+    const [body, copy] = cached.body.tee();
+    const verified = new Response(copy).arrayBuffer().then(sha256Hex).then((found) => {
+      if (found !== sha256) throw new CacheRefused(`the Cache API's copy of ${key} is not the pinned one`);
+    });
+    verified.catch(() => {});
+    return { body, verified, keep: null };
   }
   const responses = urls.map(async (url) => {
     const response = await fetch(url, { signal });
@@ -241,7 +252,7 @@ async function bundleStream(urls, sha256, signal, cache) {
   await responses[0];
   mark("snapshot-opened", "network");
   const whole = concatenated(responses);
-  if (!cache) return { body: whole, keep: null };
+  if (!cache) return { body: whole, verified: null, keep: null };
   const chunks = [];
   const body = whole.pipeThrough(
     new TransformStream({
@@ -256,7 +267,7 @@ async function bundleStream(urls, sha256, signal, cache) {
     chunks.length = 0;
     await cache.put(key, new Response(blob, { headers: { "Content-Type": "application/octet-stream" } }));
   };
-  return { body, keep };
+  return { body, verified: null, keep };
 }
 
 // While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
@@ -298,7 +309,7 @@ function runtimeWasm(url, sha256, cache) {
 // Restore the snapshot in `body` (the bundle's bytes, as they arrive); resolves to
 // Pyodide with the bundle's packages installed and imported. The bundle streams in
 // while Pyodide fetches its runtime; the restore waits in a preRun for the rest.
-async function restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal) {
+async function restoreSnapshot(body, verified, options, loadPyodide, createModule, helpers, signal) {
   const {
     AFTER_RESTORE,
     copyRuns,
@@ -337,8 +348,10 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
       settings.preRun.push((Module) => {
         mark("prerun");
         Module.addRunDependency("pagecontext-snapshot");
-        bundle.complete
-          .then(({ meta, libs, memory }) => {
+        // Nothing of a copy from the Cache API is placed (its library instantiated, its
+        // memory restored) before its bytes are known to be the pinned ones.
+        Promise.all([bundle.complete, verified])
+          .then(([{ meta, libs, memory }]) => {
             if (Module.API.sitePackages !== meta.sitePackages) {
               throw new Error(`the snapshot has site-packages at ${meta.sitePackages}, not ${Module.API.sitePackages}`);
             }
@@ -375,14 +388,16 @@ async function restoreSnapshot(body, options, loadPyodide, createModule, helpers
 // Boot from the snapshot bundle; resolves to {pyodide, keep (null, or a function that
 // stores in the Cache API what this visit read from the server, and forgets older
 // copies)}, or rejects (and forgets the cached copies).
-async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal) {
+// A copy in the Cache API that is not the pinned one is deleted, and the boot starts
+// again from the server's bytes (`useCache` false).
+async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, useCache = true) {
   const urls = snapshot.parts.map(here);
   const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
-  const cache = await snapshotCache();
+  const cache = useCache ? await snapshotCache() : null;
   const wasm = cache && runtimeWasm(wasmURL, wasmSha256, cache);
   try {
-    const { body, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache);
-    const pyodide = await restoreSnapshot(body, options, loadPyodide, createModule, helpers, signal);
+    const { body, verified, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache);
+    const pyodide = await restoreSnapshot(body, verified, options, loadPyodide, createModule, helpers, signal);
     const keep = cache && (async () => {
       await keepBundle?.();
       await wasm.keep();
@@ -394,7 +409,10 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   } catch (error) {
     await cache?.delete(urls[0]).catch(() => {});
     await cache?.delete(wasmURL).catch(() => {});
-    throw error;
+    if (!(error instanceof CacheRefused)) throw error;
+    mark("cache-refused", urls[0]);
+    wasm?.done();
+    return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
     wasm?.done();
   }
