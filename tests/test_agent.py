@@ -127,6 +127,15 @@ def test_january_has_no_previous_month(demo_db: Path) -> None:
     assert "sales-2025-12-west" not in json.dumps([dict(c.arguments) for c in answer.tool_calls])
 
 
+def test_a_previous_month_that_sold_nothing_is_compared_without_a_percentage(
+    demo_db: Path,
+) -> None:
+    """February sold 0 units (a month the shop was closed): March is "up from none"."""
+    access.set_values(demo_db, "sales-2026-02-north", 0, 0.0)
+    answer = explain(task(), live(demo_db, NORTH_MARCH))
+    assert "Against 2026-02 (0 units) that is up from none. " in answer.chunks
+
+
 @pytest.mark.scenario(7)
 def test_live_differing_from_the_snapshot_states_both_values_and_times(demo_db: Path) -> None:
     """The user saw 3,000 units at observedAt; live is 4,231 at readAt: both are stated."""

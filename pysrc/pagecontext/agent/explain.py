@@ -120,6 +120,8 @@ def _amount(column: str, value: float) -> str:
 
 
 def _signed_percent(new: float, old: float) -> str:
+    if old == 0:  # a month that sold nothing: no percentage of it
+        return "unchanged" if new == 0 else "up from none"
     return f"{(new - old) / old * 100:+.1f}%"
 
 
