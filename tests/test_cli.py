@@ -225,10 +225,12 @@ def test_a_bad_agent_url_is_a_usage_error(
     assert "PAGECONTEXT_AGENT_URL" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("url", ["//evil.example/agent", "http://", "https:///run"])
+@pytest.mark.parametrize(
+    "url", ["//evil.example/agent", "/\\evil.example/agent", "http://", "https:///run"]
+)
 def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
-    """ "//host/x" is another host, not a path on the assistant origin; an http(s) URL
-    names its host."""
+    """ "//host/x" and "/\\host/x" are another host to a browser, not a path on the
+    assistant origin; an http(s) URL names its host."""
     with pytest.raises(SystemExit) as caught:
         main(["demo", "--root", str(root), "--agent-url", url])
     assert caught.value.code == 2

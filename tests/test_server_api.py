@@ -153,6 +153,23 @@ def test_a_revoke_takes_effect_on_the_very_next_read(api: TestClient) -> None:
     assert api.get("/api/resources/sales-2026-04-north", headers=ANA).status_code == 403
 
 
+@pytest.mark.parametrize(
+    ("target", "status", "reason"),
+    [
+        ({"region": "north"}, 400, "unknown-region"),
+        ({"ref": "sales-2026-03-North"}, 404, "unknown-user-or-ref"),
+    ],
+)
+def test_revoking_what_does_not_exist_is_refused_not_done(
+    api: TestClient, target: dict[str, str], status: int, reason: str
+) -> None:
+    """A revoke with a wrong case (a typo) is refused as the grant would be, never a 200
+    that leaves the access in place."""
+    response = api.request("DELETE", "/admin/grants", json={"user": "ben", **target})
+    assert (response.status_code, response.json()["reason"]) == (status, reason)
+    assert api.get(f"/api/resources/{NORTH_MARCH}", headers=BEN).status_code == 200
+
+
 def test_resource_context_lists_the_region_and_month_rows_the_user_may_read(
     api: TestClient,
 ) -> None:

@@ -51,8 +51,9 @@ def _agent_url(text: str) -> str:
     from urllib.parse import urlsplit
 
     absolute = text.startswith(("http://", "https://"))
-    # "//host/x" is a URL on another host, not a path on the assistant origin.
-    path = text.startswith("/") and not text.startswith("//")
+    # "//host/x" is a URL on another host, not a path on the assistant origin; so is
+    # "/\\host/x", which browsers read the same way.
+    path = text.startswith("/") and text[1:2] not in ("/", "\\")
     try:
         host = urlsplit(text).hostname if absolute else None
     except ValueError:

@@ -232,9 +232,15 @@ def revoke(path: Path, user: str, kind: GrantKind, value: str) -> list[Grant]:
 
     Revoking a row removes its ref grant and the grant on its region, so the user can
     no longer read it (other rows of the region go too: the demo has no deny rules).
-    Revoking a region removes the region grant and the ref grants inside it.
-    Raises LookupError for an unknown user.
+    Revoking a region removes the region grant and the ref grants inside it. Revoking
+    what is not granted removes nothing; a target that does not exist is an error, as
+    for `grant`, so a revoke with a typo never reads as done.
+    Raises LookupError for an unknown user or row, ValueError for an unknown region.
     """
+    if kind == "region" and value not in REGIONS:
+        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {value!r}")
+    if kind == "ref" and read_row(path, value) is None:
+        raise LookupError(f"no row {value!r}")
     targets: list[tuple[GrantKind, str]]
     if kind == "ref":
         targets = [("ref", value), ("region", ref_region(value) or "")]
