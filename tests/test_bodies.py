@@ -38,7 +38,10 @@ class CountingBody:
 
 def scope(host: str, path: str, length: int | None) -> dict[str, object]:
     headers = [(b"host", host.encode()), (b"content-type", b"text/plain")]
-    if length is not None:
+    # A body of no announced length comes chunked, as HTTP/1.1 sends it.
+    if length is None:
+        headers.append((b"transfer-encoding", b"chunked"))
+    else:
         headers.append((b"content-length", str(length).encode()))
     return {
         "type": "http",
@@ -133,23 +136,34 @@ def test_a_body_within_the_limit_keeps_the_connection(demo_config: ServerConfig)
 
 
 @pytest.mark.parametrize(
-    ("origin", "path"), [("page", "/api/actions/flag"), ("assistant", "/agent")]
+    ("origin", "path", "extra", "status"),
+    [
+        ("page", "/api/actions/flag", "", 413),
+        ("assistant", "/agent", "", 200),
+        # The admin API's guard: a browser's request carries Origin.
+        ("page", "/admin/grants", "Origin: https://evil.example\r\n", 403),
+        ("page", "/nowhere", "", 404),
+        ("page", "/api/sales", "", 405),
+        # Another host name for this address (DNS rebinding).
+        ("page", "/api/actions/flag", "Host: rebind.example.test\r\n", 400),
+    ],
 )
 def test_the_server_closes_the_connection_instead_of_reading_a_refused_body_on(
-    demo_config: ServerConfig, origin: str, path: str
+    demo_config: ServerConfig, origin: str, path: str, extra: str, status: int
 ) -> None:
-    """Through uvicorn: a chunked body that goes on past the limit ends the connection,
-    though the client has not finished sending (the answer may be lost to the reset that
-    closing with unread bytes makes; tests above check its header). Kept open, the server
-    would read all that is sent, and the read below would time out waiting for the rest
-    of the body."""
+    """Through uvicorn: a chunked body that goes on past a limit, or that a refusal
+    leaves unread, ends the connection though the client has not finished sending (the
+    answer may be lost to the reset that closing with unread bytes makes; tests above
+    check its header). Kept open, the server would read all that is sent, and the read
+    below would time out waiting for the rest of the body."""
     config = replace(demo_config, page_port=free_port(), assistant_port=free_port())
     port = config.page_port if origin == "page" else config.assistant_port
     host = config.page_host if origin == "page" else config.assistant_host
+    head = extra if extra.startswith("Host:") else f"Host: {host}:{port}\r\n{extra}"
     chunk = b"x" * 65536
     with start_in_thread(config), socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"POST {path} HTTP/1.1\r\n{head}"
             "Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
         )
         answer = b""
@@ -159,5 +173,17 @@ def test_the_server_closes_the_connection_instead_of_reading_a_refused_body_on(
                 s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             while received := s.recv(65536):
                 answer += received
-    status = b"HTTP/1.1 413" if origin == "page" else b"HTTP/1.1 200"
-    assert answer[: len(status)] == status[: len(answer)]
+    expected = f"HTTP/1.1 {status}".encode()
+    assert answer[: len(expected)] == expected[: len(answer)]
+
+
+def test_an_answer_of_400_or_more_to_a_request_with_a_body_closes_the_connection(
+    demo_config: ServerConfig,
+) -> None:
+    """At the ASGI level: a missing route's 404 to a POST with a body says close; the
+    same 404 to a request without one keeps the connection."""
+    config = demo_config
+    host = f"{config.page_host}:{config.page_port}"
+    app = create_page_app(config)
+    assert post(app, host, "/nowhere", CountingBody(chunks=1), CHUNK)[::2] == (404, "close")
+    assert post(app, host, "/nowhere", CountingBody(chunks=0), 0)[::2] == (404, None)

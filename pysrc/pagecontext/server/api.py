@@ -41,7 +41,7 @@ from pagecontext.confirmations import (
 )
 from pagecontext.models import WireModel
 from pagecontext.server import access
-from pagecontext.server.bodies import REFUSED_BODY_HEADERS, BodyTooLargeError, read_body
+from pagecontext.server.bodies import BodyTooLargeError, read_body
 from pagecontext.server.data import SalesRow, query_sales
 
 __all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc"]
@@ -381,9 +381,7 @@ def _with_body(
         try:
             body = await read_body(request, MAX_BODY_BYTES)
         except BodyTooLargeError as error:
-            refused = _error(413, "payload-too-large", "too-large", str(error))
-            refused.headers.update(REFUSED_BODY_HEADERS)
-            return refused
+            return _error(413, "payload-too-large", "too-large", str(error))
         return await run_in_threadpool(handler, request, body)
 
     return endpoint

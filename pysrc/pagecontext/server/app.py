@@ -44,6 +44,7 @@ from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
+from pagecontext.server.bodies import RefusedBodyMiddleware
 from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 
@@ -339,6 +340,7 @@ def _build_app(
     only requests for its own `host`: a page whose name an attacker rebinds to this
     machine's address (DNS rebinding) gets a 400, not the admin API or a bearer token."""
     middleware = [
+        Middleware(RefusedBodyMiddleware),
         Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
         Middleware(_NoSniffMiddleware),
         Middleware(CspMiddleware, policy_for=csp),

@@ -3,19 +3,52 @@
 A browser sends a cross-origin `text/plain` POST without a preflight, so any web page can
 make an endpoint read a large body before its own checks run. `read_body` refuses one
 that announces more than the limit (`Content-Length`) at once, and stops reading one
-that streams past it. The answer to a refused body carries `REFUSED_BODY_HEADERS`: the
-server closes the connection once it is sent, instead of reading the rest of the body
-to keep the connection open (which an HTTP/1.1 server otherwise does, to the end of
-whatever the client sends).
+that streams past it. The answer to a refused request that carries a body (any answer
+of 400 or more: `RefusedBodyMiddleware`; the agent's refusal of a run input past 1 MB,
+a stream of status 200, carries `REFUSED_BODY_HEADERS` itself) closes the connection
+once it is sent, instead of the server reading the rest of the body to keep the
+connection open (which an HTTP/1.1 server otherwise does, to the end of whatever the
+client sends).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 REFUSED_BODY_HEADERS: Final = {"Connection": "close"}
+
+
+class RefusedBodyMiddleware:
+    """Adds REFUSED_BODY_HEADERS to every answer of 400 or more to a request that carries
+    a body (a `Content-Length` above 0, or a `Transfer-Encoding`): whatever refused it
+    (the host check, a missing route, the admin API's guard, a size limit), the server
+    does not read the rest."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                MutableHeaders(scope=message).update(REFUSED_BODY_HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, send_closing)
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value not in (b"0", b"")):
+            return True
+    return False
 
 
 class BodyTooLargeError(Exception):
