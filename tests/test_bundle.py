@@ -10,7 +10,7 @@ import pytest
 
 from pagecontext.cli import main
 from pagecontext.server.bundle import _rewrite, headers_file
-from pagecontext.server.csp import WORKER_POLICY, page_policy
+from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.site import SiteError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,10 +20,16 @@ def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() ->
     """Pages: their policy, revalidated; /web (the worker's script): the worker policy,
     immutable; the runtimes and wheels: immutable."""
     policy = page_policy("https://assistant.example")
-    text = headers_file({"/": policy, "/index.html": policy})
+    panel = assistant_policy("https://page.example")
+    text = headers_file({"/": policy, "/index.html": policy, "/assistant.html": panel})
     blocks = {block.splitlines()[0]: block.splitlines()[1:] for block in text.split("\n/")}
     assert blocks["/"] == [f"  Content-Security-Policy: {policy}", "  Cache-Control: no-cache"]
-    assert f"  Content-Security-Policy: {WORKER_POLICY}" in blocks["web/*"]
+    # A host that serves the panel at its pretty URL (/assistant) matches that rule.
+    for path in ("assistant.html", "assistant"):
+        assert blocks[path] == [f"  Content-Security-Policy: {panel}", "  Cache-Control: no-cache"]
+    assert "index" not in blocks
+    for folder in ("web/*", "vendor/*"):  # the folders that serve JavaScript
+        assert f"  Content-Security-Policy: {WORKER_POLICY}" in blocks[folder]
     for folder in ("web/*", "vendor/*", "wheels/*", "py/*"):
         assert "  Cache-Control: public, max-age=31536000, immutable" in blocks[folder]
 

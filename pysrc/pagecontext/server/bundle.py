@@ -68,6 +68,8 @@ PAGES: Final = (
 PAGE_ASSETS: Final = (("src", "/web/boot.mjs"), ("href", "/web/styles.css"))
 SALES_PATH: Final = "api/sales"
 IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
+# The folders that serve JavaScript: the boot script and the worker, and the runtimes.
+SCRIPT_FOLDERS: Final = ("/web/*", "/vendor/*")
 
 
 @dataclass(frozen=True)
@@ -173,17 +175,27 @@ def _write_sales(out: Path) -> None:
 
 def headers_file(policies: dict[str, str]) -> str:
     """Return the `_headers` file (the format of Netlify and Cloudflare Pages): each page's
-    policy, the scripts' policy, and the cache policy of the rest."""
+    policy, the scripts' policy, and the cache policy of the rest.
+
+    A page `/x.html` is listed as `/x` too: hosts that serve pages at their pretty URL
+    (Cloudflare Pages redirects `/x.html` to `/x`) match a rule by the URL requested.
+    Every folder that serves JavaScript (`/web`, `/vendor`) carries the workers' policy
+    (on other files a browser ignores it)."""
+    pages = dict(policies)
+    for path, policy in policies.items():
+        if path.endswith(".html") and path != "/index.html":
+            pages.setdefault(path.removesuffix(".html"), policy)
     blocks = [
         (path, [("Content-Security-Policy", policy), ("Cache-Control", NO_CACHE)])
-        for path, policy in sorted(policies.items())
+        for path, policy in sorted(pages.items())
     ]
     blocks.append(("/api/*", [("Cache-Control", NO_CACHE)]))
     # The worker's script is in /web: its response carries the worker's policy.
-    blocks.append(
-        ("/web/*", [("Content-Security-Policy", WORKER_POLICY), ("Cache-Control", IMMUTABLE)])
-    )
-    blocks.extend((folder, [("Cache-Control", IMMUTABLE)]) for folder in IMMUTABLE_FOLDERS)
+    for folder in ("/web/*", *IMMUTABLE_FOLDERS):
+        headers = [("Cache-Control", IMMUTABLE)]
+        if folder in SCRIPT_FOLDERS:
+            headers.insert(0, ("Content-Security-Policy", WORKER_POLICY))
+        blocks.append((folder, headers))
     lines = []
     for path, headers in blocks:
         lines.append(path)
