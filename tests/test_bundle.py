@@ -104,7 +104,7 @@ def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(
     wheels = tmp_path / "no-wheels"
     wheels.mkdir()
     assert main(["build", str(out), "--wheels", str(wheels), "--root", str(ROOT)]) == 1
-    assert "no wheels" in capsys.readouterr().err
+    assert "no wheel in" in capsys.readouterr().err
     assert sorted(path.name for path in out.iterdir()) == ["CNAME", "_headers"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["no-wheels", "site"]
 

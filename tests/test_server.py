@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from clients import assistant_client, page_client
+from pagecontext.server import site
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import (
     MONTHS,
@@ -448,3 +450,23 @@ def test_both_assistant_pages_get_the_one_panel_file(root: Path) -> None:
     panel = '<form data-pc-composer data-p="http://127.0.0.1:8000">'
     assert client.get("/assistant.html").text == f"<body>{panel}</body>"
     assert client.get("/workbench.html").text == f"<aside>{panel}</aside>"
+
+
+def test_the_site_takes_only_the_pinned_wheels_by_their_hash(tmp_path: Path) -> None:
+    """A wheels folder that still holds an older download of a package: only the wheel
+    whose SHA-256 a pin names is taken; a pin with no such wheel is an error."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    new, old = (
+        wheels / "typing_extensions-4.16.0-py3-none-any.whl",
+        wheels / "typing_extensions-4.9.0-py3-none-any.whl",
+    )
+    new.write_bytes(b"new")
+    old.write_bytes(b"old")
+    pins = tmp_path / "browser-wheels.txt"
+    digest = hashlib.sha256(b"new").hexdigest()
+    pins.write_text(f"# the browser's wheels\ntyping-extensions==4.16.0 --hash=sha256:{digest}\n")
+    assert site.pinned_wheels(pins, wheels) == [new]
+    new.unlink()
+    with pytest.raises(site.SiteError, match=r"typing-extensions==4\.16\.0"):
+        site.pinned_wheels(pins, wheels)

@@ -42,6 +42,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -376,6 +377,38 @@ def assemble(
         return assemble_into(root, folder, wheels_dir, progress)
 
 
+# The browser's third-party wheels, each pinned by version and SHA-256 (`make` downloads
+# them into build/wheels with pip, which checks the hashes).
+WHEEL_PINS: Final = "browser-wheels.txt"
+_PIN_RE: Final = re.compile(r"^([A-Za-z0-9_.-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})\s*$")
+
+
+def pinned_wheels(pins: Path, wheels_dir: Path) -> list[Path]:
+    """The wheels of `wheels_dir` that `pins` names, by their SHA-256, in the pins' order.
+
+    A folder keeps what earlier downloads left there (an older version of a package, say):
+    only the pinned files are taken. Raises SiteError for a pin with no wheel of its hash.
+    """
+    try:
+        lines = pins.read_text().splitlines()
+    except OSError as error:
+        raise SiteError(f"cannot read the wheel pins {pins}: {error.strerror}") from None
+    wanted = {}
+    for line in lines:
+        if line.strip() and not line.lstrip().startswith("#"):
+            found = _PIN_RE.match(line.strip())
+            if found is None:
+                raise SiteError(f"{pins}: not a pin (name==version --hash=sha256:...): {line!r}")
+            wanted[found.group(3)] = f"{found.group(1)}=={found.group(2)}"
+    by_hash = {_sha256(wheel): wheel for wheel in sorted(wheels_dir.glob("*.whl"))}
+    missing = [pin for digest, pin in wanted.items() if digest not in by_hash]
+    if missing:
+        raise SiteError(
+            f"no wheel in {wheels_dir} for {', '.join(missing)}: run `make` to download them"
+        )
+    return [by_hash[digest] for digest in wanted]
+
+
 def assemble_into(
     root: Path, out: Path, wheels_dir: Path, progress: Callable[[str], None] = _no_progress
 ) -> dict[str, object]:
@@ -383,9 +416,7 @@ def assemble_into(
     node_modules = root / "node_modules"
     pyodide_version = _npm_version(node_modules, "pyodide")
     mpy_version = _npm_version(node_modules, MICROPYTHON_PACKAGE)
-    third_party = sorted(wheels_dir.glob("*.whl"))
-    if not third_party:
-        raise SiteError(f"no wheels in {wheels_dir}: run `make` to download them")
+    third_party = pinned_wheels(root / WHEEL_PINS, wheels_dir)
     progress("the runtimes and the wheels")
     pyodide_dir = f"vendor/pyodide-{pyodide_version}"
     mpy_dir = f"vendor/micropython-{mpy_version}"
