@@ -470,3 +470,17 @@ def test_the_site_takes_only_the_pinned_wheels_by_their_hash(tmp_path: Path) -> 
     new.unlink()
     with pytest.raises(site.SiteError, match=r"typing-extensions==4\.16\.0"):
         site.pinned_wheels(pins, wheels)
+
+
+def test_a_runtime_folder_is_named_by_its_content(tmp_path: Path) -> None:
+    """The runtimes are served immutable for a year: their folder's name changes with
+    any byte of its files, and stays with the same bytes."""
+    names = []
+    for text in (b"as the package has it", b"as the build changed it", b"as the package has it"):
+        out = tmp_path / str(len(names))
+        (out / "vendor" / "rt-1.0").mkdir(parents=True)
+        (out / "vendor" / "rt-1.0" / "rt.mjs").write_bytes(text)
+        names.append(site._content_named(out, "vendor/rt-1.0"))
+        assert (out / names[-1] / "rt.mjs").read_bytes() == text
+    assert names[0] == names[2] != names[1]
+    assert names[0].startswith("vendor/rt-1.0-")

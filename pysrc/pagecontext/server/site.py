@@ -4,8 +4,9 @@ The browser never reaches a CDN: the runtimes come from the npm packages pinned 
 package-lock.json, the third-party wheels from browser-wheels.txt (pinned by hash),
 and the project's own wheel is built from pysrc. The result:
 
-    site/vendor/pyodide-<version>/       Pyodide runtime files (immutable)
-    site/vendor/micropython-<version>/   MicroPython runtime files (immutable; the module
+    site/vendor/pyodide-<version>-<sha>/ Pyodide runtime files (immutable; the name
+                                         changes with any byte of them)
+    site/vendor/micropython-<version>-<sha>/ MicroPython runtime files (immutable; the module
                                          with V8's compile hint as its first line)
     site/vendor/snapshot/pagecontext-<sha>-<n>.bin  the worker's boot snapshot, in parts
                                          (immutable), each with its brotli variant .br
@@ -409,6 +410,19 @@ def pinned_wheels(pins: Path, wheels_dir: Path) -> list[Path]:
     return [by_hash[digest] for digest in wanted]
 
 
+def _content_named(out: Path, folder: str) -> str:
+    """Rename `out / folder` to `<folder>-<hash>`, the start of the SHA-256 of its files'
+    names and bytes; return the new name."""
+    digest = hashlib.sha256()
+    for path in sorted((out / folder).rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(out / folder).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    named = f"{folder}-{digest.hexdigest()[:12]}"
+    (out / folder).rename(out / named)
+    return named
+
+
 def assemble_into(
     root: Path, out: Path, wheels_dir: Path, progress: Callable[[str], None] = _no_progress
 ) -> dict[str, object]:
@@ -491,6 +505,10 @@ def assemble_into(
         compile_mpy(source, out / "py" / "apps" / (source.stem + ".mpy"))
         apps.append(source.stem)
 
+    # Served immutable for a year: a name that changes whenever a byte does (the build
+    # changes the packages' files: the zip stored, the module's compile hint).
+    pyodide_dir = _content_named(out, pyodide_dir)
+    mpy_dir = _content_named(out, mpy_dir)
     runtime: dict[str, object] = {
         "pyodide": {
             "version": pyodide_version,
