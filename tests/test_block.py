@@ -261,6 +261,12 @@ LOOKALIKE_TAGS = [
     "page\u1d9cont\u1d49xt-data",  # modifier letters
     "\u017fpagecontext-data",  # long s, then the name
     "PAGECONTEXT-DATA",
+    "pagecontext-\u2170nstructions",  # small Roman numeral one
+    "pagecontext-in\ufb06ructions",  # the ligature st
+    "pagecontext-\u3372ta",  # squared da
+    "\u3380gecontext-data",  # squared pa
+    "pagecontext-\u217eata",  # small Roman numeral five hundred (d)
+    "pageconte\u02e3t-data",  # modifier letter small x
 ]
 
 
@@ -281,6 +287,7 @@ def test_a_tag_name_in_lookalike_letters_is_defanged(name: str) -> None:
         st.sampled_from(
             ["pagecontext", "-", "data", "instructions", "<", ">", "/", "\uff50", "\uff0d"]
             + [chr(code) for code in (0xFF1C, 0xFF1E, 0xFE64, 0x2010, 0x1D429, 0x24DF, 0x2212)]
+            + ["page", "context", "\u3380", "\u3372", "\ufb06", "\u2170", "\u217e", "ta"]
         )
         | st.text(max_size=3),
         max_size=12,

@@ -134,30 +134,45 @@ _UNSAFE_CHAR_RE: Final = re.compile(_char_class(_INVISIBLE, _ANGLES))
 def _tag_name_pattern(names: Sequence[str]) -> str:
     """The tag names, each letter and hyphen also in every form that Unicode's
     compatibility folding (NFKC, then case folding) makes it: fullwidth, mathematical,
-    enclosed, superscript and the like (matched in any case, so also the letters Python
-    folds to them, as K to the Kelvin sign). Hyphens also match dashes."""
+    enclosed, superscript, Roman numerals and the like (matched in any case, so also the
+    letters Python folds to them, as K to the Kelvin sign), and the characters that fold
+    to two or more of its letters at once (the ligature st, the squared da). Hyphens also
+    match dashes. Every code point below U+20000 is folded once, at import (the planes
+    above hold no compatibility form of a Latin letter)."""
     wanted = set("".join(names))
     forms: dict[str, set[str]] = {ch: {ch, ch.upper()} for ch in wanted}
     forms["-"] |= set(
         "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u058a\u1400\u30a0"
     )
-    blocks = (
-        (0xAA, 0x24F),
-        (0x1D00, 0x1DBF),
-        (0x2070, 0x214F),
-        (0x2460, 0x24FF),
-        (0xFF00, 0xFFEF),
-        (0x1D400, 0x1D7FF),
-        (0x1F100, 0x1F1FF),
-    )
-    for low, high in blocks:
-        for code in range(low, high + 1):
-            folded = unicodedata.normalize("NFKC", chr(code)).casefold()
-            if folded in wanted:
-                forms[folded].add(chr(code))
-    return "|".join(
-        "".join("[" + re.escape("".join(sorted(forms[ch]))) + "]" for ch in name) for name in names
-    )
+    runs = {
+        name[start:end]
+        for name in names
+        for start in range(len(name))
+        for end in range(start + 2, min(len(name), start + 4) + 1)
+    }
+    joined: dict[str, set[str]] = {}  # two to four letters -> the characters folding to them
+    for code in range(0x80, 0x20000):
+        folded = unicodedata.normalize("NFKC", chr(code)).casefold()
+        if folded in wanted:
+            forms[folded].add(chr(code))
+        elif folded in runs:
+            joined.setdefault(folded, set()).add(chr(code))
+
+    def one_of(chars: set[str]) -> str:
+        return "[" + re.escape("".join(sorted(chars))) + "]"
+
+    def spelled(rest: str) -> str:
+        if not rest:
+            return ""
+        ways = [one_of(forms[rest[0]]) + spelled(rest[1:])]
+        ways += [
+            one_of(joined[rest[:size]]) + spelled(rest[size:])
+            for size in (2, 3, 4)
+            if size <= len(rest) and rest[:size] in joined
+        ]
+        return ways[0] if len(ways) == 1 else "(?:" + "|".join(ways) + ")"
+
+    return "|".join(spelled(name) for name in names)
 
 
 # Letters and hyphens occur in the JSON text only inside strings, and the first letter
