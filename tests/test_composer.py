@@ -12,6 +12,7 @@ from pagecontext import agui
 from pagecontext.block import extract_instructions, parse_block
 from pagecontext.composer import (
     MAX_LOG_ENTRIES,
+    MAX_LOG_HELD,
     MAX_SAVED_CHARS,
     NAMED_TOOLS,
     NO_TASK,
@@ -220,6 +221,23 @@ def test_a_turns_entries_never_push_its_question_or_the_one_it_relies_on_out_of_
     assert third == first.replace("first", "third")
     assert len(composer.log) == MAX_LOG_ENTRIES
     assert "reliesOn" not in composer.log[-1]
+
+
+def test_the_log_never_holds_more_than_max_log_held_however_a_turn_runs() -> None:
+    """Show me adds commands without a question: the log keeps the question up to
+    MAX_LOG_HELD entries, then the oldest go, the question too (and with no question to
+    keep, the log is back to MAX_LOG_ENTRIES)."""
+    composer = Composer()
+    composer.set_selection(selection())
+    composer.send("first", entry_id="q1", at="t")
+    lengths = []
+    for index in range(3 * MAX_LOG_HELD):
+        composer.record_command(f"c{index}", "highlight", "row:42")
+        lengths.append(len(composer.log))
+    assert max(lengths) == MAX_LOG_HELD
+    assert lengths.index(MAX_LOG_HELD) == MAX_LOG_HELD - 2  # q1 and the commands before
+    assert len(composer.log) == MAX_LOG_ENTRIES
+    assert all(entry["kind"] == "command" for entry in composer.log)
 
 
 def test_a_run_always_carries_the_latest_question() -> None:

@@ -10,6 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import wire
+from pagecontext.composer import MAX_LOG_HELD
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import ReceiptLedger
 from pagecontext.models import Limits
@@ -1265,3 +1266,17 @@ def test_a_selection_the_tracker_refuses_changes_nothing_and_says_why(
     current = pair.page.tracker.current
     assert current is not None
     assert current.resource_ref == "row:2"
+
+
+def test_every_command_the_log_shows_keeps_its_receipts_after_many_show_me() -> None:
+    """Hundreds of Show me after one question: the log stays within its bound, and the
+    ledger still has the records of its oldest command."""
+    pair = shared_pair("page")
+    pair.run("assistant", pair.assistant.ask("why?", at="2026-05-01T09:30:00.000Z"))
+    for _ in range(400):
+        show(pair)
+        pair.pump()
+    log = pair.assistant.composer.log
+    assert len(log) <= MAX_LOG_HELD
+    oldest = next(entry for entry in log if entry["kind"] == "command")
+    assert pair.assistant.ledger.get(str(oldest["id"]))["ui"].state == "applied"

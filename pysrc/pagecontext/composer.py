@@ -54,6 +54,7 @@ from pagecontext.selection_items import (
 
 __all__ = [
     "MAX_LOG_ENTRIES",
+    "MAX_LOG_HELD",
     "NAMED_TOOLS",
     "NO_TASK",
     "STANDING_INSTRUCTIONS",
@@ -66,6 +67,8 @@ NO_TASK: Final = "no-context"
 # The log keeps the latest entries only, so saved state stays small: at most this many,
 # and the saved copy within MAX_SAVED_CHARS of JSON (browser storage holds a few MB).
 MAX_LOG_ENTRIES: Final = 100
+# The most the log holds while it keeps a turn's question (ledger.CAPACITY is above it).
+MAX_LOG_HELD: Final = 2 * MAX_LOG_ENTRIES
 MAX_SAVED_CHARS: Final = 1_000_000
 MAX_QUESTION_CHARS: Final = 4000
 
@@ -509,8 +512,10 @@ class Composer:
         excess = len(self.log) - MAX_LOG_ENTRIES
         if excess > 0:
             # Never the question the runs answer, nor the earliest it relies on: a turn's
-            # answers and commands may take the log past its size until the next question.
-            del self.log[: min(excess, kept_from(self.log))]
+            # answers and commands may take the log past its size until the next question,
+            # but never past MAX_LOG_HELD (Show me adds commands without a question).
+            cut = min(excess, kept_from(self.log))
+            del self.log[: max(cut, len(self.log) - MAX_LOG_HELD)]
 
 
 def _has_instructions(text: str) -> bool:

@@ -27,9 +27,8 @@ from pagecontext.models import ReceiptMessage
 
 __all__ = ["CAPACITY", "LayerName", "LayerRecord", "LayerState", "ReceiptLedger"]
 
-# Commands remembered. At least the conversation log's length (composer.MAX_LOG_ENTRIES,
-# and a turn's answers and commands past it), so that every command the log shows keeps
-# its records.
+# Commands remembered. At least the conversation log's length (composer.MAX_LOG_HELD),
+# so that every command the log shows keeps its records.
 CAPACITY: Final = 1_000
 
 LayerName = Literal["received", "ui", "business"]
