@@ -96,35 +96,37 @@ def test_both_workers_restore_the_snapshot(
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
 
 
-# From the page's main thread: one byte of each copy the worker kept in the Cache API
-# changed, as a script of the page's origin could.
-SWAP_CACHED = """async () => {
+# From the page's main thread: each copy the worker kept in the Cache API changed, as a
+# script of the page's origin could: one byte flipped, or the whole of it garbage.
+SWAP_CACHED = """async (garbage) => {
   const runtime = await (await fetch("/py/runtime.json")).json();
   const cache = await caches.open("pagecontext-snapshot");
   const urls = [runtime.snapshot.parts[0], runtime.pyodide.indexURL + "pyodide.asm.wasm"];
   for (const url of urls.map((u) => new URL(u, location.href).href)) {
     const kept = await cache.match(url);
     if (!kept) return `not kept: ${url}`;
-    const bytes = new Uint8Array(await kept.arrayBuffer());
-    bytes[bytes.length - 1] ^= 1;
+    const bytes = garbage ? new TextEncoder().encode("not a bundle") : new Uint8Array(await kept.arrayBuffer());
+    if (!garbage) bytes[bytes.length - 1] ^= 1;
     await cache.put(url, new Response(bytes));
   }
   return "changed";
 }"""
 
 
+@pytest.mark.parametrize("garbage", [False, True])
 def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
-    page: Page, context: BrowserContext, origins: Origins
+    page: Page, context: BrowserContext, origins: Origins, garbage: bool
 ) -> None:
     """The bundle and the runtime's wasm the page's worker kept in the Cache API, each
-    changed by one byte: the next visit refuses both copies (their SHA-256 is not the
-    one runtime.json pins), reads both from the server, still restores, and works."""
+    changed by one byte, or replaced by bytes that do not even parse: the next visit
+    refuses both copies (their SHA-256 is not the one runtime.json pins), reads both
+    from the server, still restores, and works."""
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     _visit(page, origins)
     page_worker = next(w for w in page.workers if w.url.startswith(origins.page))
     page_worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-kept")
-    assert page.evaluate(SWAP_CACHED) == "changed"
+    assert page.evaluate(SWAP_CACHED, garbage) == "changed"
     again = context.new_page()
     [steps] = [m for m in _visit(again, origins) if "cache-refused" in m]
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")

@@ -395,8 +395,10 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
   const cache = useCache ? await snapshotCache() : null;
   const wasm = cache && runtimeWasm(wasmURL, wasmSha256, cache);
+  let verified = null;
   try {
-    const { body, verified, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache);
+    let body, keepBundle;
+    ({ body, verified, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache));
     const pyodide = await restoreSnapshot(body, verified, options, loadPyodide, createModule, helpers, signal);
     const keep = cache && (async () => {
       await keepBundle?.();
@@ -409,7 +411,10 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   } catch (error) {
     await cache?.delete(urls[0]).catch(() => {});
     await cache?.delete(wasmURL).catch(() => {});
-    if (!(error instanceof CacheRefused)) throw error;
+    // A copy from the cache that failed in any way (it may not even parse) is refused
+    // if its bytes are not the pinned ones: the boot starts again from the server.
+    const refused = error instanceof CacheRefused || (verified && (await verified.then(() => false, () => true)));
+    if (!refused) throw error;
     mark("cache-refused", urls[0]);
     wasm?.done();
     return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
