@@ -247,6 +247,36 @@ def test_a_refresh_nobody_takes_is_not_found_at_once(
     expect(command).to_contain_text("refresh: not-found (no-refresh)")
 
 
+# A component of its own, with no refresh of its own, and a listener on the document
+# that takes every refresh that reaches it.
+NOTES = """() => {
+  const notes = document.createElement("div");
+  Object.assign(notes.dataset, {pcComponent: "notes", pcPage: "notes", pcFilters: "{}",
+    pcGeneration: "1", pcShareable: "name"});
+  notes.innerHTML = '<p data-pc-resource-ref="n:1" data-pc-values=\\'{"name": "n"}\\'>n</p>';
+  document.body.append(notes);
+  notes.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+  document.addEventListener("pagecontext:refresh", (event) => event.preventDefault());
+}"""
+
+
+def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAgent]) -> None:
+    """`pagecontext:refresh` does not bubble: a listener on the document, which would
+    take any refresh, never sees the one for a component that has no refresh of its
+    own, and the command is `not-found` (`no-refresh`) at once."""
+    demo, agent = agent_demo
+    demo.evaluate(NOTES)
+    assistant = panel(demo)
+    demo.locator('[data-pc-resource-ref="n:1"]').click()
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(assistant.locator('[data-pc-chip="n:1"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+
+
 @pytest.mark.parametrize(
     ("mode", "error", "shown"),
     [

@@ -791,7 +791,10 @@ class Edge:
         if action == "refresh":
             # Waiting before the event: the page may render again inside its listener.
             _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
-            if _dispatch(component, "pagecontext:refresh", {"commandId": command_id}, True):
+            # On the component only (it does not bubble): a listener elsewhere must not
+            # take another component's refresh.
+            detail = {"commandId": command_id}
+            if _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False):
                 # No listener took it (preventDefault): no reload will come, and an
                 # unrelated render later must not confirm it.
                 waiting = self.pending_refresh.get(component_id, [])
@@ -1023,10 +1026,13 @@ def _public_detail(state: str, **known: Any) -> dict[str, Any]:
     return detail
 
 
-def _dispatch(target: Any, name: str, detail: dict[str, Any], cancelable: bool) -> bool:
-    """Dispatch a bubbling CustomEvent with plain data as its detail; return False if a
-    listener cancelled it (a listener's exception is reported, never raised here)."""
-    init = {"detail": detail, "bubbles": True, "cancelable": cancelable}
+def _dispatch(
+    target: Any, name: str, detail: dict[str, Any], cancelable: bool, bubbles: bool = True
+) -> bool:
+    """Dispatch a CustomEvent (bubbling unless `bubbles` is False) with plain data as its
+    detail; return False if a listener cancelled it (a listener's exception is reported,
+    never raised here)."""
+    init = {"detail": detail, "bubbles": bubbles, "cancelable": cancelable}
     return bool(target.dispatchEvent(js.CustomEvent.new(name, to_js(init))))
 
 
