@@ -7,7 +7,8 @@ becomes the `messages` of a `RunAgentInput`:
 - a finished or failed answer is an assistant message with the text received and the
   tool calls the agent made;
 - each of those tool calls is followed by a tool message, its result: the receipt of
-  the page command it became (the `ui` layer once settled, else `received`), the state
+  the page command it became (`integration.command_standing`: the `ui` layer once
+  settled, else the `received` layer if that did not apply, else pending), the state
   of the business action it proposed (the user's decision, then the server's answer),
   the context a context tool asked for, or why the assistant refused it. So the
   receipts reach the agent as tool results. A receipt's reason that the protocol does

@@ -148,9 +148,9 @@ class HttpResourceReader:
 
 _LOG = logging.getLogger(__name__)
 
-# Runs reading rows at once, each holding a thread while it waits for the resource API.
-# Both origins share one event loop and its threads (40): the page origin's endpoints,
-# which answer those reads, must never wait for threads the reads hold.
+# Runs reading rows at once, each in a thread while it waits for the resource API, under
+# a limit of their own: the endpoints of both origins share one event loop and its 40
+# threads, and the page origin's, which answer those reads, must never wait for them.
 AGENT_READS: Final = 8
 
 
