@@ -105,8 +105,11 @@ SWAP_CACHED = """async (garbage) => {
   for (const url of urls.map((u) => new URL(u, location.href).href)) {
     const kept = await cache.match(url);
     if (!kept) return `not kept: ${url}`;
-    const bytes = garbage ? new TextEncoder().encode("not a bundle") : new Uint8Array(await kept.arrayBuffer());
-    if (!garbage) bytes[bytes.length - 1] ^= 1;
+    let bytes = new TextEncoder().encode("not a bundle");
+    if (!garbage) {
+      bytes = new Uint8Array(await kept.arrayBuffer());
+      bytes[bytes.length - 1] ^= 1;
+    }
     await cache.put(url, new Response(bytes));
   }
   return "changed";
