@@ -416,7 +416,6 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
     const refused = error instanceof CacheRefused || (verified && (await verified.then(() => false, () => true)));
     if (!refused) throw error;
     mark("cache-refused", urls[0]);
-    wasm?.done();
     return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
     wasm?.done();

@@ -140,7 +140,7 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
     match dashes. Every code point below U+20000 is folded once, at import (the planes
     above hold no compatibility form of a Latin letter)."""
     wanted = set("".join(names))
-    forms: dict[str, set[str]] = {ch: {ch, ch.upper()} for ch in wanted}
+    forms: dict[str, set[str]] = {ch: {ch} for ch in wanted}  # other cases: IGNORECASE
     forms["-"] |= set(
         "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u058a\u1400\u30a0"
     )

@@ -171,8 +171,9 @@ _DIGEST_HEX: Final = 12
 
 
 def _marker(value: JsonValue, tool: str) -> dict[str, JsonValue]:
-    digest = hashlib.sha256(_json(value).encode("utf-8", "surrogatepass")).hexdigest()
-    return {"elided": {"chars": _size(value), "digest": digest[:_DIGEST_HEX], "fetchWith": tool}}
+    text = _json(value)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_HEX]
+    return {"elided": {"chars": len(safe_json(text)), "digest": digest, "fetchWith": tool}}
 
 
 def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:

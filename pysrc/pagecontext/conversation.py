@@ -147,12 +147,12 @@ def _size(messages: Sequence[Message]) -> int:
     return sum(len(message.model_dump_json()) for message in messages)
 
 
-def _first_kept(sizes: Sequence[int], kept_from: int, max_chars: int) -> int:
+def _first_kept(sizes: Sequence[int], keep: int, max_chars: int) -> int:
     """The index of the first group kept: the oldest go first while the total is over
-    `max_chars`, but never the group at `kept_from` or what follows it."""
+    `max_chars`, but never the group at index `keep` or what follows it."""
     total = sum(sizes)
     start = 0
-    while total > max_chars and start < min(kept_from, len(sizes) - 1):
+    while total > max_chars and start < min(keep, len(sizes) - 1):
         total -= sizes[start]
         start += 1
     return start

@@ -1299,7 +1299,8 @@ class AssistantSession:
         if binding.conversation_id != self.conversation_id:
             # Bound on the conversation of a handshake begun before a new conversation.
             effects = self._switch_conversation(binding)
-        self.receiver.bind(binding.page_instance_id, self.conversation_id)
+        else:
+            self.receiver.bind(binding.page_instance_id, self.conversation_id)
         return [*effects, ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
 
     def _persist(self) -> ToEdge:

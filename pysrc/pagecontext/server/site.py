@@ -514,9 +514,7 @@ def assemble_into(
             "version": pyodide_version,
             "indexURL": f"/{pyodide_dir}/",
             # What the worker checks a copy of the runtime's wasm in its Cache API against.
-            "wasmSha256": hashlib.sha256(
-                (out / pyodide_dir / "pyodide.asm.wasm").read_bytes()
-            ).hexdigest(),
+            "wasmSha256": _sha256(out / pyodide_dir / "pyodide.asm.wasm"),
         },
         "micropython": {"version": mpy_version, "module": f"/{mpy_dir}/micropython.mjs"},
         "lockFileURL": "/py/pyodide-lock.json",
