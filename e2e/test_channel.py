@@ -6,16 +6,32 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, expect
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Frame,
+    FrameLocator,
+    Page,
+    Playwright,
+    expect,
+)
 
 from pagecontext.server.app import ServerConfig, create_assistant_app
 from pagecontext.server.run import free_port, serve_in_thread
 
-from .conftest import BOOT_TIMEOUT_MS, ROOT, STEP_TIMEOUT_MS, Origins, wait_bound
+from .conftest import (
+    BOOT_TIMEOUT_MS,
+    LOCAL_HOSTS,
+    ROOT,
+    STEP_TIMEOUT_MS,
+    Origins,
+    wait_bound,
+)
 from .helpers import (
     OTHER_ROW,
     ROW,
@@ -472,3 +488,128 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     diagnostics.locator("summary").click()
     expect(diagnostics).to_contain_text("forbidden-key")
     expect(diagnostics).to_contain_text("not plain data")
+
+
+class FrameByProtocol:
+    """A frame evaluated through the DevTools protocol, by its target.
+
+    Playwright loses track of the frames of a page the browser restores from its
+    back/forward cache (its `frames` lists the main frame only), so a test of that
+    restore reaches the assistant's frame (a cross-origin frame: a target of its own) by
+    its URL. `wait_for` sends a script that resolves once a selector matches and reads
+    the answer when it comes, within a deadline.
+    """
+
+    def __init__(self, browser: Browser, page: Page, url_prefix: str) -> None:
+        self._page = page
+        self._cdp = browser.new_browser_cdp_session()
+        targets = self._cdp.send("Target.getTargets")["targetInfos"]
+        found = [t for t in targets if t["type"] == "iframe" and t["url"].startswith(url_prefix)]
+        assert len(found) == 1, f"no single frame target at {url_prefix}: {targets}"
+        attached = self._cdp.send(
+            "Target.attachToTarget", {"targetId": found[0]["targetId"], "flatten": False}
+        )
+        self._session = attached["sessionId"]
+        self._answers: dict[int, Any] = {}
+        self._cdp.on("Target.receivedMessageFromTarget", self._on_message)
+        self._next_id = 0
+
+    def _on_message(self, event: dict[str, Any]) -> None:
+        message = json.loads(event["message"])
+        if "id" in message:
+            self._answers[message["id"]] = message
+
+    def evaluate(self, function: str, arg: object) -> Any:
+        """The value of the JavaScript `function` called with `arg` (awaited if it is a
+        promise) in the frame."""
+        self._next_id += 1
+        ident = self._next_id
+        expression = f"({function})({json.dumps(arg)})"
+        params = {"expression": expression, "awaitPromise": True, "returnByValue": True}
+        message = {"id": ident, "method": "Runtime.evaluate", "params": params}
+        self._cdp.send(
+            "Target.sendMessageToTarget",
+            {"sessionId": self._session, "message": json.dumps(message)},
+        )
+        deadline = time.monotonic() + STEP_TIMEOUT_MS / 1000
+        while ident not in self._answers:
+            assert time.monotonic() < deadline, f"no answer from the frame to {expression!r}"
+            self._page.wait_for_timeout(20)  # lets Playwright deliver the protocol's events
+        answer = self._answers.pop(ident)
+        assert "exceptionDetails" not in answer["result"], answer
+        return answer["result"]["result"].get("value")
+
+    def wait_for(self, selector: str) -> None:
+        """Wait until an element matches `selector` in the frame."""
+        self.evaluate(
+            """(selector) => new Promise((resolve) => {
+                 const found = () => document.querySelector(selector) !== null;
+                 if (found()) return resolve(true);
+                 const watch = new MutationObserver(() => {
+                   if (found()) { watch.disconnect(); resolve(true); }
+                 });
+                 watch.observe(document, { subtree: true, childList: true, attributes: true });
+               })""",
+            selector,
+        )
+
+    def center(self, selector: str) -> tuple[float, float]:
+        """The middle of the element `selector`, in the frame's own coordinates."""
+        box = self.evaluate(
+            """(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
+                 return [r.x + r.width / 2, r.y + r.height / 2]; }""",
+            selector,
+        )
+        return box[0], box[1]
+
+
+def test_a_page_restored_from_the_back_forward_cache_stays_bound_and_works(
+    playwright: Playwright, browser_type_launch_args: dict[str, Any], origins: Origins
+) -> None:
+    """The user leaves the demo and comes back with the browser's back button, and the
+    browser restores the page (both frames, both workers) from its back/forward cache:
+    the frames are still bound on their first connection, a row selected then reaches
+    the assistant, and its Show me highlights the row on the page. (Playwright's
+    Chromium runs without that cache unless told otherwise.)"""
+    browser = playwright.chromium.launch(
+        **browser_type_launch_args, ignore_default_args=["--disable-back-forward-cache"]
+    )
+    try:
+        context = browser.new_context()
+        seen: list[str] = []
+        context.on("request", lambda request: seen.append(request.url))
+        page = context.new_page()
+        page.goto(origins.page + "/")
+        restored = False
+        # A page is restored only if the browser could keep it: one running a script the
+        # moment it was left is loaded again instead, and is left again once bound.
+        for _ in range(3):
+            wait_bound(page)
+            wait_bound(panel(page))
+            page.evaluate("document.documentElement.setAttribute('data-left', '')")
+            page.goto(origins.page + "/py/runtime.json")
+            page.go_back(wait_until="commit")
+            restored = page.evaluate("document.documentElement.hasAttribute('data-left')")
+            if restored:
+                break
+        assert restored, "the browser never restored the page from its back/forward cache"
+        expect(html(page)).to_have_attribute("data-pc-state", "bound")
+        expect(html(page)).to_have_attribute("data-pc-connection", "1")
+        assistant = FrameByProtocol(browser, page, origins.assistant + "/")
+        assistant.wait_for('html[data-pc-state="bound"][data-pc-connection="1"]')
+
+        select_and_ask(page, ROW)
+        assistant.wait_for(f'[data-pc-chip="{ROW}"]')
+        # A user's click (trusted), at the button's place in the page.
+        frame_box = page.locator("iframe[data-pc-assistant]").bounding_box()
+        assert frame_box is not None
+        x, y = assistant.center("[data-pc-show]")
+        page.mouse.click(frame_box["x"] + x, frame_box["y"] + y)
+        expect(page.locator('[data-pc-highlight="focus"]')).to_have_attribute(
+            "data-pc-resource-ref", ROW
+        )
+        assistant.wait_for('[data-pc-receipt][data-pc-receipt-status="applied"]')
+    finally:
+        browser.close()
+    remote = [url for url in seen if urlsplit(url).hostname not in LOCAL_HOSTS]
+    assert remote == [], f"requests left the machine: {remote}"

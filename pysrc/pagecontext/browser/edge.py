@@ -354,7 +354,11 @@ class Edge:
     def _on_pagehide(self, event: Any) -> None:
         # This document is going away (reload, navigation, closed tab): tell the peer,
         # so it stops sending to a port nobody reads and marks in-flight work unconfirmed.
-        self._to_worker({"kind": "bye"})
+        # Not when the browser keeps it in its back/forward cache (`persisted`): the whole
+        # page is frozen then, the peer's frame and both workers with it, and shown again
+        # it goes on bound as it was; a bye would leave it unbound until a reload.
+        if not event.persisted:
+            self._to_worker({"kind": "bye"})
 
     # -- handshake: embedder ------------------------------------------------------------
 
