@@ -635,6 +635,30 @@ def test_a_page_reloaded_after_a_new_conversation_binds_on_it() -> None:
     assert pair.assistant.pinned.selection.resource_ref == "row:3"
 
 
+def test_a_new_conversation_while_the_connect_is_on_its_way_binds_and_switches() -> None:
+    """The workbench's page reloads; its edge sends `connect` naming the conversation it
+    knows, and the assistant starts a new one before the page's `connected` comes back
+    echoing the old: the page binds (no `identity-mismatch`), is switched to the new
+    conversation at once, and its contexts and commands work on it."""
+    pair = shared_pair("assistant")
+    pair.reload_page("page-2")
+    connect = pair.connect_data()  # the edge's connect, naming conv-1
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    pair.handshake(connect=connect)
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-2"
+    assert pair.assistant.diagnostics()["control"] == {}
+    render_orders(pair)
+    select(pair, "row:3")
+    share(pair)
+    assert pair.sent_by("page", "context")[-1]["conversationId"] == "conv-2"
+    assert chip(pair)["resourceRef"] == "row:3"
+    highlight, _ = show(pair)
+    pair.pump()
+    assert layers(pair, highlight)["ui"][0] == "applied"
+
+
 def test_a_binding_made_while_the_conversation_changed_switches_the_page_to_it() -> None:
     """The page embeds the assistant; the conversation changes while the assistant's
     `connected` waits for the page's `bound`: once bound, the page is told the new

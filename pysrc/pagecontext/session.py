@@ -695,11 +695,24 @@ class AssistantSession:
         return self._pinned_wire
 
     def attach_port(
-        self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
+        self,
+        position: Position,
+        nonce: str | None,
+        peer: Mapping[str, object] | None = None,
+        conversation_id: str | None = None,
     ) -> list[Effect]:
-        """Take a new port from the edge (see `_Connection.attach`)."""
+        """Take a new port from the edge (see `_Connection.attach`).
+
+        As the embedder, `conversation_id` is the conversation the edge named in the
+        `connect` it sent with this port (default: the current one): the child echoes
+        that one, also when a new conversation began since. Bound on an earlier
+        conversation, the page is switched to the current one at once (`_bound`).
+        """
         previous = self._conn.binding
-        effects = self._conn.attach(position, nonce, peer, self.conversation_id)
+        named = self.conversation_id
+        if position == "embedder" and conversation_id is not None:
+            named = conversation_id
+        effects = self._conn.attach(position, nonce, peer, named)
         if previous is not None:
             # The old port is gone: its in-flight commands can no longer be confirmed.
             self.ledger.drop_connection(previous.connection_id)

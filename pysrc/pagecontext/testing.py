@@ -275,22 +275,31 @@ class ChannelPair:
         nonce: str | None = None,
         child_nonce: str | EllipsisType | None = ...,
         deliver: bool = True,
+        connect: dict[str, object] | None = None,
     ) -> str:
         """Open a new link and bind it through the sessions' public API; return the nonce.
 
         The embedder attaches with `nonce` (a fresh one if None), the child with
         `child_nonce` (default: the same nonce, as read from its URL) and the connect
         data; then the child's `connected` and the embedder's `bound` are delivered
-        (unless `deliver` is False: `pump()` them). Errors a session raises (such as
-        LocalProtocolError for a reused nonce) propagate.
+        (unless `deliver` is False: `pump()` them). `connect` is the embedder's
+        `connect` message (default: `connect_data()` now); an assistant embedder's port
+        carries the conversation it names, as its edge sends it. Errors a session raises
+        (such as LocalProtocolError for a reused nonce) propagate.
         """
         minted = self.mint_nonce() if nonce is None else nonce
         presented = minted if isinstance(child_nonce, EllipsisType) else child_nonce
         link = next(self._links)
         embedder, child = self.embedder, _other(self.embedder)
         self._port[embedder] = self._port[child] = link
-        self.run(embedder, self._session(embedder).attach_port("embedder", minted))
-        self.run(child, self._session(child).attach_port("child", presented, self.connect_data()))
+        data = self.connect_data() if connect is None else connect
+        if embedder == "assistant":
+            named = data.get("conversationId")
+            assert isinstance(named, str)
+            self.run(embedder, self.assistant.attach_port("embedder", minted, None, named))
+        else:
+            self.run(embedder, self.page.attach_port("embedder", minted))
+        self.run(child, self._session(child).attach_port("child", presented, _cloned(data)))
         if deliver:
             self.pump()
         return minted

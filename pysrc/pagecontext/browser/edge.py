@@ -463,9 +463,12 @@ class Edge:
             hello = connect_message("assistant", self.instance_id, self.conversation_id)
         target = connect_target(self.peer_origin, self.opaque_child)
         self.host.post(self.frame.contentWindow, to_js(hello), target, [channel.port2])
-        self._to_worker(
-            {"kind": "port", "position": "embedder", "nonce": self.nonce}, [channel.port1]
-        )
+        port = {"kind": "port", "position": "embedder", "nonce": self.nonce}
+        if self.role == "assistant":
+            # The worker expects the child to echo the conversation this connect names,
+            # which a new conversation begun meanwhile would otherwise not be.
+            port["conversationId"] = self.conversation_id
+        self._to_worker(port, [channel.port1])
         self.connect_sent = True
 
     # -- handshake: child ---------------------------------------------------------------

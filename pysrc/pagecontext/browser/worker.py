@@ -257,9 +257,14 @@ class WorkerBinding:
         effects: list[Effect] = []
         if kind == "port":
             self._take_port(event.ports[0])
-            effects = session.attach_port(
-                message["position"], message.get("nonce"), message.get("peer")
-            )
+            position, nonce, peer = message["position"], message.get("nonce"), message.get("peer")
+            named = message.get("conversationId")
+            if isinstance(session, AssistantSession) and isinstance(named, str):
+                # The conversation the edge's `connect` named (a new one may have begun
+                # while it was on its way).
+                effects = session.attach_port(position, nonce, peer, named)
+            else:
+                effects = session.attach_port(position, nonce, peer)
         elif kind == "child-reloaded":
             effects = session.child_reloaded()
         elif kind == "bye":
