@@ -11,7 +11,7 @@ import pytest
 from pagecontext.cli import main
 from pagecontext.server.bundle import _rewrite, headers_file
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
-from pagecontext.server.site import SiteError
+from pagecontext.server.site import OUTPUT_MARK, SiteError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,6 +75,20 @@ def test_build_never_replaces_a_folder_that_holds_no_bundle(
     assert main(["build", str(tmp_path)]) == 1
     assert "holds no earlier output" in capsys.readouterr().err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+    # A web root of another kind, with a `vendor` folder and a `_headers` file of its own.
+    web_root = tmp_path / "www"
+    (web_root / "vendor").mkdir(parents=True)
+    (web_root / "_headers").write_text("/*\n")
+    (web_root / "index.php").write_text("<?php")
+    wheels = str(ROOT / "build" / "wheels")
+    for command in (["build"], ["assemble", "--wheels", wheels, "--out"]):
+        assert main([*command, str(web_root)]) == 1
+        assert "holds no earlier output" in capsys.readouterr().err
+    assert sorted(path.name for path in web_root.iterdir()) == ["_headers", "index.php", "vendor"]
+    web_root.joinpath("index.php").unlink()
+    web_root.joinpath("_headers").unlink()
+    web_root.joinpath("vendor").rmdir()
+    web_root.rmdir()
     assert main(["build", str(tmp_path / "notes.txt")]) == 1
     assert "is a file" in capsys.readouterr().err
     assert main(["build", str(ROOT), "--root", str(ROOT)]) == 1
@@ -99,13 +113,13 @@ def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(
     removes it: the earlier bundle, and whatever the host keeps beside it, stay."""
     out = tmp_path / "site"
     out.mkdir()
-    (out / "_headers").write_text("/*\n")
+    (out / OUTPUT_MARK).write_text("")
     (out / "CNAME").write_text("app.example")
     wheels = tmp_path / "no-wheels"
     wheels.mkdir()
     assert main(["build", str(out), "--wheels", str(wheels), "--root", str(ROOT)]) == 1
     assert "no wheel in" in capsys.readouterr().err
-    assert sorted(path.name for path in out.iterdir()) == ["CNAME", "_headers"]
+    assert sorted(path.name for path in out.iterdir()) == [OUTPUT_MARK, "CNAME"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["no-wheels", "site"]
 
 

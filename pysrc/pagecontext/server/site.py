@@ -313,8 +313,23 @@ def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
     }
 
 
-# What an earlier output holds: a folder holding one of these may be replaced.
-OUTPUT_MARKS: Final = ("_headers", "vendor")
+# Written into every output: a folder that holds it may be replaced by the next output.
+OUTPUT_MARK: Final = ".pagecontext-output"
+
+
+def _is_output(folder: Path) -> bool:
+    """True if `folder` holds an earlier output: its mark, or, for an output written
+    before the mark was, a `py/runtime*.json` that describes a runtime and snapshot."""
+    if (folder / OUTPUT_MARK).is_file():
+        return True
+    for path in (folder / "py").glob("runtime*.json"):
+        try:
+            runtime = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(runtime, dict) and {"pyodide", "snapshot"} <= runtime.keys():
+            return True
+    return False
 
 
 def _no_progress(_step: str) -> None:
@@ -329,7 +344,8 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
 
     Raises SiteError, before anything is written, if `out` is a file, holds the
     repository `root`, or is a folder that is neither empty nor an earlier output (it
-    holds none of OUTPUT_MARKS): nothing that is not an output is ever deleted.
+    holds no OUTPUT_MARK): nothing that is not an output is ever deleted. Everything in
+    an earlier output is replaced, also files put there since.
     """
     target = out.absolute()
     if target.exists() and not target.is_dir():
@@ -337,20 +353,20 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
     repository = root.resolve()
     if target.resolve() == repository or target.resolve() in repository.parents:
         raise SiteError(f"{out} holds the repository {root}: write somewhere else")
-    if (
-        target.is_dir()
-        and any(target.iterdir())
-        and not any((target / mark).exists() for mark in OUTPUT_MARKS)
-    ):
+    if target.is_dir() and any(target.iterdir()) and not _is_output(target):
         raise SiteError(
-            f"{out} is not empty and holds no earlier output (none of "
-            f"{', '.join(OUTPUT_MARKS)}): write into a new or empty folder"
+            f"{out} is not empty and holds no earlier output (no {OUTPUT_MARK}): "
+            "write into a new or empty folder"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
     umask = os.umask(0)
     os.umask(umask)
     new.chmod(0o777 & ~umask)  # as a folder made by mkdir, not mkdtemp's 0700
+    (new / OUTPUT_MARK).write_text(
+        "Written by pagecontext (assemble, build): the next output replaces this folder,\n"
+        "everything in it included.\n"
+    )
     try:
         yield new
     except BaseException:
