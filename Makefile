@@ -23,7 +23,7 @@ all: $(SITE)/.stamp
 
 $(VENV)/.stamp: pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	# The project itself, editable: `.venv/bin/python -m pagecontext` and
 	# `.venv/bin/pagecontext` then work from any directory.
@@ -53,12 +53,15 @@ $(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) 
 setup: $(SITE)/.stamp browser
 
 # Debian's Chromium drives the e2e tests (Playwright cannot download browsers here).
+# An empty PAGECONTEXT_CHROMIUM means Playwright's own Chromium: nothing to install.
+# Debian's is installed (as root) only when it is the one asked for.
 browser:
-	@if [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-	  else \
-	    echo "Chromium not found at $(PAGECONTEXT_CHROMIUM): install it or set PAGECONTEXT_CHROMIUM" >&2; exit 1; \
+	@if [ -n "$(PAGECONTEXT_CHROMIUM)" ] && [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
+	  if [ "$(PAGECONTEXT_CHROMIUM)" = "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || exit 1; \
+	  fi; \
+	  if [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
+	    echo "Chromium not found at $(PAGECONTEXT_CHROMIUM): install it (as root, make installs Debian's at $(CHROMIUM)) or set PAGECONTEXT_CHROMIUM" >&2; exit 1; \
 	  fi; \
 	fi
 

@@ -304,6 +304,32 @@ def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:
     )
     expect(html(demo)).to_have_attribute("data-pc-refused-select", "1")
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    # A number that is not finite is refused, not shared as null.
+    for value in ("NaN", "Infinity"):
+        demo.evaluate(
+            """([ref, value]) => document.dispatchEvent(new CustomEvent("pagecontext:select",
+                 {detail: {componentId: "sales-table", resourceRef: ref,
+                           values: {unitsSold: Number(value)}}}))""",
+            [OTHER_ROW, value],
+        )
+    expect(html(demo)).to_have_attribute("data-pc-refused-select", "3")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+
+
+def test_a_rendered_event_off_its_component_is_refused_and_counted(demo: Page) -> None:
+    """`pagecontext:rendered` dispatched on the document, or on a row inside the
+    component, reports no component: each is refused and counted, and the component's
+    objects stay as reported (a row selected after it is still shared)."""
+    demo.evaluate(
+        """() => {
+          document.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+          document.querySelector('[data-pc-component="sales-table"] tr[data-pc-resource-ref]')
+            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-rendered", "2")
+    select_and_ask(demo, ROW)
+    expect(panel(demo).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
 
 
 TAKE_HIGHLIGHTS = """answer => {

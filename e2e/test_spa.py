@@ -112,3 +112,26 @@ def test_an_embed_whose_runtime_did_not_load_fails_loudly_and_mounts_next_time(
     expect(html(page)).to_have_attribute("data-spa-mounts", "1", timeout=STEP_TIMEOUT_MS)
     wait_bound(page)
     wait_bound(panel(page))
+
+
+def test_a_refused_config_leaves_nothing_mounted_and_the_next_mount_binds(
+    page: Page, origins: Origins
+) -> None:
+    """`mount()` with a config the edge refuses resolves with no edge and publishes
+    `failed` with the field at fault; nothing stays mounted, so the next `mount()` (the
+    route's own, with its good config) binds both frames."""
+    page.goto(origins.page + "/examples/spa.html")
+    refused = page.evaluate(
+        """async () => {
+             const { mount } = await import("/web/boot.mjs");
+             const embed = await mount({ role: "page" });
+             return embed.edge === null;
+           }"""
+    )
+    assert refused is True
+    expect(html(page)).to_have_attribute("data-pc-state", "failed")
+    expect(html(page)).to_have_attribute("data-pc-error-field", "peerOrigin")
+    page.get_by_role("button", name="Sales").click()
+    expect(html(page)).to_have_attribute("data-spa-mounts", "1", timeout=STEP_TIMEOUT_MS)
+    wait_bound(page)
+    wait_bound(panel(page))

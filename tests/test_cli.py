@@ -25,10 +25,13 @@ PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """A minimal repository: the two HTML templates the server renders."""
+    """A minimal repository: the two HTML templates the server renders, and an
+    assembled site's runtime description."""
     (tmp_path / "index.html").write_text("<p>page {{PAGE_ORIGIN}}</p>")
     (tmp_path / "web").mkdir()
     (tmp_path / "web" / "assistant.html").write_text("<p>panel {{ASSISTANT_ORIGIN}}</p>")
+    (tmp_path / "build" / "site" / "py").mkdir(parents=True)
+    (tmp_path / "build" / "site" / "py" / "runtime.json").write_text("{}")
     return tmp_path
 
 
@@ -104,6 +107,19 @@ def test_root_without_index_html_is_a_one_line_error(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "no index.html" in err
+
+
+def test_a_demo_without_its_site_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository whose site was never assembled is reported in one line, exit 1,
+    before any server starts (it would serve pages whose runtime is missing)."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    ports = ["--page-port", "1", "--assistant-port", "2"]
+    assert main(["demo", "--root", str(tmp_path), *ports]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"no site in {tmp_path / 'build' / 'site'}" in err
 
 
 def test_find_repo_root_walks_up_to_index_html(root: Path) -> None:

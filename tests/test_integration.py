@@ -146,6 +146,9 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(role="assistant", agentUrl="//evil.example/"), "agentUrl", "a path"),
         (config_with(role="assistant", agentUrl="http://"), "agentUrl", "http(s) URL"),
         (config_with(role="assistant", authorization=7), "authorization", "header's value"),
+        (config_with(role="assistant", limits={}), "limits", "only a page"),
+        (config_with(role="assistant", history=64), "history", "only a page"),
+        (config_with(role="assistant", share="ask"), "share", "only a page"),
     ],
 )
 def test_a_bad_config_names_the_field_and_why(raw: object, field: str, words: str) -> None:

@@ -16,7 +16,7 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // MicroPython cannot catch a JavaScript exception, so the few calls that may throw on
 // hostile input or a locked-down browser are wrapped here and never throw. `post` is
 // also the one place the edge posts to another window (tests spy on it there).
-const toJson = (value) => { try { const text = JSON.stringify(value); return typeof text === "string" ? text : null; } catch { return null; } };
+const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
 globalThis.pagecontextHost = {
   json: toJson,
@@ -31,6 +31,16 @@ globalThis.pagecontextHost = {
     if (keys.length > 16) return null;
     for (const key of keys) if (value[key] !== null && !SCALARS.has(typeof value[key])) return null;
     return toJson(value);
+  },
+  // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
+  // an infinity), which JSON.stringify would write as null.
+  detail(value) {
+    let finite = true;
+    const text = toJson(value, (key, item) => {
+      if (typeof item === "number" && !Number.isFinite(item)) finite = false;
+      return item;
+    });
+    return finite ? text : null;
   },
   load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
@@ -164,7 +174,11 @@ export async function mount(config) {
   }
   const host = globalThis.pagecontextHost;
   const checked = edge.check(config, worker, host);
-  if (checked === null) return handle; // refused, loudly: the worker is stopped
+  if (checked === null) {
+    // Refused, loudly: the worker is stopped, and nothing stays mounted.
+    mounted = null;
+    return handle;
+  }
   await nextTask();
   if (mounted !== handle) return handle;
   const started = edge.Edge(checked, worker, host);
@@ -218,7 +232,7 @@ if (block) {
   const { runtime, mp } = await edgeRuntime();
   const moduleName = /^[A-Za-z_][A-Za-z0-9_]*$/;
   for (const app of (Array.isArray(config.apps) ? config.apps : []).filter((name) => moduleName.test(name))) {
-    const code = new Uint8Array(await (await fetch(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
+    const code = new Uint8Array(await (await fetched(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
     mp.FS.writeFile(`/lib/${app}.mpy`, code);
     await mp.runPythonAsync(`import ${app}\nawait ${app}.main()`);
   }

@@ -238,6 +238,14 @@ def _demo(args: argparse.Namespace) -> int:
         agent_url=agent_url,
         demo_user=args.user,
     )
+    site = config.site_dir
+    if not (site / "py" / "runtime.json").is_file():
+        print(
+            f"pagecontext: no site in {site}: run `make` in the repository first (it "
+            "assembles it), or `pagecontext assemble --out` it there",
+            file=sys.stderr,
+        )
+        return 1
     return serve(config)
 
 

@@ -73,6 +73,8 @@ _KEYS = (
 )
 # The options only an assistant reads.
 _ASSISTANT_KEYS = ("agentUrl", "authorization")
+# The options only a page reads (an assistant takes the protocol's default limits).
+_PAGE_KEYS = ("share", "limits", "history")
 MAX_AUTHORIZATION_CHARS = 4096
 _NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _NAME_CHARS = _NAME_START + "0123456789"
@@ -173,6 +175,9 @@ def parse_config(raw: object) -> dict[str, Any]:
     for key in _ASSISTANT_KEYS:
         if role != "assistant" and key in config:
             raise ConfigError(key, "only an assistant calls an agent (role is " + role + ")")
+    for key in _PAGE_KEYS:
+        if role != "page" and key in config:
+            raise ConfigError(key, "only a page reads it (role is " + role + ")")
     agent_url = config.get("agentUrl", "")
     if not _is_agent_url(agent_url):
         raise ConfigError(

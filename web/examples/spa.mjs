@@ -33,6 +33,7 @@ function salesView() {
   for (const row of ROWS) {
     const tr = body.insertRow();
     tr.dataset.pcResourceRef = row.ref;
+    tr.tabIndex = -1; // `locate` moves the focus to the row (docs/integration.md)
     tr.dataset.pcValues = JSON.stringify({ month: row.month, region: row.region, unitsSold: row.unitsSold });
     tr.append(cell(row.month), cell(row.region), cell(String(row.unitsSold)));
   }

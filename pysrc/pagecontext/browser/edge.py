@@ -121,14 +121,22 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
-def _plain(value: Any, *, flat: bool = False) -> Any:
+def _plain(value: Any, *, flat: bool = False, detail: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
     The boot script's `host.json` does the stringify, since MicroPython cannot catch
     the exception a BigInt or a cycle raises. With `flat` (a message from another
     window), only a flat object of scalars is read (`host.flat`): anything else is None.
+    With `detail` (a page event's detail), one holding a number JSON cannot write (NaN,
+    an infinity, which JSON.stringify writes as null) is None (`host.detail`).
     """
-    text = _HOST[0].flat(value) if flat else _HOST[0].json(value)
+    host = _HOST[0]
+    if flat:
+        text = host.flat(value)
+    elif detail:
+        text = host.detail(value)
+    else:
+        text = host.json(value)
     if not isinstance(text, str):
         return None
     try:
@@ -324,7 +332,11 @@ class Edge:
 
     def _fail(self, error: str) -> None:
         """Publish `failed` with its reason (`data-pc-error`), loudly. The boot timer
-        stops: its timeout would hide the reason."""
+        stops: its timeout would hide the reason. The first reason stays: a later one
+        (the worker's, after a boot timeout) is only logged."""
+        if self.public["state"] == "failed":
+            js.console.error("pagecontext: " + error)
+            return
         if self.boot_timer is not None:
             self.owner.cancel(self.boot_timer)
             self.boot_timer = None
@@ -636,7 +648,15 @@ class Edge:
             self._scan(components[i])
 
     def _on_rendered(self, event: Any) -> None:
-        self._scan(event.target)
+        target = event.target
+        # An element (nodeType 1) that is a component; the document or an element inside
+        # a component is not one, and reports nothing.
+        if target.nodeType != 1 or not target.getAttribute("data-pc-component"):
+            self._refuse_event(
+                "rendered", "dispatch it on the component's element (data-pc-component)"
+            )
+            return
+        self._scan(target)
 
     def _scan(self, component: Any) -> None:
         """Rebuild one component's registry from the DOM and report its view."""
@@ -727,8 +747,12 @@ class Edge:
 
     def _read_detail(self, event: Any, name: str, parse: Any) -> Any:
         """Return `parse(event.detail)`, or None after refusing the event if it fails."""
+        data = _plain(event.detail, detail=True)
+        if data is None:
+            self._refuse_event(name, "detail must be a JSON object, its numbers finite")
+            return None
         try:
-            return parse(_plain(event.detail))
+            return parse(data)
         except ValueError as error:
             self._refuse_event(name, str(error))
             return None
