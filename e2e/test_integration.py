@@ -494,3 +494,43 @@ def test_a_nested_component_keeps_its_objects_to_itself(demo: Page) -> None:
         show_and_expect(assistant, "applied")
         expect(element).to_have_attribute("data-pc-highlight", "focus")
     expect(inner).to_have_attribute("data-pc-highlight", "focus")
+
+
+def test_a_row_selected_and_asked_about_before_the_edge_listens_is_shared(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """A page renders its rows itself, before pagecontext's MicroPython has loaded (held
+    here): the user clicks a row and asks about it at once. Neither is lost: once the
+    edge runs it takes both, in order, and the assistant shows the row's chip once bound."""
+    held: list[Route] = []
+    module = f"{origins.page}/vendor/micropython-*/micropython.mjs"
+    context.route(module, lambda route: held.append(route))
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+    }
+    url = f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}"
+    with context.expect_event(
+        "request", lambda request: request.url.endswith("/micropython.mjs"), timeout=BOOT_TIMEOUT_MS
+    ):
+        page.goto(url, wait_until="commit")
+    page.evaluate(
+        """() => {
+          const table = document.querySelector('[data-pc-component="orders"]');
+          table.setAttribute("data-pc-generation", "1");
+          table.tBodies[0].innerHTML = '<tr data-pc-resource-ref="order-7" tabindex="-1">' +
+            '<td data-pc-field="status">open</td>' +
+            '<td data-pc-field="total" data-pc-value="12.5">12.50</td></tr>';
+        }"""
+    )
+    page.locator('tr[data-pc-resource-ref="order-7"]').click()
+    page.evaluate("() => document.dispatchEvent(new CustomEvent('pagecontext:share'))")
+    assert page.evaluate("performance.getEntriesByName('pagecontext:edge-started').length") == 0
+    assert len(held) == 1, held
+    held[0].fallback()
+    wait_bound(page)
+    chip = panel(page).locator('[data-pc-chip="order-7"]')
+    expect(chip).to_be_visible(timeout=BOOT_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_contain_text("12.5")
+    expect(html(page)).to_have_attribute("data-pc-revision", "1")

@@ -128,6 +128,25 @@ function startWorker(role, onError) {
 
 let mounted = null;
 
+// What the user does on a page before its edge listens (MicroPython loads meanwhile):
+// its clicks and selection events, kept in order, the last EARLY_MAX of them, and handed
+// to the edge once it has begun (`replay`), so that a row selected then is not lost.
+const EARLY_EVENTS = ["click", "pagecontext:select", "pagecontext:share"];
+const EARLY_MAX = 64;
+
+function holdEarlyEvents() {
+  const events = [];
+  const keep = (event) => {
+    events.push(event);
+    if (events.length > EARLY_MAX) events.shift();
+  };
+  for (const name of EARLY_EVENTS) document.addEventListener(name, keep);
+  const stop = () => {
+    for (const name of EARLY_EVENTS) document.removeEventListener(name, keep);
+  };
+  return { events, stop };
+}
+
 /**
  * Mount pagecontext in this document with `config` (docs/integration.md); resolves to a
  * handle `{ edge, unmount() }` once the edge runs. One mount at a time per document.
@@ -149,8 +168,20 @@ export async function mount(config) {
   const worker = startWorker(config.role, (message) => {
     if (workerError === null) workerError = message;
   });
-  const handle = { edge: null, worker, unmount: () => unmountHandle(handle) };
+  const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
+  const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;
+  try {
+    return await mountSteps(config, handle, () => workerError);
+  } finally {
+    early.stop();
+  }
+}
+
+// The rest of `mount`, once its handle is made: `workerError()` is the worker's error
+// that came before the edge listened, if any.
+async function mountSteps(config, handle, workerError) {
+  const { worker } = handle;
   let edge;
   try {
     ({ edge } = await edgeRuntime());
@@ -185,9 +216,12 @@ export async function mount(config) {
   await nextTask();
   if (mounted !== handle) return handle;
   handle.edge = started;
+  handle.early.stop();
   started.begin();
   // From now on the edge listens to the worker's errors itself.
-  if (workerError !== null) started.worker_failed(workerError);
+  if (workerError() !== null) started.worker_failed(workerError());
+  if (handle.early.events.length) started.replay(handle.early.events);
+  handle.early.events.length = 0;
   globalThis.pagecontext = started;
   performance.mark("pagecontext:edge-started");
   return handle;

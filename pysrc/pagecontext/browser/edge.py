@@ -647,6 +647,21 @@ class Edge:
         for i in range(components.length):
             self._scan(components[i])
 
+    def replay(self, events: Any) -> None:
+        """Handle what the page did before this edge listened, as if it came now: its
+        clicks and selection events, in order (boot.mjs keeps them while MicroPython
+        loads). Call it right after `begin()`."""
+        handlers = {
+            "click": self._on_click,
+            "pagecontext:select": self._on_select_event,
+            "pagecontext:share": self._on_share_event,
+        }
+        for i in range(events.length):
+            event = events[i]
+            handler = handlers.get(event.type)
+            if handler is not None:
+                handler(event)
+
     def _on_rendered(self, event: Any) -> None:
         target = event.target
         # An element (nodeType 1) that is a component; the document or an element inside
