@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,10 +16,15 @@ from starlette.testclient import TestClient
 
 from clients import assistant_client
 from pagecontext import agui
-from pagecontext.agent.explain import LiveRead, ReadRefused, explain
+from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.server import access
-from pagecontext.server.agent_endpoint import AGENT_READS, live_read
+from pagecontext.server.agent_endpoint import (
+    AGENT_READS,
+    HttpResourceReader,
+    ResourceReader,
+    live_read,
+)
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.run import free_port, serve_in_thread, start_in_thread
@@ -118,6 +125,41 @@ def test_a_low_row_is_explained_and_flagged_too(demo_db: Path) -> None:
     answer = explain(task("sales-2026-08-south"), live(demo_db, "sales-2026-08-south"))
     assert any("South sold" in chunk and "times its average" in chunk for chunk in answer.chunks)
     assert answer.tool_calls[-1].name == "flag_for_review"
+
+
+def figures(region: str, month: str, units: int) -> SalesFigures:
+    return SalesFigures(f"sales-{month}-{region.lower()}", region, month, units, units * 10.0)
+
+
+def test_a_region_that_sold_nothing_gets_no_ratio_and_no_flag() -> None:
+    """An average of 0 units has no ratio: nothing reads as "at most two thirds" of it,
+    and nothing is proposed for review."""
+    year = [figures("North", f"2026-{month:02d}", 0) for month in range(1, 13)]
+    read = LiveRead(year[2], year, [year[2], figures("South", "2026-03", 0)], 0, READ_AT)
+    answer = explain(task(units=0), read)
+    assert "North sold 0 units in 2026-03, against an average of 0 units" in answer.text
+    assert "times" not in answer.text
+    assert "With no units sold in 2026-03, there is no revenue per unit to compare." in (
+        answer.text
+    )
+    assert [call.name for call in answer.tool_calls] == ["highlight"] * 3
+
+
+def test_a_row_that_is_not_first_cites_and_highlights_the_region_just_above() -> None:
+    """Ranked 3 of 4: the answer names the region just above the row, and that is the
+    region it highlights as related, not the month's highest."""
+    year = [figures("North", f"2026-{month:02d}", 100) for month in range(1, 13)]
+    month = [
+        year[2],
+        figures("South", "2026-03", 500),
+        figures("West", "2026-03", 200),
+        figures("East", "2026-03", 50),
+    ]
+    answer = explain(task(units=100), LiveRead(year[2], year, month, 0, READ_AT))
+    assert "it ranks 3 of 4 regions" in answer.text
+    assert "the next higher being West with 200 units." in answer.text
+    highlighted = [c.arguments["resourceRef"] for c in answer.tool_calls if c.name == "highlight"]
+    assert highlighted == [NORTH_MARCH, "sales-2026-02-north", "sales-2026-03-west"]
 
 
 def test_january_has_no_previous_month(demo_db: Path) -> None:
@@ -351,6 +393,73 @@ def test_agent_reports_an_unreachable_resource_api(tmp_path: Path) -> None:
         events = stream(assistant, run_body())
     assert [e.type for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     assert events[-1].code == "resource-api-unavailable"  # type: ignore[attr-defined]
+
+
+_BROKEN_ANSWERS = {
+    # A body cut short of its Content-Length (http.client.IncompleteRead: no OSError).
+    "cut": (b'{"row": ', 1000),
+    # JSON nested deeper than the parser follows (RecursionError).
+    "deep": (b"[" * 100_000 + b"]" * 100_000, None),
+}
+
+
+@pytest.fixture
+def broken_resource_api(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A page origin whose resource API answers 200 with the body named by the param."""
+    body, length = _BROKEN_ANSWERS[request.param]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(length or len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run_error_code(tmp_path: Path, reader: ResourceReader) -> str:
+    """The code of the RUN_ERROR that ends a run whose reads go to `reader`, after
+    RUN_STARTED."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path)
+    app = create_assistant_app(config, resource_reader=reader)
+    with assistant_client(config, app) as assistant:
+        events = stream(assistant, run_body())
+    assert [e.type for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    return str(events[-1].code)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("broken_resource_api", sorted(_BROKEN_ANSWERS), indirect=True)
+def test_an_answer_the_reader_cannot_read_is_an_unavailable_resource_api(
+    broken_resource_api: str, tmp_path: Path
+) -> None:
+    """A body cut short or nested too deeply is the resource API failing, as no answer
+    is: RUN_ERROR resource-api-unavailable, never a dropped stream."""
+    reader = HttpResourceReader(broken_resource_api)
+    assert run_error_code(tmp_path, reader) == "resource-api-unavailable"
+
+
+def test_any_other_failure_after_run_started_ends_with_a_run_error(tmp_path: Path) -> None:
+    """A read that fails in a way nobody foresaw: RUN_ERROR internal-error, never a
+    dropped stream."""
+
+    def reader(_ref: str, _authorization: str) -> LiveRead:
+        raise RuntimeError("a defect")
+
+    assert run_error_code(tmp_path, reader) == "internal-error"
 
 
 def test_agent_over_real_sockets_reads_the_page_origin_over_http(

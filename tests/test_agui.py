@@ -139,6 +139,7 @@ def test_tool_call_becomes_the_page_command(
         ("clear-highlight", '{"componentId": "sales"}', "unknown-tool"),
         ("highlight", "{not json", "malformed-arguments"),
         ("highlight", '["sales"]', "malformed-arguments"),
+        ("highlight", "[" * 100_000 + "]" * 100_000, "malformed-arguments"),
         ("highlight", '{"componentId": "sales", "resourceRef": "r"}', "invalid-arguments"),
         (
             "highlight",
@@ -473,6 +474,7 @@ def test_parse_event_reads_sse_data_and_refuses_junk() -> None:
         with pytest.raises(EventSequenceError) as caught:
             agui.parse_event(junk)
         assert caught.value.reason == "malformed-event"
+        assert str(caught.value).startswith("event (unparsed) refused in state parsing")
 
 
 _OPENERS: dict[str, Callable[[str], list[BaseEvent]]] = {

@@ -320,3 +320,77 @@ def test_events_after_the_run_finished_are_ignored() -> None:
     updates = read([sse(*answer_events(), late)])
     assert ending(updates).ok
     assert isinstance(updates[-1], RunEnded)
+
+
+_OPEN_CALL = {
+    "chunked": [
+        ToolCallChunkEvent(tool_call_id="c1", tool_call_name="highlight", delta='{"tone":'),
+        ToolCallChunkEvent(delta='"focus"}'),
+    ],
+    "explicit": [
+        ToolCallStartEvent(tool_call_id="c1", tool_call_name="highlight"),
+        ToolCallArgsEvent(tool_call_id="c1", delta='{"tone":"focus"}'),
+    ],
+}
+
+
+@pytest.mark.parametrize("form", sorted(_OPEN_CALL))
+@pytest.mark.parametrize(
+    ("last", "code"),
+    [
+        (RunErrorEvent(message="model crashed"), "run-error"),
+        (RunFinishedEvent(thread_id=THREAD, run_id="another-run"), "malformed-stream"),
+    ],
+)
+def test_a_tool_call_the_agent_never_ended_is_not_made(
+    form: str, last: BaseEvent, code: str
+) -> None:
+    """A tool call still open when the run fails, or when the event that would close a
+    chunked one is refused, is never made: chunked or sent with TOOL_CALL_START alike."""
+    updates = read([sse(started(), *_OPEN_CALL[form], last)])
+    assert ending(updates).code == code
+    assert [u for u in updates if isinstance(u, ToolCallMade)] == []
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        (None, ""),
+        ({"type": "success"}, ""),
+        ({"type": "cancelled"}, "run-cancelled"),
+        ({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "ok?"}]}, "run-interrupted"),
+    ],
+)
+def test_a_run_finished_that_is_no_success_ends_with_its_own_code(
+    outcome: dict[str, object] | None, code: str
+) -> None:
+    """RUN_FINISHED with outcome `cancelled` or `interrupt` is not a finished answer."""
+    run = {"threadId": THREAD, "runId": RUN}
+    last = {"type": "RUN_FINISHED", **run, **({"outcome": outcome} if outcome else {})}
+    updates = read([sse(started()) + f"data: {json.dumps(last)}\n\n"])
+    assert ending(updates).code == code
+
+
+def test_a_character_cut_across_two_deltas_is_joined_and_a_lone_half_replaced() -> None:
+    """JavaScript's JSON.stringify escapes each half of a character that a delta cut in
+    two ("\\ud83d", then "\\ude00"): valid JSON, and the text reads as one character. A
+    half that never gets its pair, in text, arguments or any other string, reaches the
+    answer as U+FFFD, never as a lone surrogate."""
+    payloads = [
+        f'{{"type":"RUN_STARTED","threadId":"{THREAD}","runId":"{RUN}"}}',
+        '{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}',
+        '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"ok \\ud83d"}',
+        '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\\ude00 done \\udc00."}',
+        '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":" Cut: \\ud83d"}',
+        '{"type":"TEXT_MESSAGE_END","messageId":"m"}',
+        '{"type":"TOOL_CALL_START","toolCallId":"c\\ud800","toolCallName":"flag_for_review"}',
+        '{"type":"TOOL_CALL_ARGS","toolCallId":"c\\ud800","delta":"{\\"note\\": \\"\\ud83d"}',
+        '{"type":"TOOL_CALL_ARGS","toolCallId":"c\\ud800","delta":"\\ude00\\"}"}',
+        '{"type":"TOOL_CALL_END","toolCallId":"c\\ud800"}',
+        '{"type":"RUN_ERROR","message":"bad \\udfff"}',
+    ]
+    updates = read(["".join(f"data: {payload}\n\n" for payload in payloads)])
+    assert text_of(updates) == "ok \U0001f600 done \ufffd. Cut: \ufffd"
+    [call] = [u for u in updates if isinstance(u, ToolCallMade)]
+    assert (call.call_id, json.loads(call.arguments)) == ("c\ufffd", {"note": "\U0001f600"})
+    assert ending(updates) == RunEnded("run-error", "bad \ufffd")

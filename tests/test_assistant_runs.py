@@ -576,8 +576,14 @@ def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path
 # --- the context tools: what the budget elided, on request -----------------------------------
 
 
-def context_calls(pair: ChannelPair, run_id: str, calls: list[tuple[str, dict[str, str]]]) -> str:
-    """An agent stream that makes these context tool calls, then finishes."""
+def context_calls(
+    pair: ChannelPair,
+    run_id: str,
+    calls: list[tuple[str, dict[str, str]]],
+    outcome: dict[str, object] | None = None,
+) -> str:
+    """An agent stream that makes these context tool calls, then finishes (with
+    `outcome`, if given)."""
     run = {"threadId": pair.assistant.conversation_id, "runId": run_id}
     events: list[dict[str, object]] = [{"type": "RUN_STARTED", **run}]
     for index, (name, arguments) in enumerate(calls):
@@ -587,7 +593,7 @@ def context_calls(pair: ChannelPair, run_id: str, calls: list[tuple[str, dict[st
             {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments)},
             {"type": "TOOL_CALL_END", "toolCallId": call_id},
         ]
-    events.append({"type": "RUN_FINISHED", **run})
+    events.append({"type": "RUN_FINISHED", **run, **({"outcome": outcome} if outcome else {})})
     return "".join(f"data: {json.dumps(event)}\n\n" for event in events)
 
 
@@ -707,6 +713,29 @@ def test_follow_up_runs_are_bounded(origins: Origins, db: Path) -> None:
         start = next((effect for effect in effects if isinstance(effect, StartRun)), None)
     assert runs == 1 + MAX_FOLLOW_UPS
     assert pair.assistant.answering is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code"),
+    [
+        ({"type": "cancelled"}, "run-cancelled"),
+        ({"type": "interrupt", "interrupts": [{"id": "i1", "reason": "ok?"}]}, "run-interrupted"),
+    ],
+)
+def test_a_cancelled_or_interrupted_run_fails_and_starts_no_follow_up(
+    origins: Origins, db: Path, outcome: dict[str, object], code: str
+) -> None:
+    """A RUN_FINISHED whose outcome is not a success ends the answer as failed, and a
+    context tool call in it starts no follow-up run; the user can ask again."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    text = context_calls(pair, start.run_id, [("list_context_items", {})], outcome)
+    effects = pair.assistant.on_agent_text(start.run_id, text)
+    assert [effect for effect in effects if isinstance(effect, StartRun)] == []
+    assert (answer(pair)["state"], answer(pair)["error"]["code"]) == ("failed", code)
+    assert pair.assistant.answering is None
+    ask(pair, "Try again")
 
 
 def test_the_context_stores_readables_reach_the_run_once_each_and_scoped(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ag_ui.core import AssistantMessage, ToolMessage
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +99,38 @@ def test_an_action_whose_confirmation_was_issued_is_pending_until_the_server_ans
         "business": {"state": "pending"},
     }
     assert tool_result(action) == {"status": "pending"}
+
+
+def test_a_call_refused_as_a_duplicate_id_is_left_out_with_its_result() -> None:
+    """The agent reused an earlier call's id: the refused call is not in the next run's
+    messages, so that id has one call and one result, the earlier one's."""
+    highlight = {"id": "call_1", "name": "highlight", "arguments": "{}"}
+    log: list[dict[str, JsonValue]] = [
+        {"kind": "question", "id": "q1", "sent": "first"},
+        {"kind": "answer", "id": "a1", "state": "done", "text": "", "toolCalls": [highlight]},
+        {**command({"state": "applied", "reason": "ok"}), "toolCallId": "call_1"},
+        {"kind": "question", "id": "q2", "sent": "second"},
+        {
+            "kind": "answer",
+            "id": "a2",
+            "state": "done",
+            "text": "Done.",
+            "toolCalls": [{**highlight, "refused": "duplicate-id"}],
+        },
+        {"kind": "question", "id": "q3", "sent": "third"},
+    ]
+    messages = run_messages(log)
+    ids = [message.id for message in messages]
+    assert len(ids) == len(set(ids))
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    assert [(m.tool_call_id, json.loads(m.content)) for m in results] == [
+        ("call_1", {"status": "applied", "reason": "ok"})
+    ]
+    answers = [m for m in messages if isinstance(m, AssistantMessage)]
+    assert [(m.id, [call.id for call in m.tool_calls or []]) for m in answers] == [
+        ("a1", ["call_1"]),
+        ("a2", []),
+    ]
 
 
 texts = st.text(max_size=200)  # any characters: control, quotes, astral, lone surrogates

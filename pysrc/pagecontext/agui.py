@@ -96,6 +96,7 @@ __all__ = [
     "business_proposal",
     "context_tool_call",
     "page_tools",
+    "paired_surrogates",
     "parse_event",
     "read_authorization",
     "read_task_context",
@@ -201,8 +202,9 @@ class ToolCallError(PagecontextError):
     `reason`: "unknown-tool", "business-tool" (a business tool is never a page
     command), "context-tool" (answered by the assistant, not the page), "ui-tool" (a
     UI tool is not a business proposal), "not-a-context-tool", "malformed-arguments"
-    (not a JSON object), "invalid-arguments" (missing, extra or wrongly typed) or
-    "duplicate-id" (an earlier tool call of the conversation has its id).
+    (not a JSON object, or nested too deeply to read), "invalid-arguments" (missing,
+    extra or wrongly typed) or "duplicate-id" (an earlier tool call of the conversation
+    has its id).
     """
 
     def __init__(self, tool: str, reason: str, detail: str = "") -> None:
@@ -271,7 +273,8 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
     try:
         # A call that streamed no TOOL_CALL_ARGS at all passes no arguments: `{}`.
         raw = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, RecursionError) as error:
+        # RecursionError: JSON nested deeper than the parser follows.
         raise ToolCallError(name, "malformed-arguments", str(error)) from None
     if not isinstance(raw, dict):
         raise ToolCallError(name, "malformed-arguments", "not a JSON object")
@@ -424,8 +427,9 @@ def build_run_input(
 class EventSequenceError(PagecontextError):
     """The agent's event stream broke AG-UI's sequence rules.
 
-    `reason` is a short code, `event_type` the refused event's type (or "" for a
-    stream that ended early), `state` the verifier's state when it was refused.
+    `reason` is a short code, `event_type` the refused event's type ("(unparsed)" for
+    one that is not a valid AG-UI event, "" for a stream that ended early), `state` the
+    verifier's state when it was refused.
     """
 
     def __init__(self, reason: str, event_type: str, state: str, detail: str = "") -> None:
@@ -443,16 +447,44 @@ def _event_adapter() -> TypeAdapter[Any]:
     return TypeAdapter(Event)
 
 
+def paired_surrogates(text: str) -> str:
+    """Return `text` with each surrogate pair joined into the character it encodes and
+    each lone surrogate replaced by U+FFFD: text that JSON and UTF-8 can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def parse_event(data: str) -> BaseEvent:
     """Return the AG-UI event in one SSE `data:` payload (JSON).
 
+    JSON that escapes a lone surrogate is valid (JavaScript writes one for a character
+    that a delta cut in two); pydantic's parser refuses it, so such a payload is read by
+    Python's. Its `delta` keeps its surrogates, for the stream to pair them across
+    deltas; its other strings get `paired_surrogates`.
     Raises EventSequenceError("malformed-event") if it is not a valid AG-UI event.
     """
     try:
-        event: BaseEvent = _event_adapter().validate_json(data)
-    except ValidationError as error:
+        try:
+            event: BaseEvent = _event_adapter().validate_json(data)
+        except ValidationError:
+            if "\\ud" not in data and "\\uD" not in data:
+                raise
+            raw = json.loads(data)
+            if isinstance(raw, dict):
+                raw = {
+                    key: paired_surrogates(value)
+                    if isinstance(value, str) and key != "delta"
+                    else value
+                    for key, value in raw.items()
+                }
+            event = _event_adapter().validate_python(raw)
+    except (ValueError, RecursionError) as error:  # ValidationError is a ValueError
+        problems = error.error_count() if isinstance(error, ValidationError) else 1
         raise EventSequenceError(
-            "malformed-event", "", "parsing", f"{error.error_count()} problem(s)"
+            "malformed-event", "(unparsed)", "parsing", f"{problems} problem(s)"
         ) from None
     return event
 

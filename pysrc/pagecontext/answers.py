@@ -6,15 +6,20 @@ This module owns what the assistant makes of the text an agent streams back:
   AG-UI event (`agui.parse_event`);
 - `TEXT_MESSAGE_CHUNK` and `TOOL_CALL_CHUNK` are expanded into their START / CONTENT
   (ARGS) / END events, as AG-UI's own client does, so the verifier sees only
-  bracketed spans;
+  bracketed spans (but `RUN_ERROR` drops a chunked span still open: `ChunkExpander`);
 - every event is checked by `agui.EventSequenceVerifier` against the run's threadId
-  and runId;
+  and runId; the events one event expands to are all checked before any is used, so
+  the END that an event closing a chunked tool call stands for counts only if that
+  event passes;
 - what the panel and the session need comes out as updates: `TextDelta` for the
   answer's text, `ToolCallMade` when a tool call's arguments are complete, and one
-  `RunEnded` that says how the run ended.
+  `RunEnded` that says how the run ended. A character whose surrogate halves two text
+  deltas carry comes out whole; a lone half, as U+FFFD (`agui.paired_surrogates`).
 
-A run ends exactly once. `code` is "" for RUN_FINISHED, "run-error" for the agent's
-RUN_ERROR, "malformed-stream" for anything that breaks the format or AG-UI's rules
+A run ends exactly once. `code` is "" for RUN_FINISHED, "run-cancelled" or
+"run-interrupted" for a RUN_FINISHED whose `outcome` says the agent cancelled the run or
+stopped it to wait for input (which this assistant never gives), "run-error" for the
+agent's RUN_ERROR, "malformed-stream" for anything that breaks the format or AG-UI's rules
 (nothing after it is used), "incomplete" for a stream that stopped before the run
 finished, or a transport failure the caller reports with `fail` ("agent-unreachable",
 "http-<status>", "timeout"). After the end, further text is ignored.
@@ -32,6 +37,7 @@ from ag_ui.core import (
     BaseEvent,
     EventType,
     RunErrorEvent,
+    RunFinishedEvent,
     TextMessageChunkEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -42,7 +48,12 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from pagecontext.agui import EventSequenceError, EventSequenceVerifier, parse_event
+from pagecontext.agui import (
+    EventSequenceError,
+    EventSequenceVerifier,
+    paired_surrogates,
+    parse_event,
+)
 from pagecontext.sse import SseDecoder, SseError
 
 __all__ = [
@@ -67,6 +78,14 @@ MAX_ID_CHARS: Final = 256
 MAX_ERROR_CHARS: Final = 2000
 _NAMED: Final = ("message_id", "tool_call_id", "tool_call_name", "step_name")
 MALFORMED: Final = "malformed-stream"
+# RUN_FINISHED outcomes that are no success: the code and message the run ends with.
+_UNFINISHED: Final = {
+    "cancelled": ("run-cancelled", "the agent cancelled the run"),
+    "interrupt": (
+        "run-interrupted",
+        "the agent stopped the run to wait for input, which this assistant cannot give",
+    ),
+}
 # Events that leave a chunked span open, as AG-UI's client's `transformChunks` does.
 _PASSED_THROUGH: Final = frozenset(
     {
@@ -117,8 +136,10 @@ class ChunkExpander:
     A chunk with a new id closes the chunked span open before it and opens its own; a
     chunk without an id continues the open one. Any other event first closes the open
     chunked span, except the ones AG-UI's client passes through (`RAW`, `ACTIVITY_*`,
-    `REASONING_ENCRYPTED_VALUE`). Raises EventSequenceError for a first chunk without an
-    id (or a tool chunk without a name), which nothing could open.
+    `REASONING_ENCRYPTED_VALUE`) and `RUN_ERROR`, which drops it: a tool call the agent
+    never ended is not ended for it by a run that failed, as one sent with
+    `TOOL_CALL_START` is not. Raises EventSequenceError for a first chunk without an id
+    (or a tool chunk without a name), which nothing could open.
     """
 
     def __init__(self) -> None:
@@ -132,6 +153,9 @@ class ChunkExpander:
         if isinstance(event, ToolCallChunkEvent):
             return self._tool_chunk(event)
         if event.type in _PASSED_THROUGH:
+            return [event]
+        if event.type == EventType.RUN_ERROR:
+            self._text = self._tool = None
             return [event]
         return [*self.close(), event]
 
@@ -198,6 +222,9 @@ class AnswerStream:
         self._max_tool_calls = max_tool_calls
         self._chars = 0
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        # By message id: the high surrogate a text delta ended with, whose pair the
+        # message's next delta begins with.
+        self._held: dict[str, str] = {}
         self._made = 0
         self.ended: RunEnded | None = None
 
@@ -208,9 +235,13 @@ class AnswerStream:
         updates: list[Update] = []
         try:
             for sse in self._sse.feed(text):
-                for event in self._chunks.expand(parse_event(sse.data)):
+                events = self._chunks.expand(parse_event(sse.data))
+                # All the events one event stands for pass before any is used: a chunked
+                # tool call closed by an event that is refused is not carried out.
+                for event in events:
                     _check_names(event)
                     self._verifier.feed(event)
+                for event in events:
                     update = self._update(event)
                     if update is not None:
                         updates.append(update)
@@ -245,15 +276,17 @@ class AnswerStream:
         return self.ended
 
     def _update(self, event: BaseEvent) -> Update | None:
-        kind = event.type
         if isinstance(event, TextMessageContentEvent | ToolCallArgsEvent):
             # Text and arguments count alike against the answer's size.
             self._chars += len(event.delta)
             if self._chars > self._max_chars:
                 return self._end(MALFORMED, f"the answer is over {self._max_chars} characters")
             if isinstance(event, TextMessageContentEvent):
-                return TextDelta(event.message_id, event.delta)
+                return self._text(event.message_id, event.delta)
             self._calls[event.tool_call_id][1].append(event.delta)
+        elif isinstance(event, TextMessageEndEvent):
+            # A high surrogate still held never got its pair.
+            return self._text(event.message_id, "", end=True)
         elif isinstance(event, ToolCallStartEvent):
             self._calls[event.tool_call_id] = (event.tool_call_name, [])
         elif isinstance(event, ToolCallEndEvent):
@@ -261,13 +294,25 @@ class AnswerStream:
             self._made += 1
             if self._made > self._max_tool_calls:
                 return self._end(MALFORMED, f"more than {self._max_tool_calls} tool calls")
-            return ToolCallMade(event.tool_call_id, name, "".join(parts))
+            return ToolCallMade(event.tool_call_id, name, paired_surrogates("".join(parts)))
         elif isinstance(event, RunErrorEvent):
             code = f" ({event.code[:MAX_ID_CHARS]})" if event.code else ""
             return self._end("run-error", event.message[:MAX_ERROR_CHARS] + code)
-        elif kind == EventType.RUN_FINISHED:
-            return self._end("", "")
+        elif isinstance(event, RunFinishedEvent):
+            outcome = event.outcome.type if event.outcome is not None else "success"
+            return self._end(*_UNFINISHED.get(outcome, ("", "")))
         return None
+
+    def _text(self, message_id: str, delta: str, *, end: bool = False) -> TextDelta | None:
+        """The text of `delta` (after the surrogate held before it), its pairs joined and
+        lone surrogates replaced; a high surrogate it ends with is held for the next
+        delta, unless the message ends here."""
+        text = self._held.pop(message_id, "") + delta
+        if text and not end and "\ud800" <= text[-1] <= "\udbff":
+            self._held[message_id] = text[-1]
+            text = text[:-1]
+        text = paired_surrogates(text)
+        return TextDelta(message_id, text) if text else None
 
 
 @cache

@@ -13,7 +13,9 @@ becomes the `messages` of a `RunAgentInput`:
   the context a context tool asked for, or why the assistant refused it. So the
   receipts reach the agent as tool results. A receipt's reason that the protocol does
   not list (a page may name its own) reaches it as `page-defined`: a page's words
-  never reach the agent outside the untrusted block.
+  never reach the agent outside the untrusted block;
+- a tool call refused as `duplicate-id` is left out, with its result: its id is an
+  earlier call's (or entry's), and the agent would get two results for one id.
 
 Oldest entries are dropped first, a whole answer with its results at a time, to keep the
 messages within `max_chars`; the latest question and what follows it are always kept, and
@@ -60,6 +62,8 @@ _COMMAND_REASONS: Final = (
     }
 )
 _PENDING: Final = "pending"
+# The refusal of a tool call whose id the conversation already has (the session's).
+_DUPLICATE_ID: Final = "duplicate-id"
 
 
 def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
@@ -89,7 +93,11 @@ def _answer(
     entry: Mapping[str, JsonValue], results: Mapping[str, Mapping[str, JsonValue]]
 ) -> list[Message]:
     listed = entry.get("toolCalls")
-    calls = [call for call in listed if isinstance(call, dict)] if isinstance(listed, list) else []
+    calls = [
+        call
+        for call in (listed if isinstance(listed, list) else [])
+        if isinstance(call, dict) and call.get("refused") != _DUPLICATE_ID
+    ]
     text = str(entry.get("text") or "")
     if not text and not calls:
         return []

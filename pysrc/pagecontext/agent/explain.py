@@ -12,8 +12,10 @@ the pinned task (`TaskContext`) and the outcome of re-reading the row:
   drives the difference (volume or price, from revenue per unit); and where the live
   value differs from the snapshot, states both values and when each was seen.
   It highlights the row (`focus`) and the rows it cites (`related`: the previous month
-  and the month's next-highest region), and proposes `flag_for_review` for a row at
-  least 1.5 times, or at most two thirds of, its region's average.
+  and the month's region it names, the next highest for a row that ranks first, else
+  the one just above it), and proposes `flag_for_review` for a row at least 1.5 times,
+  or at most two thirds of, its region's average (no ratio, and no proposal, when that
+  average is 0).
 
 Pure: numbers in, text and tool calls out.
 """
@@ -167,10 +169,12 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
     others_in_region = [r for r in live.region_rows if r.ref != row.ref]
     year = [*others_in_region, row]
     average = sum(r.units_sold for r in year) / len(year)
-    ratio = row.units_sold / average if average else 0.0
+    # No ratio to an average of nothing sold: it would read as "at most two thirds".
+    ratio = row.units_sold / average if average > 0 else None
+    times = f"{ratio:.2f} times its average" if ratio is not None else "against an average"
     chunks.append(
-        f"{row.region} sold {_units(row.units_sold)} in {row.month}, {ratio:.2f} times its "
-        f"average of {_units(average)} over the {len(year)} months shown "
+        f"{row.region} sold {_units(row.units_sold)} in {row.month}, {times} of "
+        f"{_units(average)} over the {len(year)} months shown "
         f"({row.units_sold - average:+,.0f} units). "
     )
     related: list[SalesFigures] = []
@@ -187,19 +191,18 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
         (r for r in live.month_rows if r.ref != row.ref), key=lambda r: -r.units_sold
     )
     if others_in_month:
-        rank = 1 + sum(r.units_sold > row.units_sold for r in others_in_month)
+        above = [r for r in others_in_month if r.units_sold > row.units_sold]
+        rank = 1 + len(above)
         month_average = sum(r.units_sold for r in others_in_month) / len(others_in_month)
-        runner_up = others_in_month[0] if rank == 1 else None
+        # A row that ranks first cites the region next below it; any other, the one just
+        # above it.
+        cited, which = (above[-1], "next higher") if above else (others_in_month[0], "next highest")
         chunks.append(
             f"In {row.month} it ranks {rank} of {len(others_in_month) + 1} regions; the other "
-            f"regions averaged {_units(month_average)}"
-            + (
-                f", the next highest being {runner_up.region} with {_units(runner_up.units_sold)}. "
-                if runner_up is not None
-                else ". "
-            )
+            f"regions averaged {_units(month_average)}, the {which} being {cited.region} "
+            f"with {_units(cited.units_sold)}. "
         )
-        related.append(runner_up or others_in_month[0])
+        related.append(cited)
     chunks += [_PARAGRAPH, _driver(row, year)]
     if live.withheld:
         chunks.append(
@@ -208,7 +211,7 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
         )
     calls = [_highlight(task, row.ref, "focus")]
     calls.extend(_highlight(task, r.ref, "related") for r in related)
-    if ratio >= OUTLIER_HIGH or ratio <= OUTLIER_LOW:
+    if ratio is not None and (ratio >= OUTLIER_HIGH or ratio <= OUTLIER_LOW):
         chunks.append("It stands out enough that I propose flagging it for review.")
         note = f"{ratio:.2f} times the {row.region} average of {_units(average)}"
         calls.append(PlannedToolCall(FLAG_TOOL, {"resourceRef": row.ref, "note": note}))
@@ -237,13 +240,15 @@ def _previous_month(row: SalesFigures, others: Sequence[SalesFigures]) -> SalesF
 def _driver(row: SalesFigures, year: Sequence[SalesFigures]) -> str:
     # Revenue = units x price: if the price per unit is near the region's usual, volume
     # is what moved; otherwise the price did.
-    price = row.revenue_eur / row.units_sold if row.units_sold else 0.0
+    if not row.units_sold:
+        return f"With no units sold in {row.month}, there is no revenue per unit to compare. "
+    price = row.revenue_eur / row.units_sold
     usual = sum(r.revenue_eur for r in year) / max(1, sum(r.units_sold for r in year))
     text = (
         f"Revenue per unit was {_eur(price)} against {_eur(usual)} for {row.region} over "
         "the same months, so "
     )
-    if usual and abs(price - usual) / usual < 0.05:
+    if price == usual or (usual and abs(price - usual) / usual < 0.05):
         return text + "the difference comes from the number of units sold, not from price. "
     return text + "price changed as well as volume. "
 

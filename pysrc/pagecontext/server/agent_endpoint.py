@@ -9,12 +9,16 @@ pinned row through the page origin's resource API with the user's own authorizat
 A body that is not a valid `RunAgentInput` gets a stream holding only `RUN_ERROR`
 (code `bad-input`); a valid one whose task or authorization is missing gets
 `RUN_STARTED` then `RUN_ERROR` (code `bad-input`); an unreachable resource API gives
-`RUN_ERROR` (code `resource-api-unavailable`). A refused read (401/403/404) is not an
-error: the agent answers that access was denied, without the snapshot.
+`RUN_ERROR` (code `resource-api-unavailable`), and so does an answer it cannot read (cut
+short, or JSON nested too deeply); anything else that fails after `RUN_STARTED` ends
+with `RUN_ERROR` (code `internal-error`), never a dropped stream. A refused read
+(401/403/404) is not an error: the agent answers that access was denied, without the
+snapshot.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import urllib.error
@@ -110,15 +114,18 @@ class HttpResourceReader:
             headers={"Authorization": authorization, "Accept": "application/json"},
         )
         try:
-            with _OPENER.open(request, timeout=self._timeout) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, raw = error.code, error.read()
-        except OSError as error:
+            try:
+                with _OPENER.open(request, timeout=self._timeout) as response:
+                    status, raw = response.status, response.read()
+            except urllib.error.HTTPError as error:
+                status, raw = error.code, error.read()
+        # HTTPException: an answer that broke off or broke HTTP (a body cut short is an
+        # IncompleteRead), which is no OSError.
+        except (OSError, http.client.HTTPException) as error:
             raise ResourceUnavailable(f"the resource API did not answer: {error}") from None
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
             body = None
         return status, body if isinstance(body, dict) else {}
 
@@ -191,14 +198,13 @@ def agent_endpoint(
             try:
                 task, authorization = task_and_authorization(run_input)
                 outcome = await read(task.resource_ref, authorization)
+                answered = answer_events(run_input, explain(task, outcome), new_id)
             except RunInputError as error:
                 yield run_error(str(error), "bad-input")
                 return
             except ResourceUnavailable as error:
                 yield run_error(str(error), "resource-api-unavailable")
                 return
-            try:
-                answered = answer_events(run_input, explain(task, outcome), new_id)
             except Exception:
                 # A run that started ends with RUN_ERROR, never a dropped stream.
                 _LOG.exception("the agent could not answer run %s", run_input.run_id)
