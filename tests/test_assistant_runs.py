@@ -597,20 +597,22 @@ def context_calls(
     return "".join(f"data: {json.dumps(event)}\n\n" for event in events)
 
 
-def item_result(pair: ChannelPair, key: str) -> str:
-    """Ask, as an agent that calls get_context_item for `key`: the result the follow-up
-    run carries."""
-    start = ask(pair)
+def tool_results(effects: list[Effect]) -> list[str]:
+    """The tool results the follow-up run among `effects` carries, in order."""
+    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
+    messages = RunAgentInput.model_validate_json(follow_up.body).messages
+    return [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+
+
+def item_result(pair: ChannelPair, key: str, start: StartRun | None = None) -> str:
+    """Ask (unless the run `start` is given), as an agent that calls get_context_item
+    for `key`: the result the follow-up run carries."""
+    start = ask(pair) if start is None else start
     effects = pair.assistant.on_agent_text(
         start.run_id, context_calls(pair, start.run_id, [("get_context_item", {"key": key})])
     )
-    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
-    [result] = [
-        m
-        for m in RunAgentInput.model_validate_json(follow_up.body).messages
-        if isinstance(m, ToolMessage)
-    ]
-    return str(result.content)
+    [result] = tool_results(effects)
+    return result
 
 
 def test_context_tools_are_answered_by_the_assistant_in_a_follow_up_run(
@@ -654,6 +656,41 @@ def test_context_tools_are_answered_by_the_assistant_in_a_follow_up_run(
     task = agui.read_task_context(run_input)
     assert task is not None
     assert task.resource_ref == NORTH_MARCH
+
+
+def test_context_tools_answer_from_what_the_question_carried(origins: Origins, db: Path) -> None:
+    """The user asks about one row, then selects and shares another while the answer
+    streams: the context tools answer about the row the question carried (its key is
+    found, the other row is not listed)."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    key = pair.assistant.composer.chips()[0].key
+    start = ask(pair)
+    select_and_share(pair, db, NORTH_MAY)
+    assert pair.assistant.composer.chips()[0].key != key
+    text = context_calls(
+        pair, start.run_id, [("get_context_item", {"key": key}), ("list_context_items", {})]
+    )
+    results = tool_results(pair.assistant.on_agent_text(start.run_id, text))
+    got, listed = results
+    assert '"unitsSold": {"unit": "units", "value": 4231}' in json.dumps(
+        parse_block(got)[1], sort_keys=True
+    )
+    assert {line["key"] for line in parse_block(listed)} == {key}
+
+
+def test_a_chip_removed_during_the_answer_is_not_given_to_a_context_tool(
+    origins: Origins, db: Path
+) -> None:
+    """The user removes the question's chip while its answer streams: a context tool
+    asked for that item afterwards finds nothing."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    key = pair.assistant.composer.chips()[0].key
+    start = ask(pair)
+    pair.assistant.remove_chip(key)
+    result = item_result(pair, key, start)
+    assert json.loads(result) == {"status": "not-found", "key": key}
 
 
 def test_a_dismissed_item_is_never_given_to_a_context_tool(origins: Origins, db: Path) -> None:

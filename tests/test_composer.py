@@ -60,7 +60,7 @@ def test_get_context_item_gives_whole_what_the_block_elided_under_the_longest_ke
     assert "elided" in json.dumps(snapshot["value"])
     key = composer.chips()[0].key
     call = agui.context_tool_call("get_context_item", json.dumps({"key": key}))
-    [_reference, whole] = parse_block(composer.context_result(call))
+    [_reference, whole] = parse_block(composer.context_result(call, composer.in_play()))
     values = whole["value"]["values"]  # type: ignore[call-overload,index]
     assert values == {f"note{n}": "<" * 1_000 for n in range(13)}
 

@@ -20,7 +20,7 @@ sent there (found in the log, which a reload restores) is not sent again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -188,7 +188,7 @@ class Composer:
         question that the run would drop once this one is added no longer counts, and the
         text is composed again without it (it only grows, so this ends).
         """
-        items = redact_items(list(self._registry.view().items), self._schemas)
+        items = self.in_play()
         # Once this question is added, the log keeps its last MAX_LOG_ENTRIES entries.
         history = [
             entry
@@ -264,15 +264,22 @@ class Composer:
 
     # -- the context tools: what the budget elided, on request --------------------------
 
-    def context_result(self, call: ContextToolCall) -> str:
-        """Answer a context tool call from the items in play now, redacted as always.
+    def in_play(self) -> list[ContextItem]:
+        """The items a question sent now carries, redacted: a dismissed item is not in
+        play."""
+        return redact_items(list(self._registry.view().items), self._schemas)
+
+    def context_result(self, call: ContextToolCall, items: Sequence[ContextItem]) -> str:
+        """Answer a context tool call from `items`: those in play when the question the
+        run answers was sent (`in_play()` then), whatever was selected since.
 
         `get_context_item` gives the item whose key is asked for in an untrusted block,
         whole within the block's total budget (not the per-item budget that elided it
-        from the block); `list_context_items` gives every item's type, key and label. A
-        dismissed item is not in play: it is never given.
+        from the block); `list_context_items` gives every item's type, key and label. An
+        item the user dismissed since is never given.
         """
-        items = redact_items(list(self._registry.view().items), self._schemas)
+        hidden = self._registry.dismissals
+        items = [item for item in items if not hidden.hides(item)]
         if call.name == "list_context_items":
             listed = [ContextItem(type=i.type, key=i.key, label=i.label) for i in items]
             return fit_block([], listed, self._budget) if listed else _NOTHING

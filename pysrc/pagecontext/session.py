@@ -51,7 +51,7 @@ from pagecontext.composer import Composer
 from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
-from pagecontext.items import JsonValue
+from pagecontext.items import ContextItem, JsonValue
 from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
@@ -174,13 +174,16 @@ _ERROR_MESSAGE_CHARS: Final = 2000
 class _Run:
     """The run whose answer is streaming: the task it is pinned to, and its stream.
 
-    `follow_up` counts the runs before it for the same question; `wants_more` is set
-    when the agent called a context tool, whose result it gets in a follow-up run.
+    `items` are the context items in play when the question was sent, which its context
+    tools answer from; `follow_up` counts the runs before it for the same question;
+    `wants_more` is set when the agent called a context tool, whose result it gets in a
+    follow-up run.
     """
 
     run_id: str
     task: TaskContext | None
     page_instance_id: str | None
+    items: tuple[ContextItem, ...]
     stream: AnswerStream
     follow_up: int = 0
     wants_more: bool = False
@@ -894,18 +897,26 @@ class AssistantSession:
                 basis_revision=pinned.selection_revision,
                 snapshot=selection.snapshot or {},
             )
+        items = tuple(self.composer.in_play())
         self.composer.send(question, entry_id=question_id, at=at)
-        return self._start_run(task, pinned.page_instance_id if pinned is not None else None)
+        page_instance_id = pinned.page_instance_id if pinned is not None else None
+        return self._start_run(task, page_instance_id, items)
 
     def _start_run(
-        self, task: TaskContext | None, page_instance_id: str | None, follow_up: int = 0
+        self,
+        task: TaskContext | None,
+        page_instance_id: str | None,
+        items: tuple[ContextItem, ...],
+        follow_up: int = 0,
     ) -> list[Effect]:
-        """Start a run for `task` with the conversation so far."""
+        """Start a run for `task` with the conversation so far; its context tools answer
+        from `items`."""
         run_id = self._new_id()
         self._run = _Run(
             run_id,
             task,
             page_instance_id,
+            items,
             AnswerStream(thread_id=self.conversation_id, run_id=run_id),
             follow_up,
         )
@@ -975,7 +986,7 @@ class AssistantSession:
                     if update.ok and run.wants_more and run.follow_up < MAX_FOLLOW_UPS:
                         # The agent asked for context: it gets the results in a new run.
                         effects += self._start_run(
-                            run.task, run.page_instance_id, run.follow_up + 1
+                            run.task, run.page_instance_id, run.items, run.follow_up + 1
                         )
         except Exception as error:
             # Whatever went wrong, the answer ends: an assistant left answering would
@@ -999,7 +1010,9 @@ class AssistantSession:
                 # Its result, a proposal or a receipt would be taken for the earlier one's.
                 raise ToolCallError(call.name, "duplicate-id", "an earlier tool call has this id")
             if call.name in CONTEXT_TOOL_NAMES:
-                result = self.composer.context_result(context_tool_call(call.name, call.arguments))
+                result = self.composer.context_result(
+                    context_tool_call(call.name, call.arguments), run.items
+                )
                 run.wants_more = True
             elif task is None or run.page_instance_id is None:
                 raise ToolCallError(call.name, "no-task", "the question had no pinned selection")
