@@ -17,6 +17,7 @@ from starlette.testclient import TestClient
 
 from pagecontext import agui
 from pagecontext.block import parse_block
+from pagecontext.composer import Composer
 from pagecontext.selection_items import REFERENCE_TYPE, SNAPSHOT_TYPE
 from pagecontext.server import access
 from pagecontext.server.app import ServerConfig
@@ -677,6 +678,35 @@ def test_context_tools_answer_from_what_the_question_carried(origins: Origins, d
         parse_block(got)[1], sort_keys=True
     )
     assert {line["key"] for line in parse_block(listed)} == {key}
+
+
+def test_a_questions_context_tools_share_one_room_over_all_its_runs(
+    origins: Origins, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent asks for the same item again and again, in the question's first run and
+    its follow-up: once the results fill the question's room, each further call is
+    answered `over-budget`, so the runs' bodies stay bounded; a new question has its
+    room again."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    key = pair.assistant.composer.chips()[0].key
+    start = ask(pair)
+    whole = item_result(pair, key, start)  # one call: the follow-up run carries it
+    room = 2 * len(whole) + 10
+    monkeypatch.setattr(Composer, "context_room", property(lambda _self: room))
+    pair.assistant.on_agent_end(pair.assistant.answering or "")
+    over = {"status": "over-budget", "key": key}
+    start = ask(pair)
+    calls = [("get_context_item", {"key": key})] * 3
+    effects = pair.assistant.on_agent_text(start.run_id, context_calls(pair, start.run_id, calls))
+    first = tool_results(effects)[-3:]
+    assert first[:2] == [whole, whole]
+    assert json.loads(first[2]) == over
+    follow_up = pair.assistant.answering or ""
+    effects = pair.assistant.on_agent_text(
+        follow_up, context_calls(pair, follow_up, [("get_context_item", {"key": key})])
+    )
+    assert json.loads(tool_results(effects)[-1]) == over
 
 
 def test_a_chip_removed_during_the_answer_is_not_given_to_a_context_tool(

@@ -60,9 +60,14 @@ def test_get_context_item_gives_whole_what_the_block_elided_under_the_longest_ke
     assert "elided" in json.dumps(snapshot["value"])
     key = composer.chips()[0].key
     call = agui.context_tool_call("get_context_item", json.dumps({"key": key}))
-    [_reference, whole] = parse_block(composer.context_result(call, composer.in_play()))
+    result = composer.context_result(call, composer.in_play(), composer.context_room)
+    [_reference, whole] = parse_block(result)
     values = whole["value"]["values"]  # type: ignore[call-overload,index]
     assert values == {f"note{n}": "<" * 1_000 for n in range(13)}
+    # Within the room the question's earlier calls left, and not beyond it.
+    assert composer.context_room >= len(result)
+    refused = composer.context_result(call, composer.in_play(), len(result) - 1)
+    assert json.loads(refused) == {"status": "over-budget", "key": key}
 
 
 def test_a_selection_is_one_chip_and_its_snapshot_rides_along_hidden() -> None:

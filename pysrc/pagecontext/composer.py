@@ -269,15 +269,34 @@ class Composer:
         play."""
         return redact_items(list(self._registry.view().items), self._schemas)
 
-    def context_result(self, call: ContextToolCall, items: Sequence[ContextItem]) -> str:
+    def _whole(self) -> Budget:
+        """The budget an item is given whole within: the block's total budget for it
+        alone (not the per-item budget that elided it from the block)."""
+        largest = max(self._budget.total_chars, self._budget.per_item_chars)
+        return replace(self._budget, per_item_chars=largest, total_chars=largest * 2)
+
+    @property
+    def context_room(self) -> int:
+        """The characters the context tools may give one question, over all its runs:
+        enough for its largest item, once."""
+        return self._whole().total_chars
+
+    def context_result(self, call: ContextToolCall, items: Sequence[ContextItem], room: int) -> str:
         """Answer a context tool call from `items`: those in play when the question the
         run answers was sent (`in_play()` then), whatever was selected since.
 
         `get_context_item` gives the item whose key is asked for in an untrusted block,
-        whole within the block's total budget (not the per-item budget that elided it
-        from the block); `list_context_items` gives every item's type, key and label. An
-        item the user dismissed since is never given.
+        whole (`_whole`); `list_context_items` gives every item's type, key and label. An
+        item the user dismissed since is never given. A result over `room` characters
+        (what the question's earlier calls left of `context_room`) is not given:
+        `{"status": "over-budget", "key"}` instead.
         """
+        result = self._context_answer(call, items)
+        if len(result) > room:
+            return safe_json(json.dumps({"status": "over-budget", "key": call.key}))
+        return result
+
+    def _context_answer(self, call: ContextToolCall, items: Sequence[ContextItem]) -> str:
         hidden = self._registry.dismissals
         items = [item for item in items if not hidden.hides(item)]
         if call.name == "list_context_items":
@@ -287,9 +306,7 @@ class Composer:
         if not found:
             # The key is the agent's, perhaps read from page data: escaped as a line is.
             return safe_json(json.dumps({"status": "not-found", "key": call.key}))
-        largest = max(self._budget.total_chars, self._budget.per_item_chars)
-        whole = replace(self._budget, per_item_chars=largest, total_chars=largest * 2)
-        return fit_block([], found, whole)
+        return fit_block([], found, self._whole())
 
     # -- commands in the log ----------------------------------------------------------
 

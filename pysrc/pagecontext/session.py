@@ -171,19 +171,27 @@ _ERROR_MESSAGE_CHARS: Final = 2000
 
 
 @dataclass
+class _Asked:
+    """A question's context, for its context tools: the items in play when it was sent,
+    and the characters their results may still take (`Composer.context_room` at first)."""
+
+    items: tuple[ContextItem, ...]
+    room: int
+
+
+@dataclass
 class _Run:
     """The run whose answer is streaming: the task it is pinned to, and its stream.
 
-    `items` are the context items in play when the question was sent, which its context
-    tools answer from; `follow_up` counts the runs before it for the same question;
-    `wants_more` is set when the agent called a context tool, whose result it gets in a
-    follow-up run.
+    `asked` is what the question's context tools answer from, shared by its runs;
+    `follow_up` counts the runs before it for the same question; `wants_more` is set
+    when the agent called a context tool, whose result it gets in a follow-up run.
     """
 
     run_id: str
     task: TaskContext | None
     page_instance_id: str | None
-    items: tuple[ContextItem, ...]
+    asked: _Asked
     stream: AnswerStream
     follow_up: int = 0
     wants_more: bool = False
@@ -897,26 +905,26 @@ class AssistantSession:
                 basis_revision=pinned.selection_revision,
                 snapshot=selection.snapshot or {},
             )
-        items = tuple(self.composer.in_play())
+        asked = _Asked(tuple(self.composer.in_play()), self.composer.context_room)
         self.composer.send(question, entry_id=question_id, at=at)
         page_instance_id = pinned.page_instance_id if pinned is not None else None
-        return self._start_run(task, page_instance_id, items)
+        return self._start_run(task, page_instance_id, asked)
 
     def _start_run(
         self,
         task: TaskContext | None,
         page_instance_id: str | None,
-        items: tuple[ContextItem, ...],
+        asked: _Asked,
         follow_up: int = 0,
     ) -> list[Effect]:
         """Start a run for `task` with the conversation so far; its context tools answer
-        from `items`."""
+        from `asked`."""
         run_id = self._new_id()
         self._run = _Run(
             run_id,
             task,
             page_instance_id,
-            items,
+            asked,
             AnswerStream(thread_id=self.conversation_id, run_id=run_id),
             follow_up,
         )
@@ -986,7 +994,7 @@ class AssistantSession:
                     if update.ok and run.wants_more and run.follow_up < MAX_FOLLOW_UPS:
                         # The agent asked for context: it gets the results in a new run.
                         effects += self._start_run(
-                            run.task, run.page_instance_id, run.items, run.follow_up + 1
+                            run.task, run.page_instance_id, run.asked, run.follow_up + 1
                         )
         except Exception as error:
             # Whatever went wrong, the answer ends: an assistant left answering would
@@ -1010,9 +1018,11 @@ class AssistantSession:
                 # Its result, a proposal or a receipt would be taken for the earlier one's.
                 raise ToolCallError(call.name, "duplicate-id", "an earlier tool call has this id")
             if call.name in CONTEXT_TOOL_NAMES:
+                asked = run.asked
                 result = self.composer.context_result(
-                    context_tool_call(call.name, call.arguments), run.items
+                    context_tool_call(call.name, call.arguments), asked.items, asked.room
                 )
+                asked.room -= len(result)
                 run.wants_more = True
             elif task is None or run.page_instance_id is None:
                 raise ToolCallError(call.name, "no-task", "the question had no pinned selection")
