@@ -17,7 +17,7 @@ APPS := $(shell find web/demo -name '*.py')
 export PAGECONTEXT_CHROMIUM ?= $(CHROMIUM)
 export PYTHONPATH := $(CURDIR)/pysrc
 
-.PHONY: all demo test unit e2e check setup browser clean acceptance-report fuzz bench
+.PHONY: all demo test unit e2e check setup browser clean acceptance-report fuzz bench FORCE
 
 all: $(SITE)/.stamp
 
@@ -46,7 +46,13 @@ $(WHEELS_DL)/.stamp: browser-wheels.txt $(VENV)/.stamp
 # Everything the browser loads, assembled into one folder the server serves, with the
 # workers' boot snapshot (made by Node.js from the same files).
 SNAPSHOT_JS := web/make-snapshot.mjs web/snapshot.mjs
-$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) $(APPS) pyproject.toml $(SNAPSHOT_JS)
+# The list of those sources, rewritten only when it changes: a file deleted (or added)
+# makes the site out of date too, which the files' own times cannot.
+build/sources.txt: FORCE
+	@mkdir -p build
+	@echo "$(PYSRC) $(APPS)" | cmp -s - $@ || echo "$(PYSRC) $(APPS)" > $@
+FORCE:
+$(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) $(APPS) build/sources.txt pyproject.toml $(SNAPSHOT_JS)
 	$(PY) -m pagecontext assemble --out $(SITE) --wheels $(WHEELS_DL)
 	touch $@
 
