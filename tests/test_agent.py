@@ -21,8 +21,10 @@ from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import (
     AGENT_READS,
+    MAX_RESOURCE_BYTES,
     HttpResourceReader,
     ResourceReader,
+    ResourceUnavailable,
     live_read,
 )
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
@@ -400,6 +402,8 @@ _BROKEN_ANSWERS = {
     "cut": (b'{"row": ', 1000),
     # JSON nested deeper than the parser follows (RecursionError).
     "deep": (b"[" * 100_000 + b"]" * 100_000, None),
+    # More than the agent reads of an answer (it stops reading there).
+    "huge": (b'{"row": "' + b"x" * MAX_RESOURCE_BYTES + b'"}', None),
 }
 
 
@@ -446,10 +450,18 @@ def run_error_code(tmp_path: Path, reader: ResourceReader) -> str:
 def test_an_answer_the_reader_cannot_read_is_an_unavailable_resource_api(
     broken_resource_api: str, tmp_path: Path
 ) -> None:
-    """A body cut short or nested too deeply is the resource API failing, as no answer
-    is: RUN_ERROR resource-api-unavailable, never a dropped stream."""
+    """A body cut short, nested too deeply or too large is the resource API failing,
+    as no answer is: RUN_ERROR resource-api-unavailable, never a dropped stream."""
     reader = HttpResourceReader(broken_resource_api)
     assert run_error_code(tmp_path, reader) == "resource-api-unavailable"
+
+
+@pytest.mark.parametrize("broken_resource_api", ["huge"], indirect=True)
+def test_the_reader_reads_no_more_than_its_limit(broken_resource_api: str) -> None:
+    """An answer over MAX_RESOURCE_BYTES is refused by its size, read no further."""
+    reader = HttpResourceReader(broken_resource_api)
+    with pytest.raises(ResourceUnavailable, match=f"over {MAX_RESOURCE_BYTES} bytes"):
+        reader("sales-2026-03-north", "Bearer x")
 
 
 def test_any_other_failure_after_run_started_ends_with_a_run_error(tmp_path: Path) -> None:

@@ -58,6 +58,8 @@ __all__ = [
 
 ResourceReader = Callable[[str, str], LiveRead | ReadRefused]
 _TIMEOUT_SECONDS: Final = 10.0
+# The most of a resource API answer the agent reads: a row and its context are a few KB.
+MAX_RESOURCE_BYTES: Final = 1024 * 1024
 _MAX_BODY_BYTES: Final = 1_000_000
 _REFUSED_STATUSES: Final = (401, 403, 404)
 
@@ -116,13 +118,17 @@ class HttpResourceReader:
         try:
             try:
                 with _OPENER.open(request, timeout=self._timeout) as response:
-                    status, raw = response.status, response.read()
+                    status, raw = response.status, response.read(MAX_RESOURCE_BYTES + 1)
             except urllib.error.HTTPError as error:
-                status, raw = error.code, error.read()
+                status, raw = error.code, error.read(MAX_RESOURCE_BYTES + 1)
         # HTTPException: an answer that broke off or broke HTTP (a body cut short is an
         # IncompleteRead), which is no OSError.
         except (OSError, http.client.HTTPException) as error:
             raise ResourceUnavailable(f"the resource API did not answer: {error}") from None
+        if len(raw) > MAX_RESOURCE_BYTES:
+            raise ResourceUnavailable(
+                f"the resource API's answer is over {MAX_RESOURCE_BYTES} bytes"
+            )
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
