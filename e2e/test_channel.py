@@ -613,3 +613,47 @@ def test_a_page_restored_from_the_back_forward_cache_stays_bound_and_works(
         browser.close()
     remote = [url for url in seen if urlsplit(url).hostname not in LOCAL_HOSTS]
     assert remote == [], f"requests left the machine: {remote}"
+
+
+def test_a_command_that_is_not_plain_data_gets_a_rejected_receipt(
+    demo: Page, origins: Origins
+) -> None:
+    """A command whose messageId can be read but which holds a value JSON cannot carry
+    (undefined, a BigInt) or that is not plain data (a Map, a Date) is answered `rejected`
+    with its reason, as one that does not validate is, not dropped in silence; nothing
+    is highlighted; one that has no readable messageId is counted once."""
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    scripted = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}"
+    assistant = swap_assistant(demo, scripted)
+    expect(html(assistant)).to_have_attribute("data-scripted", "connected", timeout=BOOT_TIMEOUT_MS)
+    before = diagnose(demo)
+    demo.frames[1].evaluate(
+        """(ref) => {
+          const command = (messageId, target) => ({type: "command", messageId, basisRevision: 1,
+            action: "highlight", target, params: {tone: "focus"}});
+          sendRaw(command("u-1", {componentId: "sales-table", resourceRef: undefined}));
+          sendRaw(command("u-2", {componentId: "sales-table", resourceRef: 1n}));
+          sendRaw(command("u-3", new Map([["componentId", "sales-table"]])));
+          sendRaw(command("u-4", {componentId: "sales-table", resourceRef: ref, at: new Date()}));
+          sendRaw({...command(undefined, {componentId: "sales-table", resourceRef: undefined})});
+          sendCommand("u-5", "highlight", "sales-table", "no-such-row", 1);
+        }""",
+        ROW,
+    )
+    # The last, a valid command: answered after everything sent before it.
+    expect(html(assistant)).to_have_attribute(
+        "data-received-u-5", "not-found:not-rendered", timeout=STEP_TIMEOUT_MS
+    )
+    for command_id, reason in (
+        ("u-1", "not-json"),
+        ("u-2", "not-json"),
+        ("u-3", "not-plain"),
+        ("u-4", "not-plain"),
+    ):
+        expect(html(assistant)).to_have_attribute(
+            f"data-received-{command_id}", f"rejected:{reason}", timeout=STEP_TIMEOUT_MS
+        )
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+    after = diagnose(demo)
+    assert after["port-refused"] - before["port-refused"] == 5, (before, after)

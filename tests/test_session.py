@@ -355,7 +355,9 @@ def test_an_older_or_equal_revision_never_overwrites_the_pinned_context(embedder
     select(pair, "row:3")
     share(pair)
     first, second = pair.sent_by("page", "context")
-    pair.run("page", pair.page.share())  # the same revision again
+    # The same revision again: the page sends it once per binding.
+    assert [e for e in pair.page.share() if isinstance(e, ToPeer)] == []
+    pair.post("assistant", second)  # a repeat
     pair.post("assistant", first)  # an older revision, replayed
     changed = {**second, "messageId": "x-1"}
     changed["selection"] = {**second["selection"], "resourceRef": "row:1"}  # type: ignore[dict-item]
@@ -794,9 +796,14 @@ def test_a_field_the_page_stops_sharing_after_the_selection_does_not_leave() -> 
     share(pair)
     [context] = pair.sent_by("page", "context")
     assert context["selection"]["snapshot"] == {"status": "open"}
-    pair.render("orders", ROWS, filters=FILTERS, generation=1, shareable=[("status", "code")])
-    share(pair)
-    assert "snapshot" not in pair.sent_by("page", "context")[-1]["selection"]
+    # A revision is shared once per binding: the same steps on a page of its own.
+    other = ChannelPair()
+    render_orders(other)
+    select(other)
+    other.render("orders", ROWS, filters=FILTERS, generation=1, shareable=[("status", "code")])
+    share(other)
+    [context] = other.sent_by("page", "context")
+    assert "snapshot" not in context["selection"]
 
 
 def test_restore_pins_the_saved_context_and_sends_nothing() -> None:
@@ -1304,3 +1311,24 @@ def test_every_command_the_log_shows_keeps_its_receipts_after_many_show_me() -> 
     assert len(log) <= MAX_LOG_HELD
     oldest = next(entry for entry in log if entry["kind"] == "command")
     assert pair.assistant.ledger.get(str(oldest["id"]))["ui"].state == "applied"
+
+
+def test_a_message_the_worker_could_not_read_is_answered_when_its_id_can_be_read() -> None:
+    """A command the worker could not read as plain data (a Map, undefined in it) is
+    answered `rejected` with the worker's reason when its messageId can be read, counted
+    once when it cannot; a control message is refused and counted."""
+    pair = shared_pair("page")
+    head = {"protocol": "pagecontext", "version": 1, "type": "command", "messageId": "u-1"}
+    effects = pair.page.on_port_unreadable(head, "not-plain")
+    [receipt] = [e.message for e in effects if isinstance(e, ToPeer)]
+    assert (receipt["commandId"], receipt["status"], receipt["reason"]) == (
+        "u-1",
+        "rejected",
+        "not-plain",
+    )
+    before = pair.page.refused
+    assert pair.page.on_port_unreadable({"type": "command"}, "not-json") == []
+    assert pair.page.refused == before + 1
+    assert pair.page.on_port_unreadable({"type": "bye", "messageId": "b-1"}, "not-plain") == []
+    assert pair.page.diagnostics()["control"] == {"not-plain": 1}
+    assert pair.page.binding is not None

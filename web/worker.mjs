@@ -31,7 +31,25 @@ self.onmessage = (event) => early.push(event);
 const MAX_VISITS = 100000;
 function plainDataProblem(value, maxChars) {
   const budget = { left: MAX_VISITS, chars: maxChars };
-  return plainDataWalk(value, 0, budget);
+  // The message object is at depth 1, as the core counts it (docs/protocol.md 8.3).
+  return plainDataWalk(value, 1, budget);
+}
+
+// The envelope's scalar fields of a message that is not read further, for the core to
+// answer a command among them (its messageId readable) with a `rejected` receipt, as it
+// answers one that does not validate. Only own data properties, strings of at most
+// HEAD_CHARS and finite numbers are taken; null if the message is not an object.
+const HEAD = ["protocol", "version", "type", "messageId", "pageInstanceId", "conversationId"];
+const HEAD_CHARS = 256;
+function headOf(value) {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
+  const head = {};
+  for (const key of HEAD) {
+    const field = Object.getOwnPropertyDescriptor(value, key);
+    const item = field && field.value;
+    if ((typeof item === "string" && item.length <= HEAD_CHARS) || (typeof item === "number" && Number.isFinite(item))) head[key] = item;
+  }
+  return head;
 }
 function plainDataWalk(value, depth, budget) {
   if ((budget.left -= 1) < 0) return "too-large";
@@ -94,8 +112,10 @@ function listenPort(port, deliver, maxChars) {
     if (text.length > maxChars) problem = "too-large";
     const last = queue.length - 1;
     if (problem !== "") {
-      // Only a non-finite message is read further (value by value).
-      queue.push({ problem, value: problem === "non-finite" ? data : null });
+      // Only a non-finite message is read further (value by value); of any other, its
+      // envelope's scalar fields.
+      const nonFinite = problem === "non-finite";
+      queue.push({ problem, value: nonFinite ? data : null, head: nonFinite ? null : headOf(data) });
     } else if (last >= 0 && typeof queue[last] === "string" && run < RUN_TEXTS) {
       queue[last] += "\n" + text;
       run += 1;

@@ -450,6 +450,13 @@ def dump_message(message: Message) -> dict[str, object]:
     return message.model_dump(mode="json")
 
 
+def unreadable(head: object, reason: str) -> MessageRejected:
+    """The rejection of a port message the worker could not read as plain data (`reason`:
+    "not-json", "not-plain", "too-deep", "too-large"), as `parse_message` raises it: with
+    the messageId of `head`, its envelope's scalar fields, if that is a valid one."""
+    return MessageRejected(reason, _readable_message_id(head))
+
+
 def _readable_message_id(raw: object) -> str | None:
     if not isinstance(raw, dict):
         return None

@@ -107,11 +107,7 @@ class CommandResolver:
         try:
             command = parse_message(raw, self._limits)
         except MessageRejected as rejected:
-            if rejected.message_id is None:
-                self._dropped += 1
-                self._counts[rejected.reason] += 1
-                return Resolution(receipt=None)
-            return self._answer(rejected.message_id, "rejected", rejected.reason)
+            return self.refuse(rejected)
         if not isinstance(command, CommandMessage):
             return self._answer(command.message_id, "rejected", "not-a-command")
         # 2. Another conversation.
@@ -145,6 +141,18 @@ class CommandResolver:
         # 9. Apply.
         applied = self._answer(command.command_id, "applied", "ok", apply=command)
         return self._remember(applied)
+
+    def refuse(self, rejected: MessageRejected) -> Resolution:
+        """Step 1 for a message that is not a valid command: answered `rejected` with its
+        reason if its messageId can be read, else dropped; counted either way. Raises
+        LocalProtocolError if called before bind()."""
+        if self._page_instance_id is None or self._conversation_id is None:
+            raise LocalProtocolError("can't refuse a command in state unbound: call bind()")
+        if rejected.message_id is None:
+            self._dropped += 1
+            self._counts[rejected.reason] += 1
+            return Resolution(receipt=None)
+        return self._answer(rejected.message_id, "rejected", rejected.reason)
 
     def ui_receipt(
         self,

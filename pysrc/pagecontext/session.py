@@ -67,9 +67,10 @@ from pagecontext.models import (
     dump_message,
     parse_context_json,
     parse_message,
+    unreadable,
 )
 from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult
-from pagecontext.resolver import CommandResolver
+from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.selection_items import object_key
 from pagecontext.store import ContextStore
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
@@ -412,6 +413,8 @@ class PageSession:
         self._limits = limits
         self._declared: dict[str, tuple[FieldSpec, ...]] = {}
         self._share_when_bound = False
+        # The binding (connection, conversation) and revision last shared on it.
+        self._shared: tuple[int, str, int] | None = None
         # Applied commands whose `ui` receipt waits for the edge's UI work, oldest first:
         # at most UI_PENDING_MAX (a command the page took over and never answers stays
         # unconfirmed at the assistant), and none from an earlier binding.
@@ -472,6 +475,12 @@ class PageSession:
             return [ToEdge({"kind": "share-queued"})]
         self._share_when_bound = False
         binding = self._conn.binding
+        shared = (binding.connection_id, binding.conversation_id, self.tracker.latest_revision)
+        if shared == self._shared:
+            # Sent on this binding already: a revision goes once (it is strictly
+            # increasing), and the assistant would refuse it as stale.
+            return []
+        self._shared = shared
         message = ContextMessage(
             type="context",
             message_id=self._new_id(),
@@ -513,7 +522,23 @@ class PageSession:
         kind = _type_of(raw)
         if kind in ("conversation", "bye"):
             return self._control(raw)
-        resolution = self.resolver.resolve(raw)
+        return self._resolved(self.resolver.resolve(raw))
+
+    def on_port_unreadable(self, head: object, reason: str) -> list[Effect]:
+        """A message from the bound port that the worker could not read as plain data
+        (`reason`, `models.unreadable`); `head` holds its envelope's scalar fields. A
+        command whose messageId can be read is answered `rejected` with the reason
+        (PROTOCOL.md section 5, step 1), as one that does not validate is; a control
+        message is refused and counted. Nothing while no port is bound."""
+        if self._conn.binding is None or self._conn.handshaking:
+            return []
+        if _type_of(head) in ("conversation", "bye"):
+            return self._conn.refuse(reason)
+        return self._resolved(self.resolver.refuse(unreadable(head, reason)))
+
+    def _resolved(self, resolution: Resolution) -> list[Effect]:
+        """What a resolved port message makes happen: its receipt, and the UI work of a
+        command to apply."""
         effects: list[Effect] = []
         if resolution.receipt is not None:
             effects.append(ToPeer(dump_message(resolution.receipt)))
@@ -540,7 +565,8 @@ class PageSession:
         counts = self.resolver.counts
         accepted = sum(counts.get(reason, 0) for reason in _NOT_REFUSED)
         control = sum(self._conn.refused.values())
-        return sum(counts.values()) - accepted + self.resolver.dropped + control
+        # A message dropped unread is counted under its reason too.
+        return sum(counts.values()) - accepted + control
 
     def diagnostics(self) -> dict[str, object]:
         """Counters for the diagnostics panel: command outcomes by reason, drops, refused

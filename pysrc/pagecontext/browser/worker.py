@@ -395,10 +395,11 @@ class WorkerBinding:
         """Handle the port messages that arrived since the last call, in order.
 
         Each item is the JSON text of plain, finite data, or of several, one per line
-        (parsed in C, contexts on the session's fast path), or {problem, value}: data
-        with NaN or an infinity is read value by value so the core sees it as is;
-        anything else (a Map, a Date, an ArrayBuffer, a BigInt) is never coerced, only
-        dropped and counted.
+        (parsed in C, contexts on the session's fast path), or {problem, value, head}:
+        data with NaN or an infinity is read value by value so the core sees it as is;
+        anything else (a Map, a Date, an ArrayBuffer, a BigInt, undefined) is never
+        coerced, only counted, and the page answers a command among them from its
+        envelope's scalar fields (`head`) with a `rejected` receipt.
         """
         session = self.session
         if session is None:
@@ -414,7 +415,10 @@ class WorkerBinding:
                     effects = session.on_port_message(to_plain(item.value))
                 else:
                     self.rejected_plain += 1
-                    continue
+                    if not isinstance(session, PageSession) or item.head is None:
+                        continue
+                    # A command whose messageId can be read is answered `rejected`.
+                    effects = session.on_port_unreadable(to_plain(item.head), item.problem)
                 self._run(effects)
             except Exception:
                 self.internal_errors += 1
