@@ -30,6 +30,11 @@ NORTH_MAY = "sales-2026-05-north"
 TABLE = "sales-table"
 ANA = f"Bearer {access.DEMO_TOKENS['ana']}"
 BEN = f"Bearer {access.DEMO_TOKENS['ben']}"
+# What each user's assistant hands its agent: the user's read token.
+AGENT_CREDENTIAL = {
+    ANA: f"Bearer {access.DEMO_READ_TOKENS['ana']}",
+    BEN: f"Bearer {access.DEMO_READ_TOKENS['ben']}",
+}
 AT = "2026-05-01T09:30:00.000Z"
 SHAREABLE = [("unitsSold", "units"), ("revenueEur", "EUR"), ("region", None), ("month", None)]
 
@@ -48,6 +53,7 @@ def sales_pair(db: Path, authorization: str = ANA) -> ChannelPair:
     refs = [str(row["ref"]) for row in query_sales(db)]
     pair.render(TABLE, refs, page_id="sales-page", shareable=SHAREABLE)
     pair.assistant.authorization = authorization
+    pair.assistant.agent_authorization = AGENT_CREDENTIAL[authorization]
     return pair
 
 
@@ -160,7 +166,9 @@ def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
         TABLE,
         revision,
     )
-    assert agui.read_authorization(run_input) == ANA
+    # The agent gets the user's read token, never the user's own.
+    assert agui.read_authorization(run_input) == AGENT_CREDENTIAL[ANA]
+    assert access.DEMO_TOKENS["ana"] not in start.body
     # Every tool the assistant offers (tests/test_agui.py pins the list).
     assert [tool.name for tool in run_input.tools] == [t.name for t in agui.assistant_tools()]
     [message] = run_input.messages
@@ -168,8 +176,8 @@ def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
     assert message.content == pair.assistant.composer.log[0]["sent"]
     assert message.content.endswith("Why is this row so high?")
     # The credential is not model-facing: it is in forwardedProps only.
-    assert all(ANA not in entry.value for entry in run_input.context)
-    assert ANA not in str(message.content)
+    read_token = access.DEMO_READ_TOKENS["ana"]
+    assert read_token not in json.dumps(run_input.model_dump(exclude={"forwarded_props"}))
 
 
 def test_a_second_question_waits_for_the_running_answer(origins: Origins, db: Path) -> None:

@@ -42,6 +42,7 @@ def test_a_minimal_config_is_completed_with_the_defaults() -> None:
         "apps": [],
         "agentUrl": "",
         "authorization": "",
+        "agentAuthorization": "",
     }
 
 
@@ -147,6 +148,12 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(role="assistant", agentUrl="http://"), "agentUrl", "http(s) URL"),
         (config_with(role="assistant", authorization=7), "authorization", "header's value"),
         (config_with(role="assistant", limits={}), "limits", "only a page"),
+        (config_with(agentAuthorization="Bearer r"), "agentAuthorization", "only an assistant"),
+        (
+            config_with(role="assistant", authorization="Bearer u", agentAuthorization="Bearer u"),
+            "agentAuthorization",
+            "read-only",
+        ),
         (config_with(role="assistant", history=64), "history", "only a page"),
         (config_with(role="assistant", share="ask"), "share", "only a page"),
     ],

@@ -489,3 +489,36 @@ def test_a_database_made_before_flags_named_their_action_gets_the_column(tmp_pat
     access.create_access_tables(db)
     access.record_flag(db, NORTH_MARCH, "ana", "task-1", None, START_ISO, "a-1")
     assert [flag["actionId"] for flag in access.list_flags(db)] == [None, "a-1"]
+
+
+def test_a_read_token_reads_as_its_user_and_can_do_nothing_else(api: TestClient) -> None:
+    """The user's read token (what the assistant hands its agent) reads the rows the user
+    may read, and nothing the user may not; it gets no confirmation token, cannot flag
+    with one the user got, and cannot list the user's flags: 403 read-only-token, and no
+    flag is recorded."""
+    reader = {"Authorization": f"Bearer {access.DEMO_READ_TOKENS['ana']}"}
+    read = api.get(f"/api/resources/{NORTH_MARCH}", headers=reader)
+    assert (read.status_code, read.json()["row"]["ref"]) == (200, NORTH_MARCH)
+    assert api.get(f"/api/resources/{NORTH_MARCH}/context", headers=reader).status_code == 200
+    admin(api, "DELETE", "/admin/grants", {"user": "ana", "region": "North"})
+    refused = api.get(f"/api/resources/{NORTH_MARCH}", headers=reader)
+    assert (refused.status_code, refused.json()["reason"]) == (403, "not-authorized")
+    admin(api, "POST", "/admin/grants", {"user": "ana", "region": "North"})
+    asked = api.post(
+        "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}, headers=reader
+    )
+    assert (asked.status_code, asked.json()["reason"]) == (403, "read-only-token")
+    token = confirm(api, "t")
+    assert flag(api, token, task_id="t", headers=reader) == (
+        403,
+        {
+            "error": "forbidden",
+            "reason": "read-only-token",
+            "detail": "this token reads as the user, nothing more",
+        },
+    )
+    listed = api.get(f"/api/actions/flags?ref={NORTH_MARCH}&taskId=t", headers=reader)
+    assert listed.status_code == 403
+    assert api.get(f"/api/actions/flags?ref={NORTH_MARCH}&taskId=t", headers=ANA).json() == {
+        "flags": []
+    }

@@ -70,9 +70,10 @@ _KEYS = (
     "apps",
     "agentUrl",
     "authorization",
+    "agentAuthorization",
 )
 # The options only an assistant reads.
-_ASSISTANT_KEYS = ("agentUrl", "authorization")
+_ASSISTANT_KEYS = ("agentUrl", "authorization", "agentAuthorization")
 # The options only a page reads (an assistant takes the protocol's default limits).
 _PAGE_KEYS = ("share", "limits", "history")
 MAX_AUTHORIZATION_CHARS = 4096
@@ -184,13 +185,26 @@ def parse_config(raw: object) -> dict[str, Any]:
             "agentUrl",
             "must be a path such as /agent or an http(s) URL, or empty; got " + _shown(agent_url),
         )
-    authorization = config.get("authorization", "")
-    if not isinstance(authorization, str) or len(authorization) > MAX_AUTHORIZATION_CHARS:
+    # The user's own credential (the action API), and the one the agent is handed: it
+    # must not be able to act (a read-only token), since the agent's tools are not the
+    # user's confirmation.
+    credentials: dict[str, str] = {}
+    for key in ("authorization", "agentAuthorization"):
+        value = config.get(key, "")
+        if not isinstance(value, str) or len(value) > MAX_AUTHORIZATION_CHARS:
+            raise ConfigError(
+                key,
+                "must be the Authorization header's value, at most "
+                + str(MAX_AUTHORIZATION_CHARS)
+                + " characters",
+            )
+        credentials[key] = value
+    if credentials["agentAuthorization"] and (
+        credentials["agentAuthorization"] == credentials["authorization"]
+    ):
         raise ConfigError(
-            "authorization",
-            "must be the Authorization header's value, at most "
-            + str(MAX_AUTHORIZATION_CHARS)
-            + " characters",
+            "agentAuthorization",
+            "must not be the user's own authorization: give the agent a read-only one",
         )
     apps = config.get("apps", [])
     if not isinstance(apps, list):
@@ -210,7 +224,8 @@ def parse_config(raw: object) -> dict[str, Any]:
         "timeouts": timeouts,
         "apps": list(apps),
         "agentUrl": agent_url,
-        "authorization": authorization,
+        "authorization": credentials["authorization"],
+        "agentAuthorization": credentials["agentAuthorization"],
     }
 
 

@@ -680,9 +680,11 @@ class AssistantSession:
         self._composer_stale = False
         # "What the AI sees" is composed for the panel only while it is open.
         self.preview_shown = False
-        # The user's `Authorization` header value for the agent and the action API
-        # (forwarded as `forwardedProps.authorization`); None sends none.
+        # The user's `Authorization` header value for the action API; None sends none.
         self.authorization: str | None = None
+        # The one handed to the agent (`forwardedProps.authorization`), never the user's
+        # own: a credential that reads as the user and cannot act; None hands none.
+        self.agent_authorization: str | None = None
         # Readables the page or the assistant registered for the agent.
         self.context_store = ContextStore()
         self._run: _Run | None = None
@@ -969,7 +971,7 @@ class AssistantSession:
             run_messages(self.composer.log, self.composer.max_run_chars),
             assistant_tools(),
             context,
-            {AUTHORIZATION_PROP: self.authorization} if self.authorization else None,
+            {AUTHORIZATION_PROP: self.agent_authorization} if self.agent_authorization else None,
         )
         self.composer.start_answer(
             run_id,

@@ -281,6 +281,9 @@ class Edge:
             authorization = config["authorization"]
             if authorization:
                 init["authorization"] = authorization
+            agent_authorization = config["agentAuthorization"]
+            if agent_authorization:
+                init["agentAuthorization"] = agent_authorization
             init["apiOrigin"] = self.peer_origin
         self.init = init
 

@@ -302,6 +302,9 @@ class WorkerBinding:
             session.restore(_saved_state(message.get("restored")))
             authorization = message.get("authorization")
             session.authorization = authorization if isinstance(authorization, str) else None
+            agent_authorization = message.get("agentAuthorization")
+            if isinstance(agent_authorization, str):
+                session.agent_authorization = agent_authorization
             self.agent_url = str(message.get("agentUrl") or "")
             self.api_origin = str(message.get("apiOrigin") or "")
             self.session = session

@@ -5,6 +5,10 @@ This module owns the access tables beside `sales` and every question asked of th
 - `users`: a name and the SHA-256 digest of the user's bearer token (the token itself
   is never stored). Two demo users: `ana` reads every region and may flag; `ben`
   reads North and South and may not flag. Their demo tokens are `DEMO_TOKENS`.
+- `read_tokens`: the SHA-256 digest of a second token per user that reads as the user
+  and may do nothing else (`DEMO_READ_TOKENS`): the credential the assistant hands to
+  its agent, so that an agent can never carry out a business action, which needs the
+  user's own token and the user's confirmation in the panel.
 - `grants`: (user, kind, value) with kind `region` (a region name) or `ref` (one row).
 - `permissions`: (user, action): the business actions a user may perform (`flag`).
 - `flags`: the rows flagged for review, with who, which task, the note, when, and the
@@ -29,6 +33,7 @@ from typing import Final, Literal, TypedDict
 from pagecontext.server.data import REGIONS, SalesRow, query_sales
 
 __all__ = [
+    "DEMO_READ_TOKENS",
     "DEMO_TOKENS",
     "REF_PATTERN",
     "FlagRecord",
@@ -40,6 +45,7 @@ __all__ = [
     "is_authorized",
     "read_row",
     "readable_refs",
+    "reader_for_token",
     "record_flag",
     "ref_region",
     "revoke",
@@ -49,6 +55,7 @@ __all__ = [
 
 # Demo-only credentials: the server binds to loopback, and these are in the docs.
 DEMO_TOKENS: Final = {"ana": "pc-demo-token-ana", "ben": "pc-demo-token-ben"}
+DEMO_READ_TOKENS: Final = {"ana": "pc-demo-read-ana", "ben": "pc-demo-read-ben"}
 _DEMO_GRANTS: Final = {"ana": REGIONS, "ben": ("North", "South")}
 _DEMO_PERMISSIONS: Final = {"ana": ("flag",), "ben": ()}
 
@@ -58,6 +65,10 @@ GrantKind = Literal["region", "ref"]
 _SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS users (
         name TEXT PRIMARY KEY,
+        token_sha256 TEXT NOT NULL UNIQUE
+    )""",
+    """CREATE TABLE IF NOT EXISTS read_tokens (
+        user TEXT NOT NULL REFERENCES users(name),
         token_sha256 TEXT NOT NULL UNIQUE
     )""",
     """CREATE TABLE IF NOT EXISTS grants (
@@ -126,15 +137,17 @@ def create_access_tables(path: Path) -> None:
 
     Idempotent and never destructive: tables that exist are kept, and the demo users,
     grants and permissions are inserted only when the `users` table is new, so grants
-    revoked since stay revoked.
+    revoked since stay revoked; the demo read tokens, when `read_tokens` is (a database
+    made before it).
     """
     with _connect(path) as connection:
         connection.execute("BEGIN IMMEDIATE")
-        fresh = (
+        fresh, fresh_read = (
             connection.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'users'"
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
             ).fetchone()
             is None
+            for table in ("users", "read_tokens")
         )
         for statement in _SCHEMA:
             connection.execute(statement)
@@ -153,13 +166,30 @@ def create_access_tables(path: Path) -> None:
                     "INSERT INTO permissions VALUES (?, ?)",
                     [(user, action) for action in _DEMO_PERMISSIONS[user]],
                 )
+        if fresh_read:
+            connection.executemany(
+                "INSERT INTO read_tokens VALUES (?, ?)",
+                [(user, _digest(token)) for user, token in DEMO_READ_TOKENS.items()],
+            )
 
 
 def user_for_token(path: Path, token: str) -> str | None:
-    """Return the user whose bearer token is `token`, or None."""
+    """Return the user whose own bearer token is `token`, or None (a read token too)."""
     with _connect(path) as connection:
         row = connection.execute(
             "SELECT name FROM users WHERE token_sha256 = ?", (_digest(token),)
+        ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def reader_for_token(path: Path, token: str) -> str | None:
+    """Return the user `token` reads as: the user's own token or the user's read token;
+    None for any other."""
+    with _connect(path) as connection:
+        row = connection.execute(
+            "SELECT name FROM users WHERE token_sha256 = :digest UNION "
+            "SELECT user FROM read_tokens WHERE token_sha256 = :digest",
+            {"digest": _digest(token)},
         ).fetchone()
     return None if row is None else str(row[0])
 

@@ -3,10 +3,12 @@
 This module owns the HTTP side of authorization (docs/agent.md has the full table):
 
 - `GET /api/resources/{ref}` and `GET /api/resources/{ref}/context`: live rows, only
-  for a user whose bearer token is valid and who is granted the row, checked on every
-  read and never cached (`Cache-Control: no-store`);
+  for a user whose bearer token (the user's own, or the user's read token) is valid and
+  who is granted the row, checked on every read and never cached (`Cache-Control:
+  no-store`);
 - `POST /api/actions/flag/confirmations` and `POST /api/actions/flag`: the business
-  action, which needs the user's `flag` permission, read access to the row and a
+  action, which needs the user's own token (a read token, the agent's, is refused:
+  403 `read-only-token`), the user's `flag` permission, read access to the row and a
   single-use confirmation token bound to the task (`pagecontext.confirmations`);
 - `/admin/...`: grant, revoke and change a value, for demos and tests. Refused (403)
   unless the client address is loopback and the request carries no `Origin` header,
@@ -159,16 +161,21 @@ class _Api:
 
     # --- shared checks ---------------------------------------------------------------
 
-    def user(self, request: Request) -> str | JSONResponse:
-        """The bearer token's user, or a 401."""
+    def user(self, request: Request, *, reading: bool = False) -> str | JSONResponse:
+        """The bearer token's user, or a 401; `reading`, a read token is taken too, else
+        it is a 403 (`read-only-token`)."""
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return _error(401, "unauthorized", "missing-token")
-        user = access.user_for_token(self.db, token.strip())
-        if user is None:
+        reader = access.reader_for_token(self.db, token.strip())
+        if reader is None:
             return _error(401, "unauthorized", "invalid-token")
-        return user
+        if not reading and access.user_for_token(self.db, token.strip()) is None:
+            return _error(
+                403, "forbidden", "read-only-token", "this token reads as the user, nothing more"
+            )
+        return reader
 
     def readable(self, user: str, ref: str) -> SalesRow | JSONResponse:
         """The live row `ref` if `user` may read it, else the 400/403/404."""
@@ -184,7 +191,7 @@ class _Api:
 
     def reader_and_row(self, request: Request) -> tuple[str, SalesRow] | JSONResponse:
         """The bearer user and the row of the path's `{ref}`, or the 401/400/403/404."""
-        user = self.user(request)
+        user = self.user(request, reading=True)
         if isinstance(user, Response):
             return user
         row = self.readable(user, request.path_params["ref"])

@@ -79,6 +79,7 @@ PANEL_TEMPLATE_TOKEN: Final = "{{PANEL}}"
 AGENT_URL_TEMPLATE_TOKEN: Final = "{{AGENT_URL}}"
 # Replaced by the signed-in demo user's Authorization header value, escaped the same way.
 AUTHORIZATION_TEMPLATE_TOKEN: Final = "{{AUTHORIZATION}}"
+AGENT_AUTHORIZATION_TEMPLATE_TOKEN: Final = "{{AGENT_AUTHORIZATION}}"
 DEFAULT_AGENT_PATH: Final = "/agent"
 
 
@@ -158,8 +159,15 @@ class ServerConfig:
 
     @property
     def authorization(self) -> str:
-        """The Authorization header value the assistant sends for `demo_user`."""
+        """The Authorization header value the assistant sends the action API for
+        `demo_user`."""
         return f"Bearer {access.DEMO_TOKENS[self.demo_user]}"
+
+    @property
+    def agent_authorization(self) -> str:
+        """The one the assistant hands its agent for `demo_user`: the user's read token,
+        which the action API refuses."""
+        return f"Bearer {access.DEMO_READ_TOKENS[self.demo_user]}"
 
     @property
     def site_dir(self) -> Path:
@@ -256,10 +264,12 @@ def fill_template(
     sandboxed_panel: bool,
     agent_url: str,
     authorization: str,
+    agent_authorization: str,
 ) -> str:
     """Return a page template (index.html, web/assistant.html, web/workbench.html) with
     its tokens replaced: the panel's controls, the origins, the panel's sandbox, the
-    agent URL and the Authorization header value ("" for none). The demo server and the
+    agent URL, the Authorization header values for the action API and for the agent
+    ("" for none). The demo server and the
     static bundle (`pagecontext.server.bundle`) both fill their pages here."""
     sandbox = 'sandbox="allow-scripts"' if sandboxed_panel else ""
     if PANEL_TEMPLATE_TOKEN in text:
@@ -273,6 +283,7 @@ def fill_template(
         (SANDBOX_TEMPLATE_TOKEN, sandbox),
         (AGENT_URL_TEMPLATE_TOKEN, _json_string_text(agent_url)),
         (AUTHORIZATION_TEMPLATE_TOKEN, _json_string_text(authorization)),
+        (AGENT_AUTHORIZATION_TEMPLATE_TOKEN, _json_string_text(agent_authorization)),
     ):
         text = text.replace(token, value)
     return text
@@ -292,6 +303,7 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
         sandboxed_panel=config.sandboxed_panel,
         agent_url=config.assistant_agent_url,
         authorization=config.authorization,
+        agent_authorization=config.agent_authorization,
     )
     # A page may carry the user's bearer token (the assistant's): the browser's own cache
     # may keep it (revalidated on every visit), a shared cache never.

@@ -144,6 +144,7 @@ def _write_pages(
             agent_url=agent_url,
             # No signed-in user: a static host has no API that would read a token.
             authorization="",
+            agent_authorization="",
         )
         for attribute, old in PAGE_ASSETS:
             if f'{attribute}="{old}"' not in text:
