@@ -330,6 +330,13 @@ def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Or
 
 SPY = """
 (() => {
+  const received = (window.__pcReceived = []);
+  window.addEventListener("message", (event) => {
+    if (event.source === window) return;  // a frame's own wake-ups, if any
+    let data;
+    try { data = JSON.parse(JSON.stringify(event.data)); } catch { data = String(event.data); }
+    received.push({origin: event.origin, data});
+  }, true);
   const sent = (window.__pcSent = []);
   let host;
   Object.defineProperty(window, 'pagecontextHost', {
@@ -355,9 +362,11 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
     request: pytest.FixtureRequest,
     sandboxed: bool,
 ) -> None:
-    """Every window.postMessage the library makes is spied on in both frames through a
-    whole session (bind, select, ask, show): each carries only a handshake message, and
-    only `connect` to an opaque child ever uses "*"."""
+    """Through a whole session (bind, select, ask, show), every window message either
+    frame receives is a handshake message (recorded by a listener in each frame, whatever
+    posted it); the library's window posts (`pagecontextHost.post`, spied on) are those,
+    and only `connect` to an opaque child ever names "*" as its target origin, which
+    `post` hands to the browser as it is given."""
     origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
     context.add_init_script(SPY)
     page = context.new_page()
@@ -371,6 +380,19 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
     ]
     types = sorted(r["message"]["type"] for r in records)
     assert types == ["connect", "ready"], json.dumps(records)
+    received: list[dict[str, Any]] = [
+        *page.evaluate("window.__pcReceived"),
+        *page.frames[1].evaluate("window.__pcReceived"),
+    ]
+    assert sorted(r["data"]["type"] for r in received) == types, json.dumps(received)
+    # `post` gives the browser the target origin it is given, not another.
+    given = page.evaluate(
+        """() => { let got = null;
+             const target = {postMessage: (message, targetOrigin) => { got = targetOrigin; }};
+             pagecontextHost.post(target, {}, "https://exact.example", []);
+             return got; }"""
+    )
+    assert given == "https://exact.example"
     for record in records:
         assert set(record["message"]) <= {
             "protocol", "version", "type", "role", "pageInstanceId",

@@ -168,3 +168,30 @@ def test_the_page_frames_only_its_assistant(
     assert refused[1][1].startswith(origins.page)
     assert not any("attacker.html" in frame.url for frame in page.frames)
     assert page.locator("html").get_attribute("data-pc-window-rejected") is None
+
+
+def test_a_foreign_origin_cannot_frame_the_page_the_panel_or_the_workbench(
+    page: Page, origins: Origins
+) -> None:
+    """A page on a third origin frames the business page, the assistant panel and the
+    workbench: `frame-ancestors` refuses each (no clickjacking of the panel's buttons,
+    and no assistant that binds a page nobody sees): none of them loads there."""
+    page.goto(origins.third + "/e2e/none")
+    urls = [
+        origins.page + "/",
+        origins.assistant + "/assistant.html",
+        origins.assistant + "/workbench.html",
+    ]
+    page.evaluate(
+        """urls => Promise.all(urls.map((url) => new Promise((resolve) => {
+             const frame = document.createElement("iframe");
+             frame.addEventListener("load", resolve, { once: true });
+             frame.src = url;
+             document.body.append(frame);
+           })))""",
+        urls,
+    )
+    children = page.main_frame.child_frames
+    assert len(children) == 3, [frame.url for frame in children]
+    for frame in children:
+        assert not frame.url.startswith((origins.page, origins.assistant)), frame.url
