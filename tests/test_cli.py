@@ -242,11 +242,18 @@ def test_a_bad_agent_url_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
-    "url", ["//evil.example/agent", "/\\evil.example/agent", "http://", "https:///run"]
+    "url",
+    [
+        "//evil.example/agent",
+        "/\\evil.example/agent",
+        "http://",
+        "https:///run",
+        "http://agents.example/run",  # another machine, in clear text
+    ],
 )
 def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
     """ "//host/x" and "/\\host/x" are another host to a browser, not a path on the
-    assistant origin; an http(s) URL names its host."""
+    assistant origin; an http(s) URL names its host, and plain http only this machine's."""
     with pytest.raises(SystemExit) as caught:
         main(["demo", "--root", str(root), "--agent-url", url])
     assert caught.value.code == 2

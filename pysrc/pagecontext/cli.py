@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 # Standard library only, like the rest of what --help needs.
 from pagecontext.server.access import DEMO_TOKENS
@@ -63,7 +64,17 @@ def _agent_url(text: str) -> str:
             f"the agent URL must be an http(s) URL with a host, or a path on the "
             f"assistant origin: {text!r}"
         )
+    if text.startswith("http://") and host not in _LOOPBACK_HOSTS:
+        # The user's read token goes to the agent with every run: never in clear text
+        # over a network.
+        raise argparse.ArgumentTypeError(
+            f"an agent on another machine must be reached over https: {text!r}"
+        )
     return text
+
+
+# Hosts an agent may be reached on over plain http: this machine.
+_LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def _origin(text: str) -> str:

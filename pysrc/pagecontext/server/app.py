@@ -66,6 +66,9 @@ for _type, _extension in (
 
 NO_CACHE: Final = "no-cache"
 PAGE_CACHE: Final = "private, no-cache"
+# A page that carries the user's credentials (the assistant's panel and workbench): kept
+# in no cache, not even the browser's own.
+CREDENTIAL_PAGE_CACHE: Final = "no-store"
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
 
 PAGE_TEMPLATE_TOKEN: Final = "{{PAGE_ORIGIN}}"
@@ -305,9 +308,11 @@ def _render_template(path: Path, config: ServerConfig) -> Response:
         authorization=config.authorization,
         agent_authorization=config.agent_authorization,
     )
-    # A page may carry the user's bearer token (the assistant's): the browser's own cache
-    # may keep it (revalidated on every visit), a shared cache never.
-    return HTMLResponse(filled, headers={"Cache-Control": PAGE_CACHE})
+    # A page that carries the user's credentials is stored nowhere; the others, in the
+    # browser's own cache (revalidated on every visit), a shared cache never.
+    credentials = AUTHORIZATION_TEMPLATE_TOKEN in text
+    cache = CREDENTIAL_PAGE_CACHE if credentials else PAGE_CACHE
+    return HTMLResponse(filled, headers={"Cache-Control": cache})
 
 
 class _NoSniffMiddleware:
