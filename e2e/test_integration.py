@@ -534,3 +534,19 @@ def test_a_row_selected_and_asked_about_before_the_edge_listens_is_shared(
     expect(chip).to_be_visible(timeout=BOOT_TIMEOUT_MS)
     expect(chip.locator('[data-pc-chip-field="total"]')).to_contain_text("12.5")
     expect(html(page)).to_have_attribute("data-pc-revision", "1")
+
+
+def test_a_cleared_selection_takes_the_chip_away(demo: Page) -> None:
+    """The page clears its selection (`pagecontext:clear`) and the user asks: the
+    assistant no longer shows the row's chip, and the row is no longer marked selected."""
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    select_and_ask(demo, ROW)
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(row).to_have_attribute("aria-selected", "true")
+    demo.evaluate("() => document.dispatchEvent(new CustomEvent('pagecontext:clear'))")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "2")
+    expect(row).not_to_have_attribute("aria-selected", "true")
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(html(demo)).to_have_attribute("data-pc-shared-revision", "2")
+    expect(chip).to_have_count(0, timeout=STEP_TIMEOUT_MS)

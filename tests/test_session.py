@@ -1332,3 +1332,25 @@ def test_a_message_the_worker_could_not_read_is_answered_when_its_id_can_be_read
     assert pair.page.on_port_unreadable({"type": "bye", "messageId": "b-1"}, "not-plain") == []
     assert pair.page.diagnostics()["control"] == {"not-plain": 1}
     assert pair.page.binding is not None
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_cleared_selection_is_shared_and_the_assistant_holds_no_context(
+    embedder: Side,
+) -> None:
+    """The user clears the selection, then asks: the page sends `selection-cleared` with
+    the next revision, once; the assistant holds no context and shows no chip. Clearing
+    with nothing selected does nothing."""
+    pair = shared_pair(embedder)
+    assert pair.assistant.pinned is not None
+    pair.run("page", pair.page.clear_selection())
+    share(pair)
+    share(pair)
+    [cleared] = pair.sent_by("page", "selection-cleared")
+    assert cleared["selectionRevision"] == 2
+    assert pair.assistant.pinned is None
+    assert state(pair)["chip"] is None
+    assert pair.page.clear_selection() == []
+    select(pair, "row:3")
+    share(pair)
+    assert chip(pair)["resourceRef"] == "row:3"

@@ -131,7 +131,7 @@ let mounted = null;
 // What the user does on a page before its edge listens (MicroPython loads meanwhile):
 // its clicks and selection events, kept in order, the last EARLY_MAX of them, and handed
 // to the edge once it has begun (`replay`), so that a row selected then is not lost.
-const EARLY_EVENTS = ["click", "pagecontext:select", "pagecontext:share"];
+const EARLY_EVENTS = ["click", "pagecontext:select", "pagecontext:share", "pagecontext:clear"];
 const EARLY_MAX = 64;
 
 function holdEarlyEvents() {

@@ -63,6 +63,7 @@ from pagecontext.models import (
     Limits,
     ReceiptMessage,
     Scalar,
+    SelectionClearedMessage,
     Target,
     dump_message,
     parse_context_json,
@@ -466,9 +467,20 @@ class PageSession:
             return [ToEdge({"kind": "select-refused", "reason": str(error)})]
         return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": resource_ref})]
 
-    def share(self) -> list[Effect]:
-        """Send the current selection to the assistant, now or as soon as bound."""
+    def clear_selection(self) -> list[Effect]:
+        """The user cleared the selection: a new revision with none. It is shared as a
+        `selection-cleared` (`share`), so that the assistant no longer holds a context
+        the user left. Nothing if nothing is selected."""
         if self.tracker.current is None:
+            return []
+        revision = self.tracker.clear()
+        return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": None})]
+
+    def share(self) -> list[Effect]:
+        """Send the current selection to the assistant, now or as soon as bound: a
+        context, or a `selection-cleared` once the user cleared one. Nothing before any
+        selection."""
+        if self.tracker.latest_revision == 0:
             return []
         if self._conn.binding is None:
             self._share_when_bound = True
@@ -481,14 +493,23 @@ class PageSession:
             # increasing), and the assistant would refuse it as stale.
             return []
         self._shared = shared
-        message = ContextMessage(
-            type="context",
-            message_id=self._new_id(),
-            page_instance_id=self.page_instance_id,
-            conversation_id=binding.conversation_id,
-            selection_revision=self.tracker.latest_revision,
-            selection=self.tracker.shareable(self.tracker.current),
-        )
+        current = self.tracker.current
+        message: ContextMessage | SelectionClearedMessage
+        if current is None:
+            message = SelectionClearedMessage(
+                message_id=self._new_id(),
+                page_instance_id=self.page_instance_id,
+                conversation_id=binding.conversation_id,
+                selection_revision=self.tracker.latest_revision,
+            )
+        else:
+            message = ContextMessage(
+                message_id=self._new_id(),
+                page_instance_id=self.page_instance_id,
+                conversation_id=binding.conversation_id,
+                selection_revision=self.tracker.latest_revision,
+                selection=self.tracker.shareable(current),
+            )
         return [
             ToPeer(dump_message(message)),
             ToEdge({"kind": "shared", "revision": message.selection_revision}),

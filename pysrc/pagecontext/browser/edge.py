@@ -645,6 +645,7 @@ class Edge:
         self.owner.listen(doc, "click", self._on_click)
         self.owner.listen(doc, "pagecontext:select", self._on_select_event)
         self.owner.listen(doc, "pagecontext:share", self._on_share_event)
+        self.owner.listen(doc, "pagecontext:clear", self._on_clear_event)
         self.owner.listen(doc, "pagecontext:command-done", self._on_command_done)
         components = doc.querySelectorAll("[data-pc-component]")
         for i in range(components.length):
@@ -658,6 +659,7 @@ class Edge:
             "click": self._on_click,
             "pagecontext:select": self._on_select_event,
             "pagecontext:share": self._on_share_event,
+            "pagecontext:clear": self._on_clear_event,
         }
         for i in range(events.length):
             event = events[i]
@@ -793,6 +795,16 @@ class Edge:
 
     def _on_share_event(self, event: Any) -> None:
         self._to_worker({"kind": "share"})
+
+    def _on_clear_event(self, event: Any) -> None:
+        """`pagecontext:clear`: the user cleared the selection (shared at once with
+        `share: "select"`, else on the next "Ask AI")."""
+        for objects in self.registry.values():
+            for element in objects.values():
+                element.removeAttribute("aria-selected")
+        self._to_worker({"kind": "clear"})
+        if self.config["share"] == "select":
+            self._to_worker({"kind": "share"})
 
     def _apply(self, message: dict[str, Any]) -> None:
         command_id = message["commandId"]

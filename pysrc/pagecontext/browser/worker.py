@@ -342,6 +342,8 @@ class WorkerBinding:
             )
         if kind == "share":
             return session.share()
+        if kind == "clear":
+            return session.clear_selection()
         if kind == "ui-done":
             return session.on_ui_done(message["commandId"], message["status"], message["reason"])
         return []
