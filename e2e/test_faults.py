@@ -4,6 +4,8 @@ the user can see and act on, never a frame that stays answering or failed."""
 
 from __future__ import annotations
 
+import json
+
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
@@ -98,3 +100,41 @@ def test_a_damaged_saved_conversation_id_is_replaced_and_the_frames_bind(
     wait_bound(page)
     wait_bound(page.frame_locator("iframe[data-pc-child]"))
     expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=STEP_TIMEOUT_MS)
+
+
+def test_tool_arguments_nested_thousands_deep_are_refused_and_the_assistant_goes_on(
+    demo: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """An agent streams a tool call whose arguments nest 5,000 brackets deep (10 KB):
+    the call is refused (`malformed-arguments`), the answer ends, and the next question
+    is answered. (Read by CPython's own JSON parser in WebAssembly, such text overflowed
+    the JavaScript stack: the worker's runtime died and the answer ran forever.)"""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+
+    def deep_agent(route: Route) -> None:
+        run = json.loads(route.request.post_data or "{}")
+        ids = {"threadId": run["threadId"], "runId": run["runId"]}
+        call = {"toolCallId": "deep-1"}
+        events = [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "TOOL_CALL_START", **call, "toolCallName": "highlight"},
+            {"type": "TOOL_CALL_ARGS", **call, "delta": "[" * 5000 + "]" * 5000},
+            {"type": "TOOL_CALL_END", **call},
+            {"type": "RUN_FINISHED", **ids},
+        ]
+        route.fulfill(
+            status=200,
+            headers={
+                "Access-Control-Allow-Origin": origins.assistant,
+                "Content-Type": "text/event-stream",
+            },
+            body="".join(f"data: {json.dumps(event)}\n\n" for event in events),
+        )
+
+    context.route(origins.assistant + "/agent", deep_agent)
+    answer = ask(assistant, "Why is this row so high?", until="done")
+    expect(answer).to_contain_text("Refused the agent's highlight call (malformed-arguments).")
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+    context.unroute(origins.assistant + "/agent")
+    ask(assistant, "And now?", until="done")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pagecontext.errors import MessageRejected
 from pagecontext.models import (
     DEFAULT_LIMITS,
+    MAX_JSON_DEPTH,
     MAX_SAFE_INTEGER,
     REFUSAL_REASONS,
     ByeMessage,
@@ -27,6 +28,7 @@ from pagecontext.models import (
     Target,
     dump_message,
     parse_context_json,
+    parse_json,
     parse_message,
 )
 from wire import (
@@ -477,3 +479,29 @@ def test_arbitrary_input_is_parsed_or_rejected_with_a_pagecontext_error(raw: obj
     except MessageRejected as rejected:
         reason = rejected.reason
     assert reason in REFUSAL_REASONS | {"parsed"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # pydantic-core's recursion limit counts from the first nested value.
+        "[" * (MAX_JSON_DEPTH + 2) + "]" * (MAX_JSON_DEPTH + 2),
+        # An escaped lone surrogate sends it to Python's parser: the depth is counted first.
+        '["\\ud83d", ' + "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1) + "]",
+        "[" * 50_000 + "]" * 50_000,
+    ],
+)
+def test_json_from_outside_nested_too_deep_is_refused(text: str) -> None:
+    """Deeper than MAX_JSON_DEPTH is a ValueError on both paths, never a parse that
+    recurses thousands deep (in WebAssembly, a fatal stack overflow)."""
+    with pytest.raises(ValueError):
+        parse_json(text)
+
+
+def test_json_from_outside_reads_lone_surrogates_and_brackets_in_strings() -> None:
+    """What JSON allows comes back as json.loads reads it: an escaped lone surrogate, and
+    brackets inside strings, which the depth count skips."""
+    text = '{"delta": "ok \\ud83d", "note": "' + "[" * 500 + '\\"]"}'
+    assert parse_json(text) == json.loads(text)
+    nested = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert parse_json(nested) == json.loads(nested)

@@ -45,7 +45,6 @@ Pure: no I/O, no clock, no randomness; ids are the caller's.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -64,7 +63,14 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from pagecontext.block import safe_json
 from pagecontext.errors import LocalProtocolError, PagecontextError
-from pagecontext.models import ObservedAt, Revision, SnapshotValue, Target, WireModel
+from pagecontext.models import (
+    ObservedAt,
+    Revision,
+    SnapshotValue,
+    Target,
+    WireModel,
+    parse_json,
+)
 from pagecontext.store import ContextEntry
 
 __all__ = [
@@ -272,9 +278,9 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
         raise ToolCallError(name, "unknown-tool")
     try:
         # A call that streamed no TOOL_CALL_ARGS at all passes no arguments: `{}`.
-        raw = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, TypeError, RecursionError) as error:
-        # RecursionError: JSON nested deeper than the parser follows.
+        raw = parse_json(arguments) if arguments.strip() else {}
+    except ValueError as error:
+        # Not JSON, or nested deeper than MAX_JSON_DEPTH.
         raise ToolCallError(name, "malformed-arguments", str(error)) from None
     if not isinstance(raw, dict):
         raise ToolCallError(name, "malformed-arguments", "not a JSON object")
@@ -472,7 +478,7 @@ def parse_event(data: str) -> BaseEvent:
         except ValidationError:
             if "\\ud" not in data and "\\uD" not in data:
                 raise
-            raw = json.loads(data)
+            raw = parse_json(data)
             if isinstance(raw, dict):
                 raw = {
                     key: paired_surrogates(value)
@@ -481,7 +487,7 @@ def parse_event(data: str) -> BaseEvent:
                     for key, value in raw.items()
                 }
             event = _event_adapter().validate_python(raw)
-    except (ValueError, RecursionError) as error:  # ValidationError is a ValueError
+    except ValueError as error:  # ValidationError is a ValueError
         problems = error.error_count() if isinstance(error, ValidationError) else 1
         raise EventSequenceError(
             "malformed-event", "(unparsed)", "parsing", f"{problems} problem(s)"

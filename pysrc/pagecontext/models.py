@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Final, Literal, Self, TypeAlias
 
+import pydantic_core
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,6 +36,7 @@ from pagecontext.windowrules import PROTOCOL, VERSION
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "MESSAGE_ID_PATTERN",
     "NONCE_PATTERN",
@@ -63,6 +65,7 @@ __all__ = [
     "WireModel",
     "dump_message",
     "parse_context_json",
+    "parse_json",
     "parse_message",
 ]
 
@@ -448,6 +451,37 @@ def dump_message(message: Message) -> dict[str, object]:
     snapshots are kept, since they are data.
     """
     return message.model_dump(mode="json")
+
+
+# The deepest JSON from outside that is read. CPython's own parser, in WebAssembly,
+# overflows the JavaScript stack on a few thousand nested brackets: a fatal error of the
+# whole runtime, not a RecursionError. pydantic-core's parser stops at this depth.
+MAX_JSON_DEPTH: Final = 200
+# A JSON string, for the depth count to skip.
+_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def parse_json(text: str | bytes) -> object:
+    """Parse JSON text from outside (an agent, a server, the browser's storage), nested
+    at most MAX_JSON_DEPTH deep. Raises ValueError if it is not JSON or nested deeper.
+
+    pydantic-core's parser refuses an escaped lone surrogate, which JSON allows (and
+    JavaScript writes for a character cut in two); such text is read by Python's parser,
+    its depth counted first.
+    """
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        raw = text.decode("utf-8", "surrogatepass") if isinstance(text, bytes) else text
+        if "\\ud" not in raw and "\\uD" not in raw:
+            raise
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", raw)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH}")
+    return json.loads(raw)
 
 
 def unreadable(head: object, reason: str) -> MessageRejected:

@@ -27,7 +27,7 @@ from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY
-from pagecontext.models import Limits
+from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
     INTERNAL_ERROR,
@@ -142,7 +142,7 @@ async def _cancel(reader: Any) -> None:
 def _saved_state(text: object) -> dict[str, Any]:
     """The assistant's saved state from its JSON text; {} if there is none or it is damaged."""
     try:
-        saved = json.loads(text) if isinstance(text, str) else {}
+        saved = parse_json(text) if isinstance(text, str) else {}
     except ValueError:
         return {}
     return saved if isinstance(saved, dict) else {}
@@ -677,8 +677,8 @@ class WorkerBinding:
             self._run(session.on_action_failed(request.action_id, request.step, code))
             return
         try:
-            body = json.loads(text)
-        except (ValueError, RecursionError):
+            body = parse_json(text)
+        except ValueError:
             body = {}
         answer = body if isinstance(body, dict) else {}
         self._run(session.on_action_answer(request.action_id, request.step, status, answer))
