@@ -494,7 +494,7 @@ def test_arbitrary_input_is_parsed_or_rejected_with_a_pagecontext_error(raw: obj
 def test_json_from_outside_nested_too_deep_is_refused(text: str) -> None:
     """Deeper than MAX_JSON_DEPTH is a ValueError on both paths, never a parse that
     recurses thousands deep (in WebAssembly, a fatal stack overflow)."""
-    with pytest.raises(ValueError, match="recursion limit|nested deeper"):
+    with pytest.raises(ValueError, match=r"recursion limit|nested deeper"):
         parse_json(text)
 
 
