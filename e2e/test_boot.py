@@ -3,6 +3,7 @@ normally, after saying why, when the snapshot is missing or damaged."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from pagecontext.browser import callsites
 from pagecontext.server import site
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
-from .conftest import Origins, wait_bound
+from .conftest import BOOT_TIMEOUT_MS, Origins, wait_bound
 from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
@@ -225,3 +226,17 @@ def test_micropython_is_served_as_its_package_with_the_compile_hint_first(
     served = page.request.get(origins.page + runtime["micropython"]["module"]).body()
     package = ROOT / "node_modules" / site.MICROPYTHON_PACKAGE / "micropython.mjs"
     assert served == site.COMPILE_HINT + package.read_bytes()
+
+
+def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """No snapshot, and pydantic-core's wheel answers 404: the page's worker fails at
+    once with the reason (the package did not load), not with the import error after it."""
+    context.route(f"{origins.page}/vendor/snapshot/*", lambda route: route.fulfill(status=404))
+    context.route(f"{origins.page}/wheels/pydantic_core*", lambda route: route.fulfill(status=404))
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute(
+        "data-pc-error", re.compile(r"^worker: .*packages did not load: .*pydantic.core")
+    )

@@ -504,7 +504,14 @@ try {
     announceRuntime();
   }
   const missing = runtime.packages.filter((name) => !installed.includes(name));
-  if (missing.length) await pyodide.loadPackage(missing, { messageCallback: () => {} });
+  if (missing.length) {
+    // loadPackage resolves even when a package did not load (a 404, a hash that does not
+    // match): it only reports it. The boot fails with that report, not with the import
+    // error that would follow.
+    const problems = [];
+    await pyodide.loadPackage(missing, { messageCallback: () => {}, errorCallback: (text) => problems.push(text) });
+    if (problems.length) throw new Error(`packages did not load: ${problems.join("; ")}`);
+  }
   mark("packages-loaded");
   const worker = pyodide.pyimport("pagecontext.browser.worker");
   mark("module-imported");
@@ -513,4 +520,9 @@ try {
   keep?.().then(() => mark("snapshot-kept"), () => {});
 } catch (error) {
   toEdge({ kind: "failed", error: String((error && error.stack) || error) });
+  // Nothing will read what the edge sends from now on: it is no longer kept, and a port
+  // it hands over is closed, so its peer is not left talking to nobody.
+  const drop = (event) => { for (const port of event.ports || []) port.close(); };
+  self.onmessage = drop;
+  early.splice(0).forEach(drop);
 }

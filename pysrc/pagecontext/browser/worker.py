@@ -310,7 +310,7 @@ class WorkerBinding:
             self.session = session
             self._run([Refresh("state")])
         self.scope.postMessage(_js({"kind": "ready"}))
-        js.setTimeout(create_once_callable(self._rehearse_handshake), 0)
+        self._later(self._rehearse_handshake, 0)
 
     def _rehearse_handshake(self) -> None:
         """Once ready, rehearse a binding on sessions of its own (this worker's party as
@@ -434,7 +434,20 @@ class WorkerBinding:
         if self._flush_due or self._state_unread:
             return
         self._flush_due = True
-        js.setTimeout(create_once_callable(self._flush), 0)
+        self._later(self._flush, 0)
+
+    def _later(self, callback: Callable[[], None], delay_ms: int) -> None:
+        """Call `callback` once after `delay_ms`, in a task of its own. An exception in it
+        is counted (`internalErrors`) and the worker goes on: nothing escapes to the
+        timer, which would fail the frame over a step that can be done again."""
+
+        def guarded() -> None:
+            try:
+                callback()
+            except Exception:
+                self._internal_error()
+
+        js.setTimeout(create_once_callable(guarded), delay_ms)
 
     def _flush(self) -> None:
         """Build and post the refreshed edge messages (state, persist), once each; while
@@ -475,7 +488,7 @@ class WorkerBinding:
         if self._diagnostics_due:
             return
         self._diagnostics_due = True
-        js.setTimeout(create_once_callable(self._post_due_diagnostics), DIAGNOSTICS_EVERY_MS)
+        self._later(self._post_due_diagnostics, DIAGNOSTICS_EVERY_MS)
 
     def _post_due_diagnostics(self) -> None:
         self._diagnostics_due = False
@@ -541,7 +554,7 @@ class WorkerBinding:
             return
         self._rehearsed = True
         self._rehearsal = rehearsal()
-        js.setTimeout(create_once_callable(self._spread_call_sites), 0)
+        self._later(self._spread_call_sites, 0)
 
     def _spread_call_sites(self) -> None:
         if self._rehearsal is None:
@@ -552,7 +565,7 @@ class WorkerBinding:
         callsites.spread((js.Object.new(), js.Array.of(1), js.Map.new(), js.Array.of.bind(None)))
         self._provoke()
         self._rehearsal_ms.append(_ms_since(started))
-        js.setTimeout(create_once_callable(self._rehearse_round), 0)
+        self._later(self._rehearse_round, 0)
 
     def _provoke(self) -> None:
         started = js.performance.now()
@@ -565,9 +578,7 @@ class WorkerBinding:
         self._provoke()
         self._provocations -= 1
         if self._provocations:
-            js.setTimeout(
-                create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
-            )
+            self._later(self._provoke_call_sites, callsites.PROVOKE_EVERY_MS)
             return
         # The detail: how many times the call sites were provoked, and their times.
         _mark_times("call-sites-provoked", self._provoke_ms, provoked=len(self._provoke_ms))
@@ -582,9 +593,7 @@ class WorkerBinding:
             # The detail: the times its steps took.
             _mark_times("rehearsed", self._rehearsal_ms)
             self._provocations = callsites.PROVOKE_AFTER
-            js.setTimeout(
-                create_once_callable(self._provoke_call_sites), callsites.PROVOKE_EVERY_MS
-            )
+            self._later(self._provoke_call_sites, callsites.PROVOKE_EVERY_MS)
             return
         # Converted as this worker converts what it posts and what it receives (from
         # its edge as data, from the port as a batch of JSON texts), and dropped.
@@ -595,7 +604,7 @@ class WorkerBinding:
             pass
         self._provoke()
         self._rehearsal_ms.append(_ms_since(started))
-        js.setTimeout(create_once_callable(self._rehearse_round), 0)
+        self._later(self._rehearse_round, 0)
 
     # -- HTTP: the agent's stream and the action API -----------------------------------
 
@@ -717,6 +726,9 @@ class WorkerBinding:
                 self._run(self.session.tick())
             except Exception:
                 self._internal_error()
+            finally:
+                # The next deadline keeps its timer whatever this one did.
+                self._arm_timer()
 
     def close(self) -> None:
         """Close the port and destroy every proxy this binding created."""
