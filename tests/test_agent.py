@@ -549,3 +549,28 @@ def test_runs_waiting_on_reads_never_take_the_threads_the_page_origin_needs(
             release.set()
         assert [run.result().status_code for run in runs] == [200] * 45
     assert inside == [0, AGENT_READS]
+
+
+def test_a_page_of_another_origin_cannot_run_the_agent(tmp_path: Path) -> None:
+    """A POST from a page of another origin (its `Origin`, `null` included: a sandboxed
+    frame) is refused with 403 before its body is read, and nothing is read for it; the
+    assistant's own origin, and a client that is no page (no `Origin`), are answered."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path)
+    reads: list[str] = []
+
+    def reader(ref: str, _authorization: str) -> LiveRead:
+        reads.append(ref)
+        raise ResourceUnavailable("not needed here")
+
+    app = create_assistant_app(config, resource_reader=reader)
+    with assistant_client(config, app) as assistant:
+        for origin in ("https://elsewhere.example", "null", config.page_origin):
+            refused = assistant.post("/agent", json=run_body(), headers={"Origin": origin})
+            assert (refused.status_code, refused.json()["reason"]) == (403, "foreign-origin")
+        assert reads == []
+        own = assistant.post("/agent", json=run_body(), headers={"Origin": config.assistant_origin})
+        assert own.status_code == 200
+        assert stream(assistant, run_body())[0].type == "RUN_STARTED"
+    assert len(reads) == 2

@@ -34,7 +34,7 @@ from ag_ui.core import BaseEvent, RunAgentInput
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
 from pagecontext.agent.run import (
@@ -172,9 +172,15 @@ def _new_id() -> str:
 
 
 def agent_endpoint(
-    reader: ResourceReader, new_id: Callable[[], str] = _new_id
+    reader: ResourceReader, new_id: Callable[[], str] = _new_id, *, origin: str | None = None
 ) -> Callable[[Request], object]:
-    """Return the `POST /agent` endpoint, reading rows with `reader`."""
+    """Return the `POST /agent` endpoint, reading rows with `reader`.
+
+    With `origin` (the assistant's), a request from a browser page of any other origin
+    (its `Origin` header, `null` included) is refused, 403, unread: another site cannot
+    make its visitors' browsers spend the agent's reads. A request without `Origin` is
+    not a page's.
+    """
 
     reads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first run
 
@@ -184,6 +190,9 @@ def agent_endpoint(
         return await anyio.to_thread.run_sync(reader, ref, authorization, limiter=reads[0])
 
     async def endpoint(request: Request) -> Response:
+        sender = request.headers.get("origin")
+        if origin is not None and sender is not None and sender != origin:
+            return JSONResponse({"error": "forbidden", "reason": "foreign-origin"}, status_code=403)
         try:
             body: bytes | None = await read_body(request, _MAX_BODY_BYTES)
         except BodyTooLargeError:

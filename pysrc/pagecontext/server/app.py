@@ -464,7 +464,11 @@ def create_assistant_app(
         Route("/", home, methods=["GET"]),
         Route("/assistant.html", assistant, methods=["GET"]),
         Route("/workbench.html", workbench, methods=["GET"]),
-        Route(DEFAULT_AGENT_PATH, agent_endpoint(reader), methods=["POST"]),
+        Route(
+            DEFAULT_AGENT_PATH,
+            agent_endpoint(reader, origin=config.assistant_origin),
+            methods=["POST"],
+        ),
         *_static_routes(config),
     ]
     policy = assistant_policy(config.page_origin)
