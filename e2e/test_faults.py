@@ -5,6 +5,7 @@ the user can see and act on, never a frame that stays answering or failed."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
@@ -102,6 +103,49 @@ def test_a_damaged_saved_conversation_id_is_replaced_and_the_frames_bind(
     expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=STEP_TIMEOUT_MS)
 
 
+def agent_streaming(
+    origins: Origins, events: Callable[[dict[str, str]], list[dict[str, object]]]
+) -> Callable[[Route], None]:
+    """A route handler that answers the agent's POST with the events `events(ids)`
+    makes for the run's threadId and runId, as server-sent events."""
+
+    def answer(route: Route) -> None:
+        run = json.loads(route.request.post_data or "{}")
+        ids = {"threadId": run["threadId"], "runId": run["runId"]}
+        route.fulfill(
+            status=200,
+            headers={
+                "Access-Control-Allow-Origin": origins.assistant,
+                "Content-Type": "text/event-stream",
+            },
+            body="".join(f"data: {json.dumps(event)}\n\n" for event in events(ids)),
+        )
+
+    return answer
+
+
+def test_an_agent_that_cancels_its_run_is_shown_as_such(
+    demo: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """An agent ends its run with `RUN_FINISHED` whose outcome is `cancelled`: the answer
+    is shown failed, saying the agent cancelled it, not as an answer."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+
+    def cancelling(ids: dict[str, str]) -> list[dict[str, object]]:
+        return [
+            {"type": "RUN_STARTED", **ids},
+            {"type": "RUN_FINISHED", **ids, "outcome": {"type": "cancelled"}},
+        ]
+
+    context.route(origins.assistant + "/agent", agent_streaming(origins, cancelling))
+    answer = ask(assistant, "Why is this row so high?", until="failed")
+    failure = answer.locator("[data-pc-answer-error]")
+    expect(failure).to_have_attribute("data-pc-answer-error", "run-cancelled")
+    expect(failure).to_have_text("The agent cancelled its answer.")
+    expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+
+
 def test_tool_arguments_nested_thousands_deep_are_refused_and_the_assistant_goes_on(
     demo: Page, context: BrowserContext, origins: Origins
 ) -> None:
@@ -112,27 +156,17 @@ def test_tool_arguments_nested_thousands_deep_are_refused_and_the_assistant_goes
     assistant = panel(demo)
     pin(demo, assistant, ROW)
 
-    def deep_agent(route: Route) -> None:
-        run = json.loads(route.request.post_data or "{}")
-        ids = {"threadId": run["threadId"], "runId": run["runId"]}
+    def deep_agent(ids: dict[str, str]) -> list[dict[str, object]]:
         call = {"toolCallId": "deep-1"}
-        events = [
+        return [
             {"type": "RUN_STARTED", **ids},
             {"type": "TOOL_CALL_START", **call, "toolCallName": "highlight"},
             {"type": "TOOL_CALL_ARGS", **call, "delta": "[" * 5000 + "]" * 5000},
             {"type": "TOOL_CALL_END", **call},
             {"type": "RUN_FINISHED", **ids},
         ]
-        route.fulfill(
-            status=200,
-            headers={
-                "Access-Control-Allow-Origin": origins.assistant,
-                "Content-Type": "text/event-stream",
-            },
-            body="".join(f"data: {json.dumps(event)}\n\n" for event in events),
-        )
 
-    context.route(origins.assistant + "/agent", deep_agent)
+    context.route(origins.assistant + "/agent", agent_streaming(origins, deep_agent))
     answer = ask(assistant, "Why is this row so high?", until="done")
     expect(answer).to_contain_text("Refused the agent's highlight call (malformed-arguments).")
     expect(html(assistant)).to_have_attribute("data-pc-answering", "false")

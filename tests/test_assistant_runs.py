@@ -362,6 +362,31 @@ def test_a_failure_inside_the_assistant_ends_the_answer(
     assert pair.assistant.answering is not None
 
 
+def test_a_run_input_that_cannot_be_built_ends_the_answer_at_once(
+    origins: Origins, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure while the run input is built: nothing is sent, the answer ends as
+    `internal-error` (counted), the assistant is not left answering, and the next
+    question is asked."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr("pagecontext.session.build_run_input", broken)
+    effects = pair.assistant.ask("Why is this row so high?", at=AT)
+    assert not [effect for effect in effects if isinstance(effect, StartRun)]
+    assert pair.assistant.answering is None
+    entry = answer(pair)
+    assert (entry["state"], entry["about"]) == ("failed", NORTH_MARCH)
+    assert entry["error"] == {"code": "internal-error", "message": "RuntimeError: a defect"}
+    assert pair.assistant.diagnostics()["internalErrors"] == 1
+    monkeypatch.undo()
+    ask(pair, "And now?")
+    assert pair.assistant.answering is not None
+
+
 # --- failures -----------------------------------------------------------------------------
 
 

@@ -967,8 +967,20 @@ class AssistantSession:
         follow_up: int = 0,
     ) -> list[Effect]:
         """Start a run for `task` with the conversation so far; its context tools answer
-        from `asked`."""
+        from `asked`. A run input that cannot be built (a failure inside the assistant)
+        ends the answer at once (`internal-error`): the assistant is never left
+        answering a run that was never sent."""
         run_id = self._new_id()
+        task_id = task.task_id if task is not None else None
+        about = task.resource_ref if task is not None else None
+        try:
+            body = self._run_body(run_id, task)
+        except Exception as error:
+            self.internal_errors += 1
+            self.composer.start_answer(run_id, task_id=task_id, about=about)
+            message = f"{type(error).__name__}: {error}"[:_ERROR_MESSAGE_CHARS]
+            self.composer.answer_ended(run_id, INTERNAL_ERROR, message)
+            return [_STATE, _PERSIST]
         self._run = _Run(
             run_id,
             task,
@@ -977,6 +989,12 @@ class AssistantSession:
             AnswerStream(thread_id=self.conversation_id, run_id=run_id),
             follow_up,
         )
+        self.composer.start_answer(run_id, task_id=task_id, about=about)
+        return [StartRun(run_id, body), _STATE, _PERSIST]
+
+    def _run_body(self, run_id: str, task: TaskContext | None) -> str:
+        """The JSON body of run `run_id`'s `RunAgentInput`: the conversation so far, the
+        tools, the readables and the task, and the agent's credential."""
         # The readables within the block's total budget; the task's description is the
         # assistant's own, so a readable registered under it is left out.
         context = [
@@ -994,13 +1012,7 @@ class AssistantSession:
             context,
             {AUTHORIZATION_PROP: self.agent_authorization} if self.agent_authorization else None,
         )
-        self.composer.start_answer(
-            run_id,
-            task_id=task.task_id if task is not None else None,
-            about=task.resource_ref if task is not None else None,
-        )
-        body = run_input.model_dump_json(by_alias=True, exclude_none=True)
-        return [StartRun(run_id, body), _STATE, _PERSIST]
+        return run_input.model_dump_json(by_alias=True, exclude_none=True)
 
     @property
     def answering(self) -> str | None:

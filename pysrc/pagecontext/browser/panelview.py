@@ -104,7 +104,9 @@ _FAILURES = {
     "malformed-stream": "The agent's answer broke the protocol, so it was stopped.",
     "incomplete": "The agent's answer was cut off.",
     "run-error": "The agent reported an error.",
-    "internal-error": "The assistant failed while reading the answer, so it was stopped.",
+    "run-cancelled": "The agent cancelled its answer.",
+    "run-interrupted": "The agent stopped to wait for input, which this assistant cannot give.",
+    "internal-error": "The assistant failed while asking or reading, so the answer was stopped.",
     "no-agent": "This assistant has no agent to ask (its agentUrl is empty).",
     "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
 }
