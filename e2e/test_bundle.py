@@ -119,7 +119,7 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
             text = response.read().decode()
         assert policy == (
             "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
-            f"frame-src {frames}; frame-ancestors {frames}"
+            f"frame-src {frames}; frame-ancestors {frames}; object-src 'none'; base-uri 'none'"
         ), url
         assert 'integrity="sha384-' in text
         assert "{{" not in text

@@ -34,7 +34,7 @@ def document_policy(frames: str, *, workers: str = "'self'") -> str:
     """The documented policy of a page that frames, and is framed by, only `frames`."""
     return (
         f"script-src 'self' 'wasm-unsafe-eval'; worker-src {workers}; "
-        f"frame-src {frames}; frame-ancestors {frames}"
+        f"frame-src {frames}; frame-ancestors {frames}; object-src 'none'; base-uri 'none'"
     )
 
 

@@ -31,15 +31,15 @@ def test_the_policies_name_exact_origins_and_nothing_unsafe() -> None:
     workers come from 'self', wasm may compile, nothing else is allowed."""
     assert page_policy(ASSISTANT) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
-        f"frame-src {ASSISTANT}; frame-ancestors {ASSISTANT}"
+        f"frame-src {ASSISTANT}; frame-ancestors {ASSISTANT}; object-src 'none'; base-uri 'none'"
     )
     assert assistant_policy(PAGE) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
-        f"frame-src {PAGE}; frame-ancestors {PAGE}"
+        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'"
     )
     assert assistant_policy(PAGE, sandboxed=True) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' data:; "
-        f"frame-src {PAGE}; frame-ancestors {PAGE}"
+        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'"
     )
     for policy in (page_policy(ASSISTANT), assistant_policy(PAGE), WORKER_POLICY):
         assert "unsafe-eval'" not in policy.replace("'wasm-unsafe-eval'", "")

@@ -8,6 +8,8 @@ One policy per HTML document, chosen by where the document runs:
 - Frames name exact origins: the business page may frame only its assistant, and be
   framed only by it (the assistant's workbench embeds the page); the assistant may frame
   only the page (the workbench) and be framed only by it.
+- No plugins (`object-src 'none'`) and no `<base>` (`base-uri 'none'`): nothing a
+  document could be made to load or resolve against another place.
 - A sandboxed panel (an opaque origin) cannot start a worker from its own origin's URL,
   so its document alone also allows `data:` workers (docs/security.md says what that
   costs).
@@ -33,13 +35,17 @@ SANDBOXED_WORKER_SRC: Final = "worker-src 'self' data:"
 # The policy of every JavaScript response: a worker started from a URL runs under the
 # policy of its script's response (frames mean nothing in a worker).
 WORKER_POLICY: Final = f"{SCRIPT_SRC}; {WORKER_SRC}"
+# What every document's policy adds (a worker has neither plugins nor a base URL to set).
+DOCUMENT_ONLY: Final = "object-src 'none'; base-uri 'none'"
 
 
 def policy(*, frames: str, framed_by: str, data_workers: bool = False) -> str:
     """Return the policy of a document that may frame only `frames` and be framed only by
     `framed_by` (exact origins), optionally allowing `data:` workers."""
     workers = SANDBOXED_WORKER_SRC if data_workers else WORKER_SRC
-    return f"{SCRIPT_SRC}; {workers}; frame-src {frames}; frame-ancestors {framed_by}"
+    return (
+        f"{SCRIPT_SRC}; {workers}; frame-src {frames}; frame-ancestors {framed_by}; {DOCUMENT_ONLY}"
+    )
 
 
 def page_policy(assistant_origin: str) -> str:
