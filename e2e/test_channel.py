@@ -556,7 +556,8 @@ class FrameByProtocol:
         deadline = time.monotonic() + STEP_TIMEOUT_MS / 1000
         while ident not in self._answers:
             assert time.monotonic() < deadline, f"no answer from the frame to {expression!r}"
-            self._page.wait_for_timeout(20)  # lets Playwright deliver the protocol's events
+            # A round trip of the protocol: Playwright delivers the events that came first.
+            self._cdp.send("Target.getTargets")
         answer = self._answers.pop(ident)
         assert "exceptionDetails" not in answer["result"], answer
         return answer["result"]["result"].get("value")

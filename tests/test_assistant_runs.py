@@ -640,13 +640,13 @@ def tool_results(effects: list[Effect]) -> list[str]:
 
 def item_result(pair: ChannelPair, key: str, start: StartRun | None = None) -> str:
     """Ask (unless the run `start` is given), as an agent that calls get_context_item
-    for `key`: the result the follow-up run carries."""
+    for `key`: the result the follow-up run carries for it."""
     start = ask(pair) if start is None else start
     effects = pair.assistant.on_agent_text(
         start.run_id, context_calls(pair, start.run_id, [("get_context_item", {"key": key})])
     )
-    [result] = tool_results(effects)
-    return result
+    # The run carries the conversation's earlier results too: this call's is the last.
+    return tool_results(effects)[-1]
 
 
 def test_context_tools_are_answered_by_the_assistant_in_a_follow_up_run(
@@ -740,6 +740,8 @@ def test_a_questions_context_tools_share_one_room_over_all_its_runs(
         follow_up, context_calls(pair, follow_up, [("get_context_item", {"key": key})])
     )
     assert json.loads(tool_results(effects)[-1]) == over
+    pair.assistant.on_agent_end(pair.assistant.answering or "")
+    assert item_result(pair, key) == whole  # the next question's own room
 
 
 def test_a_chip_removed_during_the_answer_is_not_given_to_a_context_tool(

@@ -98,17 +98,16 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-# Straight to the page origin: never through a proxy from the environment (`http_proxy`),
-# which would get the user's credential, and never on to a redirect's target.
-_OPENER: Final = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-
-
 class HttpResourceReader:
     """Reads a row and its context from the page origin's resource API, as the user."""
 
     def __init__(self, page_origin: str, timeout: float = _TIMEOUT_SECONDS) -> None:
         self._base = page_origin.rstrip("/") + "/api/resources/"
         self._timeout = timeout
+        # Straight to the page origin: never through a proxy the environment names
+        # (`http_proxy`, read when an opener is built), which would get the user's
+        # credential, and never on to a redirect's target.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
     def _get(self, path: str, authorization: str) -> tuple[int, dict[str, object]]:
         request = urllib.request.Request(
@@ -117,7 +116,7 @@ class HttpResourceReader:
         )
         try:
             try:
-                with _OPENER.open(request, timeout=self._timeout) as response:
+                with self._opener.open(request, timeout=self._timeout) as response:
                     status, raw = response.status, response.read(MAX_RESOURCE_BYTES + 1)
             except urllib.error.HTTPError as error:
                 status, raw = error.code, error.read(MAX_RESOURCE_BYTES + 1)
