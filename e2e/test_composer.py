@@ -169,6 +169,10 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
     expect(html(assistant)).to_have_attribute(
         "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
     )
+    # The user is told, in words.
+    note = assistant.locator("[data-pc-storage-note]")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("not being saved")
     show_and_expect(assistant, "applied")
 
 
@@ -186,6 +190,7 @@ def test_storage_that_comes_back_is_used_again(page: Page, origins: Origins) -> 
     expect(html(page)).not_to_have_attribute(
         "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
     )
+    expect(page.locator("[data-pc-storage-note]")).to_be_hidden()
     saved = page.evaluate("() => localStorage.getItem('pagecontext:assistant')")
     assert isinstance(saved, str), saved
     assert ROW in saved, saved

@@ -34,6 +34,28 @@ def test_an_agent_answering_with_no_body_ends_the_answer(
     ask(assistant, "And now?", until="done")
 
 
+def test_a_failure_is_announced_when_it_happens_not_again_when_restored(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Workbench (the assistant is the top document, so it may store): an answer that
+    fails is an alert; after a reload the restored conversation shows the failure again,
+    but not as an alert."""
+    business = open_workbench(page, origins)
+    pin(business, page, ROW)
+
+    def no_content(route: Route) -> None:
+        route.fulfill(status=204, headers={"Access-Control-Allow-Origin": origins.assistant})
+
+    context.route(origins.assistant + "/agent", no_content)
+    ask(page, "Why is this row so high?", until="failed")
+    failure = page.locator('[data-pc-answer-error="incomplete"]')
+    expect(failure).to_have_attribute("role", "alert")
+    page.reload()
+    wait_bound(page)
+    expect(failure).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(failure).not_to_have_attribute("role", "alert")
+
+
 def test_an_assistant_with_no_agent_says_so_at_once(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

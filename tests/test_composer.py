@@ -313,6 +313,25 @@ def test_restored_commands_keep_their_receipts_and_pending_ones_become_unconfirm
     )
 
 
+def test_a_saved_entry_with_a_field_of_the_wrong_type_is_dropped_alone() -> None:
+    """An action whose result, a command whose layer, or an answer whose error is not an
+    object is dropped on restore; the entries around it are kept, in order."""
+    composer = composer_with()
+    composer.send("first question", entry_id="q1", at="t")
+    composer.record_command("c1", "highlight", "row:42")
+    composer.send("second question", entry_id="q2", at="t")
+    saved = json.loads(composer.saved_text())
+    damaged = [
+        {"kind": "action", "id": "a1", "resourceRef": "row:42", "taskId": "q1", "result": 5},
+        {"kind": "command", "id": "c2", "action": "locate", "received": "applied"},
+        {"kind": "answer", "id": "r1", "text": "", "toolCalls": [], "error": "boom"},
+    ]
+    saved["log"][1:1] = damaged
+    reloaded = Composer()
+    reloaded.restore(saved)
+    assert [entry["id"] for entry in reloaded.log] == ["q1", "c1", "q2"]
+
+
 def test_the_log_is_bounded_and_garbage_in_saved_state_is_dropped() -> None:
     """Only the latest MAX_LOG_ENTRIES entries are kept; malformed entries are skipped."""
     composer = composer_with()

@@ -546,7 +546,14 @@ def _has_instructions(text: str) -> bool:
     return f"<{TRUSTED_TAG}>" in text.splitlines()
 
 
+def _objects_or_none(entry: Mapping[str, object], *keys: str) -> bool:
+    """True if each of `keys` in `entry` is absent, null or a JSON object."""
+    return all(entry.get(key) is None or isinstance(entry.get(key), dict) for key in keys)
+
+
 def _valid(entry: object) -> bool:
+    """True if a saved log entry has every field the panel and the runs read, of its type:
+    one that does not is dropped on restore, never drawn half."""
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
         return False
     kind = entry.get("kind")
@@ -561,10 +568,19 @@ def _valid(entry: object) -> bool:
                 and all(isinstance(call.get(k), str) for k in ("id", "name", "arguments"))
                 for call in entry["toolCalls"]
             )
+            and _objects_or_none(entry, "error")
         )
     if kind == "action":
-        return isinstance(entry.get("resourceRef"), str) and isinstance(entry.get("taskId"), str)
-    return kind == "command" and isinstance(entry.get("action"), str)
+        return (
+            isinstance(entry.get("resourceRef"), str)
+            and isinstance(entry.get("taskId"), str)
+            and _objects_or_none(entry, "result", "received", "business")
+        )
+    return (
+        kind == "command"
+        and isinstance(entry.get("action"), str)
+        and _objects_or_none(entry, "received", "ui")
+    )
 
 
 _RELOADED: Final = {"state": "unconfirmed", "reason": "assistant-reloaded"}
@@ -582,8 +598,11 @@ def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
             if not isinstance(view, dict) or view.get("state") in (None, _PENDING):
                 entry[layer] = dict(_RELOADED)
         entry["restored"] = True
-    elif kind == "answer" and entry.get("state") == "running":
-        # The stream this answer was reading is gone with the old document.
-        entry["state"] = "failed"
-        entry["error"] = {"code": "assistant-reloaded", "message": "the assistant reloaded"}
+    elif kind == "answer":
+        if entry.get("state") == "running":
+            # The stream this answer was reading is gone with the old document.
+            entry["state"] = "failed"
+            entry["error"] = {"code": "assistant-reloaded", "message": "the assistant reloaded"}
+        # Drawn as it was, but not announced again (panelview).
+        entry["restored"] = True
     return entry

@@ -63,6 +63,11 @@ from pagecontext.windowrules import (
 )
 
 STORAGE_KEY = "pagecontext:assistant"
+# What the panel says while the conversation cannot be saved.
+STORAGE_NOTE = (
+    "This conversation is not being saved in this browser: it will be gone when the "
+    "assistant reloads."
+)
 # What `data-pc-error` says when the worker's `error` event names nothing (a script that
 # did not load).
 WORKER_ERROR = "the worker's script did not load, or it stopped on an uncaught error"
@@ -530,12 +535,18 @@ class Edge:
     def _from_worker(self, event: Any) -> None:
         saved = self.host.persist(STORAGE_KEY, event.data)
         if saved is not None:
-            # Storage may be denied (blocked third-party storage): the conversation then
-            # lives in memory only, and the panel says so through data-pc-storage.
-            if not saved:
-                self.root.setAttribute("data-pc-storage", "unavailable")
-            else:
-                self.root.removeAttribute("data-pc-storage")
+            # Storage may be denied (blocked third-party storage) or full: the
+            # conversation then lives in memory only, and the panel says so, in words
+            # (a status the user sees and hears) and through data-pc-storage.
+            unsaved = not saved
+            if unsaved != self.root.hasAttribute("data-pc-storage"):
+                if unsaved:
+                    self.root.setAttribute("data-pc-storage", "unavailable")
+                else:
+                    self.root.removeAttribute("data-pc-storage")
+                note = js.document.querySelector("[data-pc-storage-note]")
+                if note is not None:
+                    note.textContent = STORAGE_NOTE if unsaved else ""
             return
         message = _plain(event.data)
         if not isinstance(message, dict):
@@ -1022,14 +1033,19 @@ class Edge:
             count = state.get("dismissed") or 0
             dismissed.hidden = not count
             dismissed.setAttribute("data-pc-dismissed", str(count))
-        receipt = doc.querySelector("[data-pc-receipt]")
         command = state.get("command")
-        if command is None:
+        shown = receipt_summary(command) if command is not None else None
+        # A live region: written only when what it says changes, so that it is not
+        # announced again on every state.
+        if not self._changed("receipt", [command and command["commandId"], shown]):
+            return
+        receipt = doc.querySelector("[data-pc-receipt]")
+        if command is None or shown is None:
             receipt.removeAttribute("data-pc-receipt-status")
             receipt.removeAttribute("data-pc-receipt-command")
             receipt.textContent = ""
             return
-        status, detail = receipt_summary(command)
+        status, detail = shown
         # The command id first: a status always belongs to the command named with it.
         receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)

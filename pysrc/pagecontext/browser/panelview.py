@@ -137,7 +137,9 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
             summary = _FAILURES.get(code, "The answer failed.")
         failure = text_element("p", summary, "pc-error")
         failure.setAttribute("data-pc-answer-error", code)
-        failure.setAttribute("role", "alert")
+        if not entry.get("restored"):
+            # A failure that happens now is announced; one restored with the log is not.
+            failure.setAttribute("role", "alert")
         el.append(failure)
         if error.get("message"):
             el.append(text_element("p", str(error.get("message")), "pc-note"))
