@@ -193,7 +193,10 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
     agent.gate.clear()
     answer = ask(assistant, QUESTION, until="running")
     expect(html(assistant)).to_have_attribute("data-pc-answering", "true")
-    expect(assistant.get_by_role("button", name="Send")).to_be_disabled()
+    send = assistant.get_by_role("button", name="Send")
+    expect(send).to_be_disabled()
+    # Disabled for the answer, but still where the user's focus is (aria-disabled).
+    expect(send).to_be_focused()
     pin(demo, assistant, OTHER_ROW)
     agent.gate.set()
     expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)

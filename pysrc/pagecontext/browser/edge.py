@@ -1018,7 +1018,10 @@ class Edge:
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
         send = doc.querySelector("[data-pc-send]")
         if send is not None:
-            send.disabled = bool(answering)
+            # aria-disabled, not disabled: a disabled button loses the keyboard's focus,
+            # and the one who just pressed Send would land on nothing. A press while an
+            # answer runs does nothing (`_on_ask`).
+            send.setAttribute("aria-disabled", "true" if answering else "false")
         preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.
