@@ -30,8 +30,11 @@ def test_an_agent_answering_with_no_body_ends_the_answer(
         "data-pc-answer-error", "incomplete"
     )
     expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
+    announced = assistant.locator("[data-pc-announce]")
+    expect(announced).to_have_text("")  # a failure is its own alert
     context.unroute(origins.assistant + "/agent")
     ask(assistant, "And now?", until="done")
+    expect(announced).to_have_text("The assistant answered.")
 
 
 def test_a_failure_is_announced_when_it_happens_not_again_when_restored(

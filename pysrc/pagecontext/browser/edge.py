@@ -1054,6 +1054,12 @@ class Edge:
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
 
+    def _announce(self, text: str) -> None:
+        """Say `text` through the panel's status region (a polite live region)."""
+        region = js.document.querySelector("[data-pc-announce]")
+        if region is not None:
+            region.textContent = text
+
     def _render_log(self, ids: list[Any], changed: list[Any]) -> None:
         """Redraw the changed entries of the conversation, add new ones at the end and
         drop those no longer in it (the log grows at the end, and loses its oldest)."""
@@ -1064,6 +1070,12 @@ class Edge:
             element = log_element(entry)
             old = self.log_items.get(entry.get("id"))
             if old is not None:
+                if (
+                    old.getAttribute("data-pc-answer-state") == "running"
+                    and entry.get("state") == "done"
+                ):
+                    # Heard as well as seen: a failure is an alert of its own.
+                    self._announce("The assistant answered.")
                 old.replaceWith(element)
             else:
                 log.append(element)
