@@ -69,6 +69,7 @@ from pagecontext.models import (
     SnapshotValue,
     Target,
     WireModel,
+    escapes_surrogate,
     parse_json,
 )
 from pagecontext.store import ContextEntry
@@ -476,7 +477,7 @@ def parse_event(data: str) -> BaseEvent:
         try:
             event: BaseEvent = _event_adapter().validate_json(data)
         except ValidationError:
-            if "\\ud" not in data and "\\uD" not in data:
+            if not escapes_surrogate(data):
                 raise
             raw = parse_json(data)
             if isinstance(raw, dict):

@@ -64,6 +64,7 @@ __all__ = [
     "Target",
     "WireModel",
     "dump_message",
+    "escapes_surrogate",
     "parse_context_json",
     "parse_json",
     "parse_message",
@@ -461,6 +462,12 @@ MAX_JSON_DEPTH: Final = 200
 _JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
+def escapes_surrogate(text: str) -> bool:
+    """True if JSON `text` may escape a surrogate (`\\ud800` to `\\udfff`), which
+    pydantic-core's parser refuses when it stands alone."""
+    return "\\ud" in text or "\\uD" in text
+
+
 def parse_json(text: str | bytes) -> object:
     """Parse JSON text from outside (an agent, a server, the browser's storage), nested
     at most MAX_JSON_DEPTH deep. Raises ValueError if it is not JSON or nested deeper.
@@ -473,7 +480,7 @@ def parse_json(text: str | bytes) -> object:
         return pydantic_core.from_json(text)
     except ValueError:
         raw = text.decode("utf-8", "surrogatepass") if isinstance(text, bytes) else text
-        if "\\ud" not in raw and "\\uD" not in raw:
+        if not escapes_surrogate(raw):
             raise
     depth = deepest = 0
     for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", raw)):

@@ -978,8 +978,7 @@ class AssistantSession:
         except Exception as error:
             self.internal_errors += 1
             self.composer.start_answer(run_id, task_id=task_id, about=about)
-            message = f"{type(error).__name__}: {error}"[:_ERROR_MESSAGE_CHARS]
-            self.composer.answer_ended(run_id, INTERNAL_ERROR, message)
+            self._failed_inside(run_id, error)
             return [_STATE, _PERSIST]
         self._run = _Run(
             run_id,
@@ -1062,11 +1061,15 @@ class AssistantSession:
             # refuse every question until a reload.
             if self._run is run:
                 self._run = None
-                message = f"{type(error).__name__}: {error}"[:_ERROR_MESSAGE_CHARS]
-                self.composer.answer_ended(run.run_id, INTERNAL_ERROR, message)
+                self._failed_inside(run.run_id, error)
             self.internal_errors += 1
             return [*effects, _STATE, _PERSIST]
         return [*effects, _STATE, _PERSIST] if updates else []
+
+    def _failed_inside(self, run_id: str, error: Exception) -> None:
+        """End run `run_id`'s answer with `internal-error`, naming what failed."""
+        message = f"{type(error).__name__}: {error}"[:_ERROR_MESSAGE_CHARS]
+        self.composer.answer_ended(run_id, INTERNAL_ERROR, message)
 
     def _tool_call(self, run: _Run, call: ToolCallMade) -> list[Effect]:
         """Carry out a tool call of the running answer, for the answer's pinned task."""

@@ -763,9 +763,14 @@ class Edge:
         self._select(component_id, ref, values)
 
     def _select(self, component_id: str, ref: str, values: dict[str, Any]) -> None:
-        self._to_worker(
+        self._selection_changed(
             {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
         )
+
+    def _selection_changed(self, message: dict[str, Any]) -> None:
+        """Tell the worker the selection changed (`select`, `clear`); with `share:
+        "select"` it is shared at once."""
+        self._to_worker(message)
         if self.config["share"] == "select":
             self._to_worker({"kind": "share"})
 
@@ -813,9 +818,7 @@ class Edge:
         for objects in self.registry.values():
             for element in objects.values():
                 element.removeAttribute("aria-selected")
-        self._to_worker({"kind": "clear"})
-        if self.config["share"] == "select":
-            self._to_worker({"kind": "share"})
+        self._selection_changed({"kind": "clear"})
 
     def _apply(self, message: dict[str, Any]) -> None:
         command_id = message["commandId"]

@@ -45,11 +45,11 @@ __all__ = [
     "is_authorized",
     "read_row",
     "readable_refs",
-    "reader_for_token",
     "record_flag",
     "ref_region",
     "revoke",
     "set_values",
+    "token_user",
     "user_for_token",
 ]
 
@@ -173,25 +173,22 @@ def create_access_tables(path: Path) -> None:
             )
 
 
-def user_for_token(path: Path, token: str) -> str | None:
-    """Return the user whose own bearer token is `token`, or None (a read token too)."""
+def token_user(path: Path, token: str) -> tuple[str, bool] | None:
+    """Return the user `token` reads as, and whether it is the user's own token (which
+    may act) rather than the user's read token; None for any other token."""
     with _connect(path) as connection:
         row = connection.execute(
-            "SELECT name FROM users WHERE token_sha256 = ?", (_digest(token),)
-        ).fetchone()
-    return None if row is None else str(row[0])
-
-
-def reader_for_token(path: Path, token: str) -> str | None:
-    """Return the user `token` reads as: the user's own token or the user's read token;
-    None for any other."""
-    with _connect(path) as connection:
-        row = connection.execute(
-            "SELECT name FROM users WHERE token_sha256 = :digest UNION "
-            "SELECT user FROM read_tokens WHERE token_sha256 = :digest",
+            "SELECT name, 1 FROM users WHERE token_sha256 = :digest UNION ALL "
+            "SELECT user, 0 FROM read_tokens WHERE token_sha256 = :digest",
             {"digest": _digest(token)},
         ).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else (str(row[0]), bool(row[1]))
+
+
+def user_for_token(path: Path, token: str) -> str | None:
+    """Return the user whose own bearer token is `token`, or None (a read token too)."""
+    found = token_user(path, token)
+    return found[0] if found is not None and found[1] else None
 
 
 def ref_region(ref: str) -> str | None:

@@ -19,7 +19,6 @@ snapshot.
 from __future__ import annotations
 
 import http.client
-import json
 import logging
 import urllib.error
 import urllib.parse
@@ -45,6 +44,7 @@ from pagecontext.agent.run import (
     task_and_authorization,
 )
 from pagecontext.errors import PagecontextError
+from pagecontext.models import parse_json
 from pagecontext.server import access
 from pagecontext.server.bodies import REFUSED_BODY_HEADERS, BodyTooLargeError, read_body
 
@@ -129,8 +129,8 @@ class HttpResourceReader:
                 f"the resource API's answer is over {MAX_RESOURCE_BYTES} bytes"
             )
         try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
+            body = parse_json(raw)
+        except ValueError:  # not JSON, or nested too deeply to read
             body = None
         return status, body if isinstance(body, dict) else {}
 

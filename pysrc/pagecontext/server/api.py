@@ -168,14 +168,15 @@ class _Api:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return _error(401, "unauthorized", "missing-token")
-        reader = access.reader_for_token(self.db, token.strip())
-        if reader is None:
+        found = access.token_user(self.db, token.strip())
+        if found is None:
             return _error(401, "unauthorized", "invalid-token")
-        if not reading and access.user_for_token(self.db, token.strip()) is None:
+        user, may_act = found
+        if not reading and not may_act:
             return _error(
                 403, "forbidden", "read-only-token", "this token reads as the user, nothing more"
             )
-        return reader
+        return user
 
     def readable(self, user: str, ref: str) -> SalesRow | JSONResponse:
         """The live row `ref` if `user` may read it, else the 400/403/404."""
