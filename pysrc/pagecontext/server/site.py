@@ -433,7 +433,7 @@ def _content_named(out: Path, folder: str) -> str:
     for path in sorted((out / folder).rglob("*")):
         if path.is_file():
             digest.update(path.relative_to(out / folder).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            digest.update(_sha256(path).encode())
     named = f"{folder}-{digest.hexdigest()[:12]}"
     (out / folder).rename(out / named)
     return named
