@@ -113,13 +113,19 @@ def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
     expect(assistant.locator('[data-pc-log-status="applied"]')).to_have_count(3)
     assert admin(origins, "GET", "/admin/flags")["flags"] == []
 
-    proposal.get_by_role("button", name="Flag for review").click()
+    # From the keyboard: the entry keeps the focus when it is redrawn, and its outcome
+    # is said through the panel's status region.
+    proposal.get_by_role("button", name="Flag for review").press("Enter")
     expect(proposal).to_have_attribute("data-pc-action-state", "applied", timeout=STEP_TIMEOUT_MS)
     flags = admin(origins, "GET", "/admin/flags")["flags"]
     assert isinstance(flags, list)
     [flag] = [f for f in flags if isinstance(f, dict) and f["ref"] == ROW]
     assert flag["user"] == "ana"
     expect(proposal.locator("[data-pc-action-status]")).to_contain_text(f"flag {flag['id']}")
+    expect(proposal).to_be_focused()
+    expect(assistant.locator("[data-pc-announce]")).to_have_text(
+        f"Flagged for review by the server (flag {flag['id']})."
+    )
 
 
 @pytest.mark.scenario(8)
@@ -173,9 +179,11 @@ def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) ->
     proposals = assistant.locator('[data-pc-log-kind="action"]')
     expect(proposals).to_have_attribute("data-pc-action-state", "proposed")
     before = admin(origins, "GET", "/admin/flags")["flags"]
-    proposals.get_by_role("button", name="Not now").click()
+    proposals.get_by_role("button", name="Not now").press("Enter")
     expect(proposals).to_have_attribute("data-pc-action-state", "declined", timeout=STEP_TIMEOUT_MS)
     assert admin(origins, "GET", "/admin/flags")["flags"] == before
+    expect(proposals).to_be_focused()
+    expect(assistant.locator("[data-pc-announce]")).to_have_text("Not flagged: you declined.")
 
 
 # --- an external AG-UI agent (--agent-url) ------------------------------------------------

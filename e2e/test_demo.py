@@ -36,8 +36,9 @@ def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Orig
 
 @pytest.mark.scenario(20)
 def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
-    """Select a row, press Ask AI: the chip shows that row, its values with units, revision 1,
-    and "What the AI sees" shows it as data in the untrusted block."""
+    """Select a row, press Ask AI: the chip shows that row, its values with units in the
+    page's order, revision 1, and "What the AI sees" shows it as data in the untrusted
+    block."""
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
     units = row.locator('[data-pc-field="unitsSold"]').get_attribute("data-pc-value")
     revenue = row.locator('[data-pc-field="revenueEur"]').get_attribute("data-pc-value")
@@ -47,6 +48,13 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
     expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text(f"{units} units")
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_text(f"{revenue} EUR")
     expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("North")
+    # In the order the table declares its fields shareable, as its columns show them.
+    declared = row.locator("xpath=ancestor::*[@data-pc-shareable][1]").get_attribute(
+        "data-pc-shareable"
+    )
+    assert declared is not None
+    names = [item.partition(":")[0] for item in declared.split()]
+    expect(chip.locator("dt")).to_have_text(names)
     expect(chip).to_contain_text('from="2026-01"')
     open_preview(panel(demo))
     text = preview_text(panel(demo))

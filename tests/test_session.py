@@ -308,8 +308,9 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
         "componentId": "orders",
         "resourceRef": "row:2",
         "observedAt": "2023-11-14T22:13:20.000Z",
-        "filters": FILTERS,
-        "snapshot": {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"},
+        "filters": [[name, value] for name, value in FILTERS.items()],
+        # Pairs in the order the page declared the fields shareable.
+        "snapshot": [["amount", {"value": 1250, "unit": "EUR"}], ["status", "open"]],
         "restored": False,
     }
     assert pair.last_edge("page", "shared") == {"kind": "shared", "revision": 2}
@@ -820,7 +821,7 @@ def test_restore_pins_the_saved_context_and_sends_nothing() -> None:
     assert restored["restored"] is True
     assert restored["resourceRef"] == "row:2"
     assert restored["pageInstanceId"] == "page-1"
-    assert restored["snapshot"] == {"amount": {"value": 1250, "unit": "EUR"}, "status": "open"}
+    assert restored["snapshot"] == [["amount", {"value": 1250, "unit": "EUR"}], ["status", "open"]]
     pair.handshake()
     assert chip(pair)["restored"] is True
     assert pair.sent_by("assistant", "command") == []

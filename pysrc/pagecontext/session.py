@@ -1338,14 +1338,20 @@ class AssistantSession:
             assert message is not None
             wire = message["selection"]
             assert isinstance(wire, dict)
+            filters = wire["filters"]
+            snapshot = wire.get("snapshot")
+            assert isinstance(filters, dict)
+            assert snapshot is None or isinstance(snapshot, dict)
+            # Pairs, not objects: the panel's MicroPython keeps no dict order, and the
+            # chip shows the fields in the order the page declared them shareable.
             chip = {
                 "revision": pinned.selection_revision,
                 "pageInstanceId": pinned.page_instance_id,
                 "componentId": pinned.selection.component_id,
                 "resourceRef": pinned.selection.resource_ref,
                 "observedAt": pinned.selection.observed_at,
-                "filters": wire["filters"],
-                "snapshot": wire.get("snapshot"),
+                "filters": [[name, value] for name, value in filters.items()],
+                "snapshot": [[name, value] for name, value in (snapshot or {}).items()],
                 "restored": self.pinned_restored,
                 "key": self.composer.chips()[0].key,
             }

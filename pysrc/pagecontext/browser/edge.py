@@ -968,7 +968,7 @@ class Edge:
     def _on_log_click(self, event: Any) -> None:
         """Confirm or decline a business action the agent proposed."""
         button = event.target.closest("[data-pc-action-decision]")
-        if button is None:
+        if button is None or button.getAttribute("aria-disabled") == "true":
             return
         entry = button.closest("[data-pc-log-id]")
         if entry is None:
@@ -978,12 +978,13 @@ class Edge:
         kind = kinds.get(decision)
         if kind is None:
             return
-        # A decision is taken once: its buttons go at once, before the worker's new state
-        # arrives. A check only reads the server, and may be asked again (a check that
-        # got no usable answer changes nothing in the entry).
+        # A decision is taken once: its buttons are off at once, before the worker's new
+        # state arrives (aria-disabled, which keeps the keyboard's focus where it is until
+        # the entry is redrawn). A check only reads the server, and may be asked again (a
+        # check that got no usable answer changes nothing in the entry).
         if decision != "check":
             for other in entry.querySelectorAll("[data-pc-action-decision]"):
-                other.disabled = True
+                other.setAttribute("aria-disabled", "true")
         self._to_worker({"kind": kind, "id": entry.getAttribute("data-pc-log-id")})
 
     def _on_ask(self, event: Any) -> None:
@@ -1006,9 +1007,12 @@ class Edge:
     def _render_panel(self, state: dict[str, Any]) -> None:
         doc = js.document
         chip = state.get("chip")
+        # Where the keyboard's focus was, if a part redrawn or hidden here held it.
+        refocus = False
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
         if self._changed("chip", chip):
             chips = doc.querySelector("[data-pc-chips]")
+            refocus = _holds_focus(chips)
             chips.replaceChildren()
             doc.querySelector("[data-pc-show]").disabled = chip is None
             if chip is not None:
@@ -1037,8 +1041,11 @@ class Edge:
         dismissed = doc.querySelector("[data-pc-dismissed]")
         if dismissed is not None:
             count = state.get("dismissed") or 0
+            refocus = refocus or (not count and _holds_focus(dismissed))
             dismissed.hidden = not count
             dismissed.setAttribute("data-pc-dismissed", str(count))
+        if refocus:
+            self._refocus_context()
         command = state.get("command")
         shown = receipt_summary(command) if command is not None else None
         # A live region: written only when what it says changes, so that it is not
@@ -1056,6 +1063,21 @@ class Edge:
         receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)
         receipt.textContent = detail
+
+    def _refocus_context(self) -> None:
+        """The chip or "Bring it back" held the focus and was redrawn or hidden: the
+        focus goes to what took its place (the chip, read whole; "Bring it back" after a
+        removal), else to the question, never to the page's body."""
+        doc = js.document
+        target = doc.querySelector("[data-pc-chip]")
+        if target is None:
+            dismissed = doc.querySelector("[data-pc-dismissed]")
+            if dismissed is not None and not dismissed.hidden:
+                target = dismissed.querySelector("[data-pc-restore-chips]")
+        if target is None:
+            target = doc.querySelector("[data-pc-question]")
+        if target is not None:
+            target.focus()
 
     def _announce(self, text: str) -> None:
         """Say `text` through the panel's status region (a polite live region)."""
@@ -1079,7 +1101,20 @@ class Edge:
                 ):
                     # Heard as well as seen: a failure is an alert of its own.
                     self._announce("The assistant answered.")
+                # An action's outcome, and a late answer about it, is said as it is shown.
+                status = element.querySelector("[data-pc-action-status]")
+                before = old.querySelector("[data-pc-action-status]")
+                if (
+                    status is not None
+                    and element.getAttribute("data-pc-action-state") != "pending"
+                    and (before is None or before.textContent != status.textContent)
+                ):
+                    self._announce(str(status.textContent))
+                focused = _holds_focus(old)
                 old.replaceWith(element)
+                if focused:
+                    # Its button was pressed: the focus stays on the entry, read anew.
+                    element.focus()
             else:
                 log.append(element)
             self.log_items[entry.get("id")] = element
@@ -1096,6 +1131,12 @@ class Edge:
         self._set_state("closed")
         if self in _EDGE:
             _EDGE.remove(self)
+
+
+def _holds_focus(element: Any) -> bool:
+    """Whether the keyboard's focus is on `element` or inside it."""
+    active = js.document.activeElement
+    return element is not None and active is not None and bool(element.contains(active))
 
 
 def _saved_conversation(text: str) -> str | None:

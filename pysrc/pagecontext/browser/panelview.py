@@ -43,19 +43,20 @@ def chip_element(chip: dict[str, Any]) -> Any:
     if chip.get("restored"):
         el.setAttribute("data-pc-chip-restored", "true")
     el.className = "pc-chip"
+    # Focusable from script: "Bring it back" hands the focus to the chip it restored.
+    el.setAttribute("tabindex", "-1")
     el.append(text_element("div", chip["resourceRef"], "pc-chip-title"))
-    snapshot = chip.get("snapshot") or {}
+    # [name, value] pairs, in the page's order (a MicroPython dict keeps none).
     values = js.document.createElement("dl")
-    for name in snapshot:
+    for name, value in chip.get("snapshot") or []:
         values.append(text_element("dt", name))
-        dd = text_element("dd", _format_value(snapshot[name]))
+        dd = text_element("dd", _format_value(value))
         dd.setAttribute("data-pc-chip-field", name)
         values.append(dd)
     el.append(values)
-    filters = chip.get("filters") or {}
     parts = []
-    for name in filters:
-        parts.append(name + "=" + json.dumps(filters[name]))
+    for name, value in chip.get("filters") or []:
+        parts.append(name + "=" + json.dumps(value))
     meta = "filters: " + (", ".join(parts) if parts else "none")
     meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
     el.append(text_element("div", meta, "pc-chip-meta"))
@@ -72,6 +73,8 @@ def log_element(entry: dict[str, Any]) -> Any:
     command with its receipt as it stands (restored ones as they were saved), or a
     business action the agent proposed."""
     el = js.document.createElement("li")
+    # Focusable from script: an entry whose button was pressed keeps the focus redrawn.
+    el.setAttribute("tabindex", "-1")
     kind = entry.get("kind")
     el.setAttribute("data-pc-log-kind", str(kind))
     el.setAttribute("data-pc-log-id", str(entry.get("id")))
