@@ -1361,7 +1361,7 @@ def _receiver_lines(results: Json) -> list[str]:
     return lines
 
 
-# The design's performance budgets (DESIGN.md), as limits on this run's numbers.
+# The performance budgets (docs/performance.md), as limits on this run's numbers.
 LONG_TASK_BUDGET_MS: Final = 50.0
 READY_WARM_BUDGET_MS: Final = 1000.0
 READY_COLD_BUDGET_MS: Final = 3000.0
@@ -1474,7 +1474,7 @@ def budgets(results: Json) -> list[Json]:
 
 
 def _budget_lines(rows: list[Json]) -> list[str]:
-    lines = ["budgets (DESIGN.md)                 budget / this run"]
+    lines = ["budgets (docs/performance.md)       budget / this run"]
     for row in rows:
         mark = "met" if row["met"] else "OVER"
         lines.append(f"  {mark:<4} {row['name']:<30} {row['budget']} / {row['measured']}")

@@ -100,6 +100,17 @@ def test_an_agent_url_the_browser_cannot_parse_fails_loudly(
     assert_last_state_failed(page, error)
 
 
+def test_an_assistant_page_without_the_panel_fails_loudly(page: Page, origins: Origins) -> None:
+    """An assistant's page that lacks the panel's required elements fails at once, naming
+    what is missing, rather than failing inside its start with no reason published."""
+    config = {"role": "assistant", "position": "child", "peerOrigin": origins.page}
+    page.add_init_script(RECORD_STATES)
+    page.goto(f"{origins.assistant}/e2e/configured.html?config={quote(json.dumps(config))}")
+    error = failed_with(page, "role")
+    assert "missing [data-pc-chips], [data-pc-show], [data-pc-receipt]" in error, error
+    assert_last_state_failed(page, error)
+
+
 def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:
     """Text that is not a JSON object fails before Python starts, saying where the config is."""
     page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")

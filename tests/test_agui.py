@@ -127,7 +127,7 @@ def test_editing_a_returned_tool_does_not_change_the_next_one() -> None:
 def test_tool_call_becomes_the_page_command(
     name: str, arguments: dict[str, str], action: str, target: Target, params: dict[str, str]
 ) -> None:
-    """A UI tool call maps to the action, target and params PROTOCOL.md section 5 fixes."""
+    """A UI tool call maps to the action, target and params docs/protocol.md section 5 fixes."""
     call = agui.tool_call_command(name, json.dumps(arguments))
     assert (call.action, call.target, dict(call.params)) == (action, target, params)
 

@@ -120,7 +120,7 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         ([], "config", "must be an object"),
         ({"position": "embedder", "peerOrigin": ASSISTANT}, "role", "missing"),
         (config_with(role="admin"), "role", '"page", "assistant"'),
-        (config_with(position="auto"), "position", "must be one of"),
+        (config_with(position="top"), "position", '"auto" (the default), "embedder", "child"'),
         ({"role": "page", "position": "child"}, "peerOrigin", "missing"),
         (config_with(peerOrigin="*"), "peerOrigin", "exact origin"),
         (config_with(peerOrigin="null"), "peerOrigin", "exact origin"),

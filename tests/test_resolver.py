@@ -1,4 +1,4 @@
-"""Tests for pagecontext.resolver: the resolution order of PROTOCOL.md section 5."""
+"""Tests for pagecontext.resolver: the resolution order of docs/protocol.md section 5."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def _apply(raw: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def envelope(kind: str, **overrides: Any) -> dict[str, Any]:
-    """The envelope of PROTOCOL.md section 3 with `type` set to `kind`, and nothing else."""
+    """The envelope of docs/protocol.md section 3 with `type` set to `kind`, and nothing else."""
     return _apply({**ENVELOPE, "type": kind}, overrides)
 
 

@@ -224,7 +224,7 @@ class ToolCallError(PagecontextError):
 
 @dataclass(frozen=True)
 class PageCommandCall:
-    """The page command a UI tool call stands for (PROTOCOL.md section 5).
+    """The page command a UI tool call stands for (docs/protocol.md section 5).
 
     The caller adds the envelope and the task's pinned basisRevision.
     """
@@ -343,7 +343,7 @@ def business_proposal(name: str, arguments: str) -> BusinessProposal:
 
 
 class TaskContext(WireModel):
-    """The pinned task (PROTOCOL.md section 7), as the `pagecontext.task` context value.
+    """The pinned task (docs/protocol.md section 7), as the `pagecontext.task` context value.
 
     `snapshot` is what the user saw at `observedAt`; the agent re-reads `resourceRef`
     and never uses the snapshot in place of access it no longer has.

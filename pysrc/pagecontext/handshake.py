@@ -1,4 +1,4 @@
-"""The port-level binding state machine (PROTOCOL.md section 2, steps 5-8, and
+"""The port-level binding state machine (docs/protocol.md section 2, steps 5-8, and
 docs/protocol.md 8.12).
 
 The window-level checks (origin, `event.source`) run in the browser bindings; this

@@ -98,9 +98,11 @@ def _bounded_int(field: str, value: object, low: int, high: int) -> int:
     return value
 
 
-def _choice(field: str, value: object, allowed: tuple[str, ...]) -> str:
+def _choice(field: str, value: object, allowed: tuple[str, ...], named: str = "") -> str:
+    """`value` if it is one of `allowed`; else ConfigError listing them (`named`: what
+    the message lists instead)."""
     if value not in allowed:
-        quoted = ", ".join('"' + item + '"' for item in allowed)
+        quoted = named or ", ".join('"' + item + '"' for item in allowed)
         raise ConfigError(field, "must be one of " + quoted + ", got " + _shown(value))
     return value
 
@@ -139,7 +141,10 @@ def parse_config(raw: object) -> dict[str, Any]:
     if "role" not in config:
         raise ConfigError("role", 'missing: "page" or "assistant"')
     role = _choice("role", config["role"], ROLES)
-    position = _choice("position", config.get("position"), POSITIONS)
+    # "auto" (the default) is resolved by the boot script before the config gets here.
+    position = _choice(
+        "position", config.get("position"), POSITIONS, '"auto" (the default), "embedder", "child"'
+    )
     if "peerOrigin" not in config:
         raise ConfigError("peerOrigin", "missing: the exact origin of the other frame")
     peer = config["peerOrigin"]

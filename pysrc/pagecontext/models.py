@@ -1,7 +1,7 @@
-"""The wire models of PROTOCOL.md and the one function that admits a raw message.
+"""The wire models of docs/protocol.md and the one function that admits a raw message.
 
 This module owns the shape of every message on the bound port (sections 3-5 of
-PROTOCOL.md), the configurable payload limits, and `parse_message`, the single gate a
+docs/protocol.md), the configurable payload limits, and `parse_message`, the single gate a
 raw value passes before any other code looks at it. Fields are snake_case in Python and
 camelCase on the wire; validation is strict (a revision given as a float, bool or string
 is rejected, never coerced) and nothing extra is accepted anywhere.
@@ -114,7 +114,7 @@ _FORBIDDEN_KEYS_QUOTED = tuple(f'"{key}"' for key in sorted(_FORBIDDEN_KEYS))
 
 @dataclass(frozen=True)
 class Limits:
-    """Payload limits applied by `parse_message` (PROTOCOL.md section 4 defaults).
+    """Payload limits applied by `parse_message` (docs/protocol.md section 4 defaults).
 
     Depth counts nested objects and arrays: the message object itself is depth 1.
     """
@@ -283,7 +283,7 @@ class CommandMessage(_Envelope):
         # highlight and locate point at one object: without a resourceRef there is none.
         if self.action in ("highlight", "locate") and self.target.resource_ref is None:
             raise ValueError(f"{self.action} needs target.resourceRef")
-        # Params are fixed per action (PROTOCOL.md section 5): nothing else may ride along.
+        # Params are fixed per action (docs/protocol.md section 5): nothing else may ride along.
         if self.action == "highlight":
             if set(self.params) != {"tone"} or self.params["tone"] not in ("focus", "related"):
                 raise ValueError('highlight takes exactly {"tone": "focus" | "related"}')

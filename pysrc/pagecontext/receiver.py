@@ -1,4 +1,4 @@
-"""The assistant's context receiver: which page contexts it commits (PROTOCOL.md section 4).
+"""The assistant's context receiver: which page contexts it commits (docs/protocol.md section 4).
 
 This module owns the assistant's committed context and revision monotonicity: a context
 is committed only from the bound page instance and conversation, with a revision greater

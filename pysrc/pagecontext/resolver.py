@@ -1,4 +1,4 @@
-"""The page's command resolver: the normative resolution order of PROTOCOL.md section 5.
+"""The page's command resolver: the normative resolution order of docs/protocol.md section 5.
 
 This module owns the decision on every command that reaches the page: which receipt it
 gets at the `received` layer, whether the UI work may happen, and the replay of the
@@ -97,7 +97,7 @@ class CommandResolver:
         self._conversation_id = conversation_id
 
     def resolve(self, raw: object) -> Resolution:
-        """Resolve one raw port message by PROTOCOL.md section 5, steps 1-9, in order.
+        """Resolve one raw port message by docs/protocol.md section 5, steps 1-9, in order.
 
         Returns the Resolution. Raises LocalProtocolError if called before bind().
         """
@@ -164,7 +164,7 @@ class CommandResolver:
         """Return the `ui`-layer receipt for a command whose UI work the caller finished.
 
         It is not remembered for replay: a repeated commandId is answered with its
-        original `received` receipt (PROTOCOL.md section 4) and its UI work is never
+        original `received` receipt (docs/protocol.md section 4) and its UI work is never
         done twice. Raises LocalProtocolError before bind() or for an invalid reason or
         detail.
         """

@@ -1,6 +1,6 @@
 """A committed selection as context items: a reference first, then a snapshot.
 
-This module owns how a `Selection` (PROTOCOL.md) becomes model-facing items. The
+This module owns how a `Selection` (docs/protocol.md) becomes model-facing items. The
 reference item (`type "reference"`) says what to re-query: page, component and
 resourceRef, with a label for the chip. The snapshot item (`type "snapshot"`) says
 only what the agent cannot re-read: what the user saw, with units, under which filters,

@@ -17,7 +17,7 @@ out the effects it returns:
   origin's action API at `path` with the user's authorization, and report the answer
   with `on_action_answer`, or `on_action_failed`.
 
-Either party may be the embedder or the child (PROTOCOL.md section 1). The embedder
+Either party may be the embedder or the child (docs/protocol.md section 1). The embedder
 verifies the child's `connected` message; the child sends it. Messages to the edge are
 plain dicts with a `kind`; docs/architecture.md lists them.
 """
@@ -549,7 +549,7 @@ class PageSession:
         """A message from the bound port that the worker could not read as plain data
         (`reason`, `models.unreadable`); `head` holds its envelope's scalar fields. A
         command whose messageId can be read is answered `rejected` with the reason
-        (PROTOCOL.md section 5, step 1), as one that does not validate is; a control
+        (docs/protocol.md section 5, step 1), as one that does not validate is; a control
         message is refused and counted. Nothing while no port is bound."""
         if self._conn.binding is None or self._conn.handshaking:
             return []
@@ -934,7 +934,7 @@ class AssistantSession:
         """The user sends `question` (observed at ISO time `at`) and the agent is asked.
 
         The question is recorded with the exact text sent and pinned to a task: the
-        committed context at this moment, unless the user removed its chip (PROTOCOL.md
+        committed context at this moment, unless the user removed its chip (docs/protocol.md
         section 7). Later selections never retarget it. Raises ValueError for an empty
         question, or while an answer is still running.
         """

@@ -3,7 +3,7 @@
 This module owns the page's selection revision sequence (strictly increasing from 1 per
 page instance), the choice of which fields a component shares in a snapshot, and the
 retained history of component views that lets the resolver tell whether a command's
-basis revision still describes what is on screen (PROTOCOL.md section 5, steps 5-7).
+basis revision still describes what is on screen (docs/protocol.md section 5, steps 5-7).
 """
 
 from __future__ import annotations

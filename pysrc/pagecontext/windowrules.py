@@ -1,4 +1,4 @@
-"""The window-level handshake rules (PROTOCOL.md section 2, steps 1-5).
+"""The window-level handshake rules (docs/protocol.md section 2, steps 1-5).
 
 Owns what travels on `window.postMessage`: the `ready` and `connect` messages, the
 exact-origin rule, and the single-use nonce carried in the child's URL fragment. The

@@ -2,7 +2,7 @@
 
 Owns what must happen on the main thread and nothing more:
 
-- the window half of the handshake (PROTOCOL.md section 2): minting the nonce and
+- the window half of the handshake (docs/protocol.md section 2): minting the nonce and
   navigating the child (embedder), reading and removing the nonce (child), and the
   exact-origin and `event.source` checks on `ready` and `connect`;
 - handing the bound MessagePort to the core's Worker, which holds it from then on;
@@ -990,6 +990,8 @@ class Edge:
     def _on_ask(self, event: Any) -> None:
         event.preventDefault()
         field = js.document.querySelector("[data-pc-question]")
+        if field is None:
+            return
         question = str(field.value).strip()
         if not question or self.state.get("answering"):
             return
@@ -1194,6 +1196,23 @@ def _check_child_frame(config: dict[str, Any]) -> None:
         )
 
 
+# The panel's elements an assistant cannot work without (web/panel.html has them all;
+# the others, the composer and the log among them, are optional).
+PANEL_HOOKS = ("data-pc-chips", "data-pc-show", "data-pc-receipt")
+
+
+def _check_panel() -> None:
+    """Check that an assistant's document holds the panel's required elements. Raises
+    ConfigError naming the missing ones."""
+    missing = [name for name in PANEL_HOOKS if js.document.querySelector("[" + name + "]") is None]
+    if missing:
+        raise ConfigError(
+            "role",
+            "an assistant's page needs the panel's elements (web/panel.html): missing "
+            + ", ".join("[" + name + "]" for name in missing),
+        )
+
+
 _EDGE: list["Edge"] = []
 
 
@@ -1212,6 +1231,8 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
             _check_child_frame(checked)
         if checked["agentUrl"]:
             checked["agentUrl"] = _resolved_agent_url(checked["agentUrl"], host)
+        if checked["role"] == "assistant":
+            _check_panel()
     except ConfigError as error:
         worker.terminate()
         message = "config: " + str(error)
