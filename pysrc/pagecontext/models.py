@@ -180,6 +180,10 @@ class WireModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
+        # JSON keys only: pydantic-core's string cache (16,384 strings) would otherwise
+        # keep the values of the last messages, ids and stamps that never repeat, so a
+        # worker's memory in use grew for the first ~40,000 messages before it filled.
+        cache_strings="keys",
     )
 
 
@@ -477,7 +481,8 @@ def parse_json(text: str | bytes) -> object:
     its depth counted first.
     """
     try:
-        return pydantic_core.from_json(text)
+        # Keys only in pydantic-core's string cache, as for the wire models (WireModel).
+        return pydantic_core.from_json(text, cache_strings="keys")
     except ValueError:
         raw = text.decode("utf-8", "surrogatepass") if isinstance(text, bytes) else text
         if not escapes_surrogate(raw):

@@ -620,6 +620,8 @@ class Edge:
         root = self.root
         root.setAttribute("data-pc-port-refused", str(report.get("refused", 0)))
         root.setAttribute("data-pc-heap-bytes", str(report.get("heapBytes", 0)))
+        root.setAttribute("data-pc-heap-in-use", str(report.get("heapInUse", 0)))
+        root.setAttribute("data-pc-internal-errors", str(report.get("internalErrors", 0)))
         root.setAttribute("data-pc-py-objects", str(report.get("pyObjects", 0)))
         if report.get("seq") is not None:
             root.setAttribute("data-pc-diagnostics-seq", str(report["seq"]))
@@ -640,6 +642,7 @@ class Edge:
                 rows.append(("  " + reason, str(counts[reason])))
         rows.append(("not plain data", str(report.get("notPlainData", "…"))))
         rows.append(("Pyodide heap", str(report.get("heapBytes", "…")) + " bytes"))
+        rows.append(("  in use", str(report.get("heapInUse", "…")) + " bytes"))
         rows.append(("internal errors", str(report.get("internalErrors", "…"))))
         rows.append(("Python objects", str(report.get("pyObjects", "…"))))
         table = panel.querySelector("dl")

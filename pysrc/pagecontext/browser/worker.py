@@ -179,6 +179,24 @@ def _timed_out(error: JsException) -> bool:
     return bool(error.name == "TimeoutError")
 
 
+# struct mallinfo: ten 32-bit words; `uordblks`, the bytes allocated, is the eighth.
+_MALLINFO_BYTES = 40
+_MALLINFO_IN_USE = 7
+
+
+def _malloc_in_use() -> int:
+    """The bytes malloc holds allocated in the wasm heap: Python's memory in use (this
+    runtime has no pymalloc; every object is malloc's). `HEAP8.length`, the heap's
+    size, never shrinks; this moves with what is kept."""
+    module = pyodide_js._module
+    info = module._malloc(_MALLINFO_BYTES)
+    try:
+        module._mallinfo(info)
+        return int(module.HEAPU32[(info >> 2) + _MALLINFO_IN_USE])
+    finally:
+        module._free(info)
+
+
 def _new_id() -> str:
     return secrets.token_urlsafe(16)
 
@@ -495,7 +513,8 @@ class WorkerBinding:
         self._post_diagnostics(None, collect=False)
 
     def _post_diagnostics(self, seq: object, *, collect: bool) -> None:
-        """Report counters and memory: the wasm heap and Python's allocated blocks."""
+        """Report counters and memory: the wasm heap's size, the bytes malloc holds in
+        use in it, and the objects the garbage collector tracks."""
         if self.session is None:
             return
         if collect:
@@ -510,6 +529,7 @@ class WorkerBinding:
             "internalErrors": self.internal_errors
             + (session_errors if isinstance(session_errors, int) else 0),
             "heapBytes": int(pyodide_js._module.HEAP8.length),
+            "heapInUse": _malloc_in_use(),
             "pyObjects": len(gc.get_objects()),
         }
         self.scope.postMessage(_js(report))
