@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -41,6 +41,9 @@ from playwright.sync_api import (  # noqa: E402
     Playwright,
     Worker,
     sync_playwright,
+)
+from playwright.sync_api import (  # noqa: E402
+    TimeoutError as PlaywrightTimeoutError,
 )
 from starlette.applications import Starlette  # noqa: E402
 from starlette.routing import Mount  # noqa: E402
@@ -216,6 +219,10 @@ RESOURCES_JS: Final = """() => {
 STEPS_JS: Final = """() => Object.fromEntries(performance.getEntriesByType("mark")
   .filter((m) => m.name.startsWith("pagecontext:"))
   .map((m) => [m.name.slice("pagecontext:".length), performance.timeOrigin + m.startTime]))"""
+# Where a core worker's boot read its snapshot bundle and its wasm: "cache" (the Cache
+# API copy an earlier visit kept) or "network" (the HTTP cache when warm), by mark.
+SOURCES_JS: Final = """() => Object.fromEntries(["snapshot-opened", "wasm-opened"]
+  .map((name) => [name, performance.getEntriesByName("pagecontext:" + name)[0]?.detail ?? null]))"""
 # The steps the table shows, in boot order (a restore; a normal boot has fewer).
 WORKER_STEPS: Final = (
     "worker-start",
@@ -348,11 +355,13 @@ def boot_visit(
         "assistant": panel.evaluate(RESOURCES_JS),
     }
     sample["workers"] = {}
+    sample["sources"] = {}
     for worker in page.workers:
         name = worker_name(worker, origins)
         entries[name] = worker.evaluate(RESOURCES_JS)
         steps = worker.evaluate(STEPS_JS)
         sample["workers"][name] = {step: _round(float(at) - origin) for step, at in steps.items()}
+        sample["sources"][name] = worker.evaluate(SOURCES_JS)
     seen: set[str] = set()
     for name, items in entries.items():
         kept = [item for item in items if item["type"] != "iframe"]
@@ -531,7 +540,7 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                 f"({time.perf_counter() - started:.1f} s)"
             )
             if cache == "cold":
-                wait_kept(page)
+                sample["kept"] = wait_kept(page, origins)
                 page.close()
             else:
                 keep = (context, page)
@@ -571,9 +580,24 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
             {url for visit in visits for url in visit["bytes"]["requests_not_in_resource_timing"]}
         )
         byte_results[visit_name] = parts
+    # What each warm visit's workers read from the Cache API and what from the HTTP
+    # cache, and what the cold visits' workers kept: a warm visit reads the Cache API
+    # copies only where the cold one could keep them.
+    boot["sources"] = {
+        "warm": _count_by_worker([visit["sources"] for visit in samples["warm"]]),
+        "kept_after_cold": _count_by_worker(
+            [{w: {"kept": kept} for w, kept in visit["kept"].items()} for visit in samples["cold"]]
+        ),
+    }
     boot["samples"] = {
         cache: [
-            {"frames": visit["frames"], "workers": visit["workers"], "cpu_s": visit["cpu_s"]}
+            {
+                "frames": visit["frames"],
+                "workers": visit["workers"],
+                "sources": visit["sources"],
+                "cpu_s": visit["cpu_s"],
+            }
+            | ({"kept": visit["kept"]} if "kept" in visit else {})
             for visit in visits
         ]
         for cache, visits in samples.items()
@@ -595,13 +619,14 @@ def cpu_summary(visits: list[Json | None]) -> Json:
     }
 
 
-# Resolves once the worker marked pagecontext:snapshot-kept, or at once if it has no
-# Cache API (then it keeps nothing), or after `ms`.
+# Resolves with "kept" once the worker marked pagecontext:snapshot-kept, with
+# "no-cache-api" at once if it has no Cache API (a third-party frame's worker, where
+# storage is blocked: it keeps nothing), or with "not-kept" after `ms`.
 KEPT_JS: Final = """(ms) => new Promise((resolve) => {
   const end = performance.now() + ms;
   const check = () => performance.getEntriesByName("pagecontext:snapshot-kept").length
-    || performance.now() > end ? resolve() : setTimeout(check, 50);
-  caches.open("pagecontext-snapshot").then(check, resolve);
+    ? resolve("kept") : performance.now() > end ? resolve("not-kept") : setTimeout(check, 50);
+  caches.open("pagecontext-snapshot").then(check, () => resolve("no-cache-api"));
 })"""
 
 
@@ -615,11 +640,26 @@ def worker_marks(page: Page, origins: Origins, name: str) -> Json:
     }
 
 
-def wait_kept(page: Page) -> None:
+def _count_by_worker(visits: list[dict[str, dict[str, str | None]]]) -> Json:
+    """Per worker and part, how many visits had each value: {"page_worker":
+    {"snapshot-opened": {"cache": 5}}}."""
+    counts: Json = {}
+    for visit in visits:
+        for worker, parts in visit.items():
+            for part, value in parts.items():
+                seen = counts.setdefault(worker, {}).setdefault(part, {})
+                seen[str(value)] = seen.get(str(value), 0) + 1
+    return counts
+
+
+def wait_kept(page: Page, origins: Origins) -> dict[str, str]:
     """Let each worker of `page` keep what its next visit reads from the Cache API before
-    the tab closes, as it would for a visitor who stays on the page."""
-    for worker in page.workers:
-        worker.evaluate(KEPT_JS, STEP_TIMEOUT_MS)
+    the tab closes, as it would for a visitor who stays on the page; return what each
+    did ("kept", "no-cache-api", "not-kept")."""
+    return {
+        worker_name(worker, origins): str(worker.evaluate(KEPT_JS, STEP_TIMEOUT_MS))
+        for worker in page.workers
+    }
 
 
 def _page_bytes(page: Page) -> Json:
@@ -663,7 +703,7 @@ def run_page_alone(
                 {"ready_ms": _round(ready), "cpu_s": cpu, "bytes": _page_bytes(page)}
             )
             if cache == "cold":
-                wait_kept(page)
+                wait_kept(page, origins)
             page.close()
         context.close()
         cold, warm = samples["cold"][-1], samples["warm"][-1]
@@ -699,6 +739,22 @@ def _wait_revision(panel: Frame, revision: int, timeout_ms: int = STEP_TIMEOUT_M
     )
 
 
+def _frame_counts(frame: Frame) -> dict[str, int]:
+    """A frame's port refusals and its worker's internal errors, from a fresh report of
+    its worker (`pagecontext.diagnose()`, published on `<html>`)."""
+    seq = frame.evaluate("() => pagecontext.diagnose()")
+    frame.wait_for_function(
+        "seq => document.documentElement.dataset.pcDiagnosticsSeq === String(seq)",
+        arg=seq,
+        timeout=STEP_TIMEOUT_MS,
+    )
+    counts: dict[str, str] = frame.evaluate(
+        """() => { const d = document.documentElement.dataset;
+             return {refused: d.pcPortRefused, internalErrors: d.pcInternalErrors}; }"""
+    )
+    return {name: int(value) for name, value in counts.items()}
+
+
 def never_goes_back(shown: Sequence[int], start: int) -> bool:
     """True if every revision in `shown` (the chip's revisions since a burst began, in
     the order shown) is newer than `start` (the one before the burst) and none is older
@@ -730,16 +786,24 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
 
     # Single selections, one at a time.
     select_single: list[float] = []
+    # A selection the panel never showed ends the single selections (the ones after it
+    # would wait for it too); the run then fails, naming it.
+    select_missed: list[Json] = []
     for i in range(plan.single_n):
         ref = refs[i * 7 % len(refs)]
         t0 = float(page.evaluate("ref => window.__pcBench.selectAndAsk(ref)", ref))
         if first_after_bound is None:
             first_after_bound = t0 - bound
         revision += 1
-        _wait_revision(panel, revision)
+        try:
+            _wait_revision(panel, revision)
+        except PlaywrightTimeoutError:
+            select_missed.append({"index": i, "revision": revision, "why": "never committed"})
+            break
         shown = panel.evaluate("rev => window.__pcBench.panel.shown[rev]", revision)
         if shown is None:
-            raise RuntimeError(f"the panel skipped revision {revision}")
+            select_missed.append({"index": i, "revision": revision, "why": "skipped"})
+            break
         select_single.append(float(shown) - t0)
     if select_single:
         median = statistics.median(select_single)
@@ -779,6 +843,10 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
         start_revision, order_from = int(start_revision), int(order_from)
         page_revision = int(page.evaluate("() => document.documentElement.dataset.pcRevision"))
         target = start_revision + plan.burst_size
+        # Each frame's refusals and internal errors, before and after: a burst of valid
+        # selections is refused nowhere in the assistant (a stale revision would be) and
+        # fails nowhere in either worker.
+        counts_before = {"page": _frame_counts(page.main_frame), "assistant": _frame_counts(panel)}
         started = time.perf_counter()
         page.evaluate(
             "([n, offset]) => window.__pcBench.startBurst(n, offset)",
@@ -788,7 +856,10 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             "target => window.__pcBench.showWhileBelow(target)", target
         )
         page.wait_for_function("() => window.__pcBench.burstResult.done", timeout=STEP_TIMEOUT_MS)
-        _wait_revision(panel, target, timeout_ms=120_000)
+        # A panel that never gets there is recorded below (`ends_on_last_revision`).
+        with suppress(PlaywrightTimeoutError):
+            _wait_revision(panel, target, timeout_ms=120_000)
+        counts_after = {"page": _frame_counts(page.main_frame), "assistant": _frame_counts(panel)}
         result: Json = page.evaluate("() => window.__pcBench.burstResult")
         # Let the trailing commands and states land, then one more Show me.
         page.wait_for_timeout(300)
@@ -829,15 +900,22 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             "final_show_applied": final["status"] == "applied",
             "final_highlight_is_last_row": highlighted == [[last_ref, "focus"]],
             "no_command_unsettled": "timeout" not in statuses,
+            "assistant_refused_nothing": counts_after["assistant"]["refused"]
+            == counts_before["assistant"]["refused"],
+            "no_internal_errors": all(
+                counts_after[frame]["internalErrors"] == counts_before[frame]["internalErrors"]
+                for frame in ("page", "assistant")
+            ),
         }
+        last_shown = panel_state["shown"].get(str(target))
         burst: Json = {
             "selections": plan.burst_size,
             "first_revision": start_revision + 1,
             "last_revision": target,
             "page_loop_ms": _round(float(result["end"]) - t0s[0]),
-            "first_click_to_last_commit_ms": _round(
-                float(panel_state["shown"][str(target)]) - t0s[0]
-            ),
+            "first_click_to_last_commit_ms": None
+            if last_shown is None
+            else _round(float(last_shown) - t0s[0]),
             "revisions_shown": len(order),
             "revisions_drawn": len(latencies),
             "commands_during_burst": statuses,
@@ -849,7 +927,7 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
         bursts.append(burst)
         log(
             f"latency: burst {index + 1}/{plan.bursts}: last commit after "
-            f"{burst['first_click_to_last_commit_ms']:.0f} ms, commands {statuses}, "
+            f"{burst['first_click_to_last_commit_ms']} ms, commands {statuses}, "
             f"checks {'ok' if burst['ok'] else checks} ({time.perf_counter() - started:.1f} s)"
         )
     return {
@@ -868,6 +946,8 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
         },
         "select_to_commit_ms": {
             "single": summary(select_single, p99=True),
+            "single_missed": select_missed,
+            "single_ok": not select_missed,
             # n of the `revisions` the bursts made: only the ones the panel showed.
             "burst": summary(select_burst, p99=True) | {"revisions": plan.bursts * plan.burst_size},
         },
@@ -876,7 +956,9 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             "single_statuses": single_statuses,
             "single_not_applied": not_applied,
             "single_ok": not not_applied,
-            "burst": summary(command_burst, p99=True),
+            # A few samples a run (each "Show me" waits behind the burst it was pressed
+            # in): no p99 below 100 samples, only the median, min and max.
+            "burst": summary(command_burst, p99=len(command_burst) >= 100),
         },
         "bursts": bursts,
         "burst_ok": all(burst["ok"] for burst in bursts),
@@ -970,10 +1052,15 @@ def _worker_heap(browser_cdp: CDPSession, page_cdp: CDPSession, page: Page, url:
 
 
 def _pyodide_memory(diagnostics: Json) -> Json:
+    """The core worker's memory and the counters that say whether every message was
+    committed: each is committed, refused, not plain data or an internal error."""
     return {
         "heap_bytes": int(diagnostics["heapBytes"]),
+        "in_use_bytes": int(diagnostics["heapInUse"]),
         "py_objects": int(diagnostics["pyObjects"]),
         "refused": int(diagnostics["refused"]),
+        "not_plain_data": int(diagnostics["notPlainData"]),
+        "internal_errors": int(diagnostics["internalErrors"]),
     }
 
 
@@ -1015,7 +1102,15 @@ def run_receiver(
     def worker_heap() -> Json:
         return _worker_heap(browser_cdp, cdp, page, python_worker.url)
 
+    # One round each, untimed, before the timed rounds and the memory's "before": the
+    # first round of each was its slowest (V8 still compiling its paths), the first
+    # context committed is one the session then holds, and the worker's memory in use
+    # settled only once it had taken a round's worth (a shorter warm-up left ~2 KB more
+    # in use after the first timed round, and none after the rounds that followed).
+    for kind in ("python", "js"):
+        page.evaluate("([kind, n]) => window.bench.round(kind, n)", [kind, plan.receiver_messages])
     diagnose_python = "() => window.bench.diagnose('python')"
+    page.evaluate(diagnose_python)  # the report's own first run, not measured
     memory: Json = {
         "js_heap": {"before": _heap(cdp)},
         "worker_js_heap": {"before": worker_heap()},
@@ -1045,6 +1140,19 @@ def run_receiver(
     js_diagnostics: Json = page.evaluate("() => window.bench.diagnose('js')")
     refused_in_rounds = memory["pyodide"]["after_all_rounds"]["refused"] + int(
         js_diagnostics["refused"]
+    )
+    # Every message committed: none refused, none dropped as not plain data, none lost
+    # to an internal error (the python worker's counts from before the timed rounds).
+    python_before, python_after = (
+        memory["pyodide"]["before"],
+        memory["pyodide"]["after_all_rounds"],
+    )
+    lost_in_rounds = (
+        int(js_diagnostics["notPlainData"])
+        + python_after["not_plain_data"]
+        - python_before["not_plain_data"]
+        + python_after["internal_errors"]
+        - python_before["internal_errors"]
     )
     # After the timed rounds: the same invalid messages to both; same refusals expected.
     equivalence = {
@@ -1081,6 +1189,16 @@ def run_receiver(
         part = memory[key]
         field = "heap_bytes" if key == "pyodide" else "used_bytes"
         part["growth_bytes"] = part["after"][field] - part["before"][field]
+        part["growth_bytes_after_first_round"] = (
+            part["after_all_rounds"][field] - part["after"][field]
+        )
+    pyodide = memory["pyodide"]
+    pyodide["growth_in_use_bytes"] = (
+        pyodide["after"]["in_use_bytes"] - pyodide["before"]["in_use_bytes"]
+    )
+    pyodide["growth_in_use_bytes_after_first_round"] = (
+        pyodide["after_all_rounds"]["in_use_bytes"] - pyodide["after"]["in_use_bytes"]
+    )
     memory["pyodide"]["growth_objects"] = (
         memory["pyodide"]["after"]["py_objects"] - memory["pyodide"]["before"]["py_objects"]
     )
@@ -1097,8 +1215,10 @@ def run_receiver(
     js_us = [float(r["usPerMessage"]) for r in rounds["js"]]
     # Each round ended on the state showing its last revision (the wait proves it); both
     # receivers coalesce state messages, so a round may post far fewer than it commits.
-    complete = refused_in_rounds == 0 and all(
-        int(r["states"]) >= 1 for kind_rounds in rounds.values() for r in kind_rounds
+    complete = (
+        refused_in_rounds == 0
+        and lost_in_rounds == 0
+        and all(int(r["states"]) >= 1 for kind_rounds in rounds.values() for r in kind_rounds)
     )
     ratio = statistics.median(python_us) / statistics.median(js_us)
     # Each round's ratio: python over js of the same round (the two ran back to back).
@@ -1144,6 +1264,11 @@ def _ms(part: Json) -> str:
 def _pct(part: Json) -> str:
     if not part.get("n"):
         return "- (n=0)"
+    if "p99" not in part:
+        return (
+            f"median {part['median']:.1f}  min {part['min']:.1f}  max {part['max']:.1f}  "
+            f"(n={part['n']}: too few for a p99)"
+        )
     return (
         f"p50 {part['p50']:.1f}  p99 {part['p99']:.1f}  "
         f"min {part['min']:.1f}  max {part['max']:.1f}  (n={part['n']})"
@@ -1194,6 +1319,15 @@ def _boot_lines(results: Json) -> list[str]:
                     f"  {worker:<17} {step:<18} "
                     f"{_step(cold.get(step)):>6} / {_step(warm.get(step))}"
                 )
+    sources = boot.get("sources", {})
+    for worker, parts in sorted(sources.get("warm", {}).items()):
+        kept = sources.get("kept_after_cold", {}).get(worker, {}).get("kept", {})
+        lines.append(
+            f"  {worker:<17} warm visits read the bundle from "
+            + ", ".join(f"{where} {n}x" for where, n in sorted(parts["snapshot-opened"].items()))
+            + "; after cold: "
+            + (", ".join(f"{what} {n}x" for what, n in sorted(kept.items())) or "-")
+        )
     lines += _cpu_lines(boot)
     lines += _page_alone_lines(boot)
     lines.append("bytes on the wire (transferSize, median)        first / repeat visit")
@@ -1305,7 +1439,7 @@ def _latency_lines(results: Json) -> list[str]:
     for index, burst in enumerate(lat["bursts"]):
         lines.append(
             f"  burst {index + 1}: {burst['selections']} selections, last commit "
-            f"{burst['first_click_to_last_commit_ms']:.0f} ms after the first click; "
+            f"{burst['first_click_to_last_commit_ms']} ms after the first click; "
             f"commands {burst['commands_during_burst']}; checks "
             f"{'ok' if burst['ok'] else burst['checks']}"
         )
@@ -1355,6 +1489,11 @@ def _receiver_lines(results: Json) -> list[str]:
         f"{_kb(py_mem['after']['heap_bytes'])} / {_kb(py_mem['after_all_rounds']['heap_bytes'])}"
     )
     lines.append(
+        f"  Pyodide in use     {py_mem['before']['in_use_bytes']:,} / "
+        f"{py_mem['after']['in_use_bytes']:,} / {py_mem['after_all_rounds']['in_use_bytes']:,}"
+        " bytes"
+    )
+    lines.append(
         f"  Python objects     {py_mem['before']['py_objects']:,} / "
         f"{py_mem['after']['py_objects']:,} / {py_mem['after_all_rounds']['py_objects']:,}"
     )
@@ -1368,6 +1507,10 @@ READY_COLD_BUDGET_MS: Final = 3000.0
 P99_BUDGET_MS: Final = 16.0
 RATIO_BUDGET: Final = 1.5
 FIRST_VISIT_BUDGET_BYTES: Final = 6_000_000
+# malloc's bytes in use move by some bytes with the sizes of what is freed and taken
+# again (a counter's int, a dict resized): a growth within this is not a leak, which
+# over 10,000 messages would be at least one small object per message, 320 KB.
+IN_USE_SLACK_BYTES: Final = 1024
 
 
 def _budget(name: str, budget: str, measured: str, met: bool) -> Json:
@@ -1445,29 +1588,32 @@ def budgets(results: Json) -> list[Json]:
         rows.append(
             _budget("receiver ratio", f"<= {RATIO_BUDGET}x", f"{ratio:.2f}x", ratio <= RATIO_BUDGET)
         )
-        # The core's memory: the wasm heap (Python's memory) across the first 10,000
-        # messages, and the live Python objects across the rounds after the first
-        # (the first commits the context the session then holds). The worker's JS heap
-        # is reported beside them, not judged: a JS heap moves by some KiB between
-        # collections.
+        # The core's memory across 10,000 messages after the warm-up: the wasm heap's
+        # size, the bytes malloc holds in use in it (all of Python's memory: this
+        # runtime has no pymalloc) and the live Python objects, then the same across
+        # the rounds after it. The worker's JS heap is reported beside them, not
+        # judged: a JS heap moves by some KiB between collections.
         pyodide = results["memory"]["pyodide"]
         growth = pyodide["growth_bytes"]
-        objects = pyodide.get("growth_objects_after_first_round", 0)
-        measured = f"Pyodide heap {growth:+,} bytes"
-        if "growth_objects" in pyodide:
-            measured += (
-                f"; Python objects {pyodide['growth_objects']:+,} (first context), "
-                f"then {objects:+,}"
-            )
+        in_use = pyodide["growth_in_use_bytes"]
+        in_use_later = pyodide["growth_in_use_bytes_after_first_round"]
+        objects = pyodide["growth_objects"]
+        objects_later = pyodide["growth_objects_after_first_round"]
+        measured = (
+            f"Pyodide heap {growth:+,} bytes, in use {in_use:+,} then {in_use_later:+,} "
+            f"bytes; Python objects {objects:+,} then {objects_later:+,}"
+        )
         worker = results["memory"].get("worker_js_heap")
         if worker is not None:
             measured += f"; worker JS heap {worker['growth_bytes']:+,} bytes"
         rows.append(
             _budget(
                 "memory across 10,000 messages",
-                "no growth",
+                f"no growth (in use within {IN_USE_SLACK_BYTES:,} bytes)",
                 measured,
-                growth <= 0 and objects <= 0,
+                growth <= 0
+                and max(in_use, in_use_later) <= IN_USE_SLACK_BYTES
+                and max(objects, objects_later) <= 0,
             )
         )
     return rows
@@ -1592,6 +1738,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed.append("latency.bursts[].checks")
     if "latency" in results and not results["latency"]["command_to_applied_ms"]["single_ok"]:
         failed.append("latency.command_to_applied_ms.single_not_applied")
+    if "latency" in results and not results["latency"]["select_to_commit_ms"]["single_ok"]:
+        failed.append("latency.select_to_commit_ms.single_missed")
     receiver_ok = results.get("receiver_ratio")
     if receiver_ok is not None and not receiver_ok["all_committed_nothing_refused"]:
         failed.append("receiver_ratio.all_committed_nothing_refused")

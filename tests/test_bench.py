@@ -43,6 +43,10 @@ def results(
     burst_ok: bool = True,
     ratio: float = 1.4,
     heap_growth: int = 0,
+    in_use_growth: int = 0,
+    in_use_growth_later: int = 0,
+    objects_growth: int = 0,
+    objects_growth_later: int = 0,
 ) -> dict[str, Any]:
     frame = {
         "ready_ms": _summary(ready_warm_ms),
@@ -62,7 +66,15 @@ def results(
             "burst_ok": burst_ok,
         },
         "receiver_ratio": {"ratio": ratio},
-        "memory": {"pyodide": {"growth_bytes": heap_growth}},
+        "memory": {
+            "pyodide": {
+                "growth_bytes": heap_growth,
+                "growth_in_use_bytes": in_use_growth,
+                "growth_in_use_bytes_after_first_round": in_use_growth_later,
+                "growth_objects": objects_growth,
+                "growth_objects_after_first_round": objects_growth_later,
+            }
+        },
     }
 
 
@@ -95,6 +107,10 @@ def test_a_run_within_every_budget_meets_all_of_them() -> None:
         ({"burst_ok": False}, "1,000-selection bursts"),
         ({"ratio": 1.51}, "receiver ratio"),
         ({"heap_growth": 65536}, "memory across 10,000 messages"),
+        ({"in_use_growth": 1025}, "memory across 10,000 messages"),
+        ({"in_use_growth_later": 1025}, "memory across 10,000 messages"),
+        ({"objects_growth": 1}, "memory across 10,000 messages"),
+        ({"objects_growth_later": 1}, "memory across 10,000 messages"),
     ],
 )
 def test_each_budget_is_over_exactly_when_its_number_is(change: dict[str, Any], over: str) -> None:
@@ -114,6 +130,8 @@ def test_the_limits_themselves_are_within_budget() -> None:
         first_visit_bytes=6_000_000,
         p99_ms=16,
         ratio=1.5,
+        in_use_growth=1024,
+        in_use_growth_later=1024,
     )
     assert all(verdicts(at_limit).values())
 

@@ -36,34 +36,43 @@ const encoder = new TextEncoder();
 
 // Copied from web/worker.mjs: the check the Python path runs before conversion, with
 // its bounds on the values visited and the characters read (the worker's for the
-// default size limit: 4 x 16,384 + 65,536).
+// default size limit: 4 x 16,384 + 65,536). "" (plain and finite), "non-finite" (plain,
+// with NaN or an infinity: read value by value, and refused), or why it is not plain data.
 const MAX_VISITS = 100000;
 const MAX_CHARS = 131072;
 function plainDataProblem(value) {
-  return plainDataWalk(value, 0, { left: MAX_VISITS, chars: MAX_CHARS });
+  // The message object is at depth 1, as the core counts it.
+  return plainDataWalk(value, 1, { left: MAX_VISITS, chars: MAX_CHARS });
 }
 function plainDataWalk(value, depth, budget) {
   if ((budget.left -= 1) < 0) return "too-large";
   if (value === null) return "";
   switch (typeof value) {
     case "string": return (budget.chars -= value.length) < 0 ? "too-large" : "";
-    case "boolean": case "number": return "";
+    case "boolean": return "";
+    case "number": return Number.isFinite(value) ? "" : "non-finite";
     case "object": break;
-    default: return "not-json";
+    default: return "not-json"; // bigint, undefined
   }
   if (depth > 16) return "too-deep";
+  let found = "";
   if (Array.isArray(value)) {
-    for (const item of value) { const problem = plainDataWalk(item, depth + 1, budget); if (problem) return problem; }
-    return "";
+    for (const item of value) {
+      const problem = plainDataWalk(item, depth + 1, budget);
+      if (problem && problem !== "non-finite") return problem;
+      found ||= problem;
+    }
+    return found;
   }
   const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return "not-plain";
+  if (proto !== Object.prototype && proto !== null) return "not-plain"; // Map, Date, ArrayBuffer, …
   for (const key of Object.keys(value)) {
     if ((budget.chars -= key.length) < 0) return "too-large";
     const problem = plainDataWalk(value[key], depth + 1, budget);
-    if (problem) return problem;
+    if (problem && problem !== "non-finite") return problem;
+    found ||= problem;
   }
-  return "";
+  return found;
 }
 
 class Rejected extends Error {
@@ -110,11 +119,22 @@ function inspectJson(raw) {
   return longest;
 }
 
-// models._check_size: compact JSON, UTF-8 bytes.
-function checkSize(raw) {
-  const text = JSON.stringify(raw);
+// models._check_size: compact JSON, UTF-8 bytes (encoded only when the text could be
+// over the limit, as models.parse_context_json does).
+function checkSize(text) {
   if (typeof text.isWellFormed === "function" && !text.isWellFormed()) throw new Rejected("not-json");
+  if (text.length * 4 <= LIMITS.maxMessageBytes) return;
   if (encoder.encode(text).length > LIMITS.maxMessageBytes) throw new Rejected("too-large");
+}
+
+// models._strings_within_limits: from the text alone, no string can be a forbidden key
+// or over the string limit (a string is never longer than the text, and without escapes
+// a forbidden key appears in it as it is).
+const FORBIDDEN_QUOTED = [...FORBIDDEN_KEYS].map((key) => `"${key}"`);
+function stringsWithinLimits(text) {
+  if (text.length > LIMITS.maxStringChars || text.includes("\\")) return false;
+  for (const quoted of FORBIDDEN_QUOTED) if (text.includes(quoted)) return false;
+  return true;
 }
 
 function checkEnvelope(raw) {
@@ -136,7 +156,10 @@ function checkObservedAt(value) {
   const match = typeof value === "string" ? OBSERVED_AT.exec(value) : null;
   if (!match) throw new Rejected("malformed");
   const [year, month, day, hour, minute, second] = match.slice(1).map(Number);
-  const date = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  // setUTCFullYear, not Date.UTC, which reads the years 0-99 as 1900-1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
   if (year < 1 || date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1
       || date.getUTCDate() !== day || date.getUTCHours() !== hour
       || date.getUTCMinutes() !== minute || date.getUTCSeconds() !== second) {
@@ -173,11 +196,26 @@ function checkSelection(selection) {
   }
 }
 
-// models.parse_message, for the two types the receiver takes.
-function parseMessage(raw) {
+// models.parse_message, for the two types the receiver takes; first its fast path
+// (models.parse_context_json): a finite message whose text shows every string within
+// the limits skips the walk of its values, and one the checks then refuse is checked
+// again the long way, so that it is refused for the same reason.
+function parseMessage(raw, finite) {
   if (!isPlainObject(raw)) throw new Rejected("malformed");
-  const longest = inspectJson(raw);
-  checkSize(raw);
+  const text = JSON.stringify(raw);
+  if (finite && stringsWithinLimits(text)) {
+    try {
+      return checkMessage(raw, text, text.length);
+    } catch (error) {
+      if (!(error instanceof Rejected)) throw error;
+    }
+  }
+  return checkMessage(raw, text, inspectJson(raw));
+}
+
+// The checks after the walk: `longest` is the longest string or key (or a bound on it).
+function checkMessage(raw, text, longest) {
+  checkSize(text);
   checkEnvelope(raw);
   if (raw.type === "context") exactKeys(raw, CONTEXT_KEYS, CONTEXT_KEYS);
   else if (raw.type === "selection-cleared") exactKeys(raw, CLEARED_KEYS, CLEARED_KEYS);
@@ -247,13 +285,14 @@ function randomId() {
 
 function onPort(event) {
   const data = event.data;
-  if (plainDataProblem(data)) {
+  const problem = plainDataProblem(data);
+  if (problem && problem !== "non-finite") {
     session.notPlainData += 1;
     return;
   }
   let message;
   try {
-    message = parseMessage(data);
+    message = parseMessage(data, !problem);
   } catch (error) {
     if (!(error instanceof Rejected)) throw error;
     refuse(error.reason);
