@@ -254,9 +254,11 @@ def _long_task_summary(tasks: list[Json], until: float) -> Json:
 
 
 def _long_frames(frames: list[Json], origin: float, until: float) -> list[Json]:
-    """The long animation frames that started before `until`, each with its `cause`: the
-    script that ran longest in it (its file and what invoked it), or its rendering (style,
-    layout and paint) where that took longer, or the browser where neither ran."""
+    """The long animation frames that started before `until`, each with its `cause`:
+    the longest of the script that ran longest in it (its file and what invoked it), its
+    rendering (style, layout and paint), and the rest of the frame that neither
+    accounts for (`unattributed_ms`: the browser's own work, or the thread waiting for a
+    core)."""
     found: list[Json] = []
     for frame in frames:
         if float(frame["start"]) >= until or float(frame["duration"]) <= LONG_MS:
@@ -271,18 +273,22 @@ def _long_frames(frames: list[Json], origin: float, until: float) -> list[Json]:
         ]
         top = max(scripts, key=lambda script: float(script["duration_ms"]), default=None)
         render = float(frame["render"])
-        if top is not None and float(top["duration_ms"]) >= render:
+        scripted = sum(float(script["duration_ms"]) for script in scripts)
+        rest = max(0.0, float(frame["duration"]) - scripted - render)
+        longest = max(render, rest, 0.0 if top is None else float(top["duration_ms"]))
+        if top is not None and float(top["duration_ms"]) == longest:
             cause = f"{top['file'] or '(no source)'} {top['invoker']}"
-        elif render > 0:
+        elif render == longest:
             cause = "rendering (style, layout, paint)"
         else:
-            cause = "browser (no script, no rendering)"
+            cause = "unattributed (no script or rendering: the browser, or a wait for a core)"
         found.append(
             {
                 "start_ms": _round(float(frame["start"]) - origin),
                 "duration_ms": _round(float(frame["duration"])),
                 "blocking_ms": _round(float(frame["blocking"])),
                 "render_ms": _round(render),
+                "unattributed_ms": _round(rest),
                 "cause": cause,
                 "scripts": scripts,
             }
