@@ -307,10 +307,17 @@ def _long_frame_causes(frames: list[Json]) -> Json:
 
 
 def boot_visit(
-    context: BrowserContext, origins: Origins, cdp: CDPSession | None = None
+    context: BrowserContext,
+    origins: Origins,
+    cdp: CDPSession | None = None,
+    *,
+    keep: bool = False,
 ) -> tuple[Json, Page]:
     """Load the demo in a new tab of `context`; measure boot, long tasks and bytes, and
-    with `cdp` (a browser session) the CPU time used until both frames are bound."""
+    with `cdp` (a browser session) the CPU time used until both frames are bound. With
+    `keep` (a cold visit), then let each worker keep its Cache API copies and finish its
+    post-bind work, and record what each did (`kept`) and any request made after the
+    bytes were read (`bytes.late`)."""
     requested: list[str] = []
 
     def record(request: Any) -> None:
@@ -356,15 +363,11 @@ def boot_visit(
         }
     # Bytes on the wire: Resource Timing of each frame and each worker. A frame's entry
     # for its child iframe is left out: the child's own navigation entry counts it.
-    entries: dict[str, list[Json]] = {
-        "page": page.main_frame.evaluate(RESOURCES_JS),
-        "assistant": panel.evaluate(RESOURCES_JS),
-    }
+    entries = _all_entries(page, panel, origins)
     sample["workers"] = {}
     sample["sources"] = {}
     for worker in page.workers:
         name = worker_name(worker, origins)
-        entries[name] = worker.evaluate(RESOURCES_JS)
         steps = worker.evaluate(STEPS_JS)
         sample["workers"][name] = {step: _round(float(at) - origin) for step, at in steps.items()}
         sample["sources"][name] = worker.evaluate(SOURCES_JS)
@@ -392,7 +395,33 @@ def boot_visit(
         }
     )
     sample["entries"] = entries
+    if keep:
+        sample["kept"] = wait_kept(page, origins)
+        for worker in page.workers:
+            worker.evaluate(MARK_WITHIN_JS, ["pagecontext:call-sites-provoked", STEP_TIMEOUT_MS])
+        late = [
+            {
+                "frame": name,
+                "url": _without_fragment(str(item["name"])),
+                "transfer": item["transfer"],
+            }
+            for name, items in _all_entries(page, panel, origins).items()
+            for item in items
+            if item["type"] != "iframe" and _without_fragment(str(item["name"])) not in seen
+        ]
+        sample["bytes"]["late"] = late
     return sample, page
+
+
+def _all_entries(page: Page, panel: Frame, origins: Origins) -> dict[str, list[Json]]:
+    """Resource Timing of the page, its panel and each worker, by name."""
+    entries: dict[str, list[Json]] = {
+        "page": page.main_frame.evaluate(RESOURCES_JS),
+        "assistant": panel.evaluate(RESOURCES_JS),
+    }
+    for worker in page.workers:
+        entries[worker_name(worker, origins)] = worker.evaluate(RESOURCES_JS)
+    return entries
 
 
 # -- CPU time -----------------------------------------------------------------------------
@@ -536,7 +565,7 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
         context = new_context(browser)
         for cache in ("cold", "warm"):
             started = time.perf_counter()
-            sample, page = boot_visit(context, origins, cdp)
+            sample, page = boot_visit(context, origins, cdp, keep=cache == "cold")
             samples[cache].append(sample)
             frames = sample["frames"]
             log(
@@ -546,7 +575,6 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
                 f"({time.perf_counter() - started:.1f} s)"
             )
             if cache == "cold":
-                sample["kept"] = wait_kept(page, origins)
                 page.close()
             else:
                 keep = (context, page)
@@ -585,6 +613,9 @@ def run_boot(browser: Browser, origins: Origins, plan: Plan, log: Callable[[str]
         parts["requests_not_in_resource_timing"] = sorted(
             {url for visit in visits for url in visit["bytes"]["requests_not_in_resource_timing"]}
         )
+        # Requests after the bytes were read, until the workers' post-bind work ended
+        # (cold visits): none is expected; any is listed, with its bytes.
+        parts["late"] = [item for visit in visits for item in visit["bytes"].get("late", [])]
         byte_results[visit_name] = parts
     # What each warm visit's workers read from the Cache API and what from the HTTP
     # cache, and what the cold visits' workers kept: a warm visit reads the Cache API
@@ -1347,6 +1378,11 @@ def _boot_lines(results: Json) -> list[str]:
             f"({repeat['from_network']['median']:.0f} of "
             f"{repeat['responses']['median']:.0f} from network)"
         )
+    late = results["bytes"]["first_visit"].get("late", [])
+    lines.append(
+        f"  requested after the bytes were read, until the workers' post-bind work ended: "
+        f"{len(late)} ({sum(int(item['transfer']) for item in late):,} bytes)"
+    )
     return lines
 
 

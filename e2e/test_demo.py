@@ -3,6 +3,7 @@ show, honest receipts, and nothing applied to a page instance a command was not 
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import pytest
@@ -56,6 +57,14 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
     names = [item.partition(":")[0] for item in declared.split()]
     expect(chip.locator("dt")).to_have_text(names)
     expect(chip).to_contain_text('from="2026-01"')
+    # The filters in the order of the table's data-pc-filters attribute.
+    attribute = row.locator("xpath=ancestor::*[@data-pc-filters][1]").get_attribute(
+        "data-pc-filters"
+    )
+    filters = json.loads(attribute or "{}")
+    assert len(filters) > 1, filters
+    listed = ", ".join(f"{name}={json.dumps(value)}" for name, value in filters.items())
+    expect(chip.locator(".pc-chip-meta")).to_contain_text(f"filters: {listed} ·")
     open_preview(panel(demo))
     text = preview_text(panel(demo))
     expect(text).to_contain_text("<pagecontext-data>")

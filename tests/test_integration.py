@@ -14,6 +14,7 @@ from pagecontext.integration import (
     ConfigError,
     parse_command_done,
     parse_config,
+    parse_filters,
     parse_select,
     parse_view,
     url_on_origin,
@@ -269,3 +270,13 @@ def test_bad_view_attributes_are_refused_naming_the_attribute(
     number, raise ValueError naming the attribute (the edge then keeps the last view)."""
     with pytest.raises(ValueError, match=words.replace(".", r"\.")):
         parse_view(filters, generation)
+
+
+def test_filters_keep_the_attributes_order() -> None:
+    """The worker reads a component's filters in the page's order (the chip shows them
+    so, and the model gets them so)."""
+    assert list(parse_filters('{"to": "2026-06", "from": "2026-01", "region": "North"}')) == [
+        "to",
+        "from",
+        "region",
+    ]

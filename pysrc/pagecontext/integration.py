@@ -296,6 +296,14 @@ def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str,
     Filters are a JSON object of scalars or lists of scalars; the generation is a whole
     number written in decimal. Raises ValueError, naming the attribute, otherwise.
     """
+    return parse_filters(filters_text), parse_generation(generation_text)
+
+
+def parse_filters(filters_text: object) -> dict[str, Any]:
+    """Return the filters of a component's `data-pc-filters` attribute (None when
+    absent: none), in the attribute's order where the dict keeps it (CPython's does,
+    MicroPython's not). Raises ValueError, naming the attribute, unless it is a JSON
+    object of scalars or lists of scalars."""
     filters: object = {}
     if filters_text is not None:
         try:
@@ -308,7 +316,7 @@ def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str,
         items = value if isinstance(value, list) else [value]
         if not all(is_scalar(item) for item in items):
             raise ValueError("data-pc-filters." + name + " must be a scalar or a list of scalars")
-    return filters, parse_generation(generation_text)
+    return filters
 
 
 def parse_generation(generation_text: object) -> int:

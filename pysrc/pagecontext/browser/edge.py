@@ -697,10 +697,10 @@ class Edge:
         component_id = component.getAttribute("data-pc-component")
         if not component_id:
             return
+        filters_text = component.getAttribute("data-pc-filters")
         try:
-            filters, generation = parse_view(
-                component.getAttribute("data-pc-filters"),
-                component.getAttribute("data-pc-generation"),
+            _filters, generation = parse_view(
+                filters_text, component.getAttribute("data-pc-generation")
             )
         except ValueError as error:
             # Nothing of it changes: its objects and view stay as last reported.
@@ -725,7 +725,9 @@ class Edge:
                 "kind": "view",
                 "componentId": component_id,
                 "pageId": component.getAttribute("data-pc-page") or "page",
-                "filters": filters,
+                # The attribute's text, checked: the worker's CPython reads it in the
+                # page's order, which a MicroPython dict does not keep.
+                "filters": filters_text,
                 "generation": generation,
                 "refs": list(refs.keys()),
                 "shareable": shareable,

@@ -26,7 +26,7 @@ from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy
 
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
-from pagecontext.integration import DEFAULT_HISTORY
+from pagecontext.integration import DEFAULT_HISTORY, parse_filters
 from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
@@ -348,7 +348,7 @@ class WorkerBinding:
             session.on_view(
                 message["componentId"],
                 page_id=message["pageId"],
-                filters=message["filters"],
+                filters=parse_filters(message["filters"]),
                 generation=message["generation"],
                 refs=message["refs"],
                 shareable=[(name, unit) for name, unit in message["shareable"]],
