@@ -780,9 +780,12 @@ def _frame_counts(frame: Frame) -> dict[str, int]:
     """A frame's port refusals and its worker's internal errors, from a fresh report of
     its worker (`pagecontext.diagnose()`, published on `<html>`)."""
     seq = frame.evaluate("() => pagecontext.diagnose()")
+    # Polled by a timer: Chromium stops the animation frames of a cross-site frame
+    # scrolled out of view (a "Show me" scrolls the page), which a `raf` poll waits on.
     frame.wait_for_function(
         "seq => document.documentElement.dataset.pcDiagnosticsSeq === String(seq)",
         arg=seq,
+        polling=20,
         timeout=STEP_TIMEOUT_MS,
     )
     counts: dict[str, str] = frame.evaluate(
