@@ -156,6 +156,40 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
         expect(restored.nth(index)).to_have_attribute("data-pc-log-status", "applied")
 
 
+SAVED_HOLDS = """([storage, text]) =>
+  (window[storage].getItem("pagecontext:assistant") || "").includes(text)"""
+
+
+def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_latest(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench in two tabs: the second continues the first's conversation and asks on;
+    a reload of the first shows its own conversation, not the one the second tab saved
+    after it; a new tab continues the latest saved."""
+    first = open_workbench(page, origins)
+    select_and_ask(first, ROW)
+    ask(page, "asked in the first tab")
+    page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", "asked in the first tab"])
+    other = page.context.new_page()
+    second = open_workbench(other, origins)
+    expect(other.locator('[data-pc-log-kind="question"]')).to_have_count(1)
+    select_and_ask(second, OTHER_ROW)
+    ask(other, "asked in the second tab")
+    other.wait_for_function(SAVED_HOLDS, arg=["localStorage", "asked in the second tab"])
+
+    page.reload()
+    wait_bound(page)
+    questions = page.locator('[data-pc-log-kind="question"]')
+    expect(questions).to_have_count(1, timeout=STEP_TIMEOUT_MS)
+    expect(questions).to_contain_text("asked in the first tab")
+
+    third = page.context.new_page()
+    open_workbench(third, origins)
+    questions = third.locator('[data-pc-log-kind="question"]')
+    expect(questions).to_have_count(2, timeout=STEP_TIMEOUT_MS)
+    expect(questions.last).to_contain_text("asked in the second tab")
+
+
 # Storage that refuses every write, as a browser blocking third-party storage does,
 # until the test calls `window.allowStorage()`.
 DENY_STORAGE = """

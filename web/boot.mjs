@@ -42,7 +42,15 @@ globalThis.pagecontextHost = {
     });
     return finite ? text : null;
   },
-  load(key) { try { return window.localStorage.getItem(key); } catch { return null; } },
+  // The saved state has two copies: this tab's own (sessionStorage: a reload of this tab
+  // reads it back, whatever another tab of the assistant saved since) and the latest
+  // any tab saved (localStorage: a new tab continues from it).
+  load(key) {
+    for (const name of ["sessionStorage", "localStorage"]) {
+      try { const text = window[name].getItem(key); if (text !== null) return text; } catch { /* denied */ }
+    }
+    return null;
+  },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the
@@ -51,7 +59,14 @@ globalThis.pagecontextHost = {
   persist(key, message) {
     if (message === null || typeof message !== "object" || message.kind !== "persist") return null;
     if (typeof message.text !== "string") return false;
-    try { window.localStorage.setItem(key, message.text); return true; } catch { return false; }
+    let own = false;
+    try { window.sessionStorage.setItem(key, message.text); own = true; } catch {
+      // Not this tab's older copy on a reload, then: the shared one, if it is newer.
+      try { window.sessionStorage.removeItem(key); } catch { /* denied */ }
+    }
+    let shared = false;
+    try { window.localStorage.setItem(key, message.text); shared = true; } catch { /* denied or full */ }
+    return own || shared;
   },
   post(target, message, targetOrigin, transfer) {
     try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
