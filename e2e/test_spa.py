@@ -5,11 +5,12 @@ next mount binds and works."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Page, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import html, panel, show_and_expect
+from .helpers import html, open_workbench, panel, show_and_expect
 
 ROUNDS = 100
 ROW = "sales-2026-03-north"
@@ -92,6 +93,23 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
     expect(page.locator('[data-pc-highlight="focus"]')).to_have_attribute(
         "data-pc-resource-ref", ROW
     )
+
+
+def test_a_page_unmounted_in_a_workbench_says_bye_to_its_assistant(
+    page: Page, origins: Origins
+) -> None:
+    """A business page framed by the assistant's workbench unmounts its embed (as a
+    single-page app leaving its route does): its worker says `bye` before it ends, so the
+    assistant unbinds at once rather than staying bound to a port nobody reads; its
+    worker then ends."""
+    business = open_workbench(page, origins)
+    frame = next(f for f in page.frames if f.url.startswith(origins.page))
+    workers = [w for w in page.workers if urlsplit(w.url).netloc == urlsplit(origins.page).netloc]
+    assert len(workers) == 1, [w.url for w in page.workers]
+    with workers[0].expect_event("close", timeout=STEP_TIMEOUT_MS):
+        frame.evaluate("async () => (await import('/web/boot.mjs')).unmount()")
+        expect(html(business)).to_have_attribute("data-pc-state", "closed")
+        expect(html(page)).to_have_attribute("data-pc-state", "ready", timeout=STEP_TIMEOUT_MS)
 
 
 def test_an_embed_whose_runtime_did_not_load_fails_loudly_and_mounts_next_time(

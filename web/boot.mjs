@@ -18,6 +18,7 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // also the one place the edge posts to another window (tests spy on it there).
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
+const RETIRE_MS = 1000;
 globalThis.pagecontextHost = {
   json: toJson,
   // A window message as JSON text if it is a flat object of at most 16 scalars, as every
@@ -67,6 +68,17 @@ globalThis.pagecontextHost = {
     let shared = false;
     try { window.localStorage.setItem(key, message.text); shared = true; } catch { /* denied or full */ }
     return own || shared;
+  },
+  // End an unmounted edge's worker once it has said `bye` to the peer (it answers
+  // `bye-sent`), or after RETIRE_MS if it does not answer (still booting, or failed):
+  // a peer told `bye` unbinds at once, where one never told would wait for the
+  // deadlines of whatever it had sent.
+  retire(worker) {
+    const end = () => { clearTimeout(timer); worker.removeEventListener("message", answered); worker.terminate(); };
+    const answered = (event) => { if (event.data && event.data.kind === "bye-sent") end(); };
+    const timer = setTimeout(end, RETIRE_MS);
+    worker.addEventListener("message", answered);
+    worker.postMessage({ kind: "bye" });
   },
   post(target, message, targetOrigin, transfer) {
     try { target.postMessage(message, targetOrigin, transfer || []); return true; } catch { return false; }
@@ -245,7 +257,7 @@ async function mountSteps(config, handle, workerError) {
 function unmountHandle(handle) {
   if (mounted !== handle) return;
   mounted = null;
-  if (handle.edge) handle.edge.close(); // listeners, proxies, and the worker
+  if (handle.edge) handle.edge.close(); // listeners, proxies; the worker says bye, then ends
   else handle.worker.terminate();
   handle.edge = null;
   handle.worker = null;

@@ -1131,10 +1131,14 @@ class Edge:
                 self.log_items.pop(entry_id).remove()
 
     def close(self) -> None:
-        """Remove every listener and drop every proxy; the worker is terminated, and
-        this edge is no longer `current()`."""
+        """Remove every listener and drop every proxy, and end the worker: a bound (or
+        binding) one is retired (the boot host's `retire`: it says `bye` to the peer,
+        then ends), any other terminated at once. This edge is no longer `current()`."""
         self.owner.release()
-        self.worker.terminate()
+        if self.public.get("state") in ("bound", "connecting"):
+            self.host.retire(self.worker)
+        else:
+            self.worker.terminate()
         self._set_state("closed")
         if self in _EDGE:
             _EDGE.remove(self)

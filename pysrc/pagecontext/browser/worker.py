@@ -286,7 +286,10 @@ class WorkerBinding:
         elif kind == "child-reloaded":
             effects = session.child_reloaded()
         elif kind == "bye":
-            effects = session.bye()
+            self._run(session.bye())
+            # An unmounted edge ends this worker at this answer (the boot host's retire).
+            self.scope.postMessage(_js({"kind": "bye-sent"}))
+            return
         elif kind == "state-read":
             self._state_unread = False
             if self._pending:
