@@ -1607,11 +1607,14 @@ def budgets(results: Json) -> list[Json]:
         ):
             single = lat[key]["single"]
             p99 = single.get("p99")
-            # A command never applied has no time: the budget is not met.
-            missed = len(lat[key].get("single_not_applied", []))
+            # A command never applied, or a selection never shown, has no time: the
+            # budget is not met.
+            missed = len(lat[key].get("single_not_applied", [])) + len(
+                lat[key].get("single_missed", [])
+            )
             measured = "-" if p99 is None else f"{p99:.1f} ms (n={single.get('n')})"
             if missed:
-                measured += f", {missed} not applied"
+                measured += f", {missed} never done"
             rows.append(
                 _budget(
                     name,

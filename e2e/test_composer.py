@@ -79,6 +79,23 @@ def test_the_keyboard_focus_follows_a_removed_and_restored_chip(demo: Page) -> N
     expect(assistant.locator("[data-pc-dismissed]")).to_be_hidden()
 
 
+def test_the_panel_never_takes_the_focus_from_the_page(demo: Page) -> None:
+    """The chip holds the panel's focus (clicked); the user goes back to the page and
+    asks about another row: the new chip is drawn, and the page keeps the focus."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip.locator(".pc-chip-title").click()
+    expect(chip).to_be_focused()
+    select_and_ask(demo, OTHER_ROW)
+    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
+        timeout=STEP_TIMEOUT_MS
+    )
+    assert demo.evaluate("() => document.hasFocus()"), "the panel took the page's focus"
+    expect(demo.get_by_role("button", name="Ask AI")).to_be_focused()
+
+
 def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     demo: Page,
 ) -> None:

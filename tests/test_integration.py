@@ -12,6 +12,7 @@ from pagecontext.integration import (
     LIMIT_FIELDS,
     TIMEOUTS,
     ConfigError,
+    filters_in_page_order,
     parse_command_done,
     parse_config,
     parse_filters,
@@ -275,8 +276,25 @@ def test_bad_view_attributes_are_refused_naming_the_attribute(
 def test_filters_keep_the_attributes_order() -> None:
     """The worker reads a component's filters in the page's order (the chip shows them
     so, and the model gets them so)."""
-    assert list(parse_filters('{"to": "2026-06", "from": "2026-01", "region": "North"}')) == [
-        "to",
-        "from",
-        "region",
-    ]
+    text = '{"to": "2026-06", "from": "2026-01", "region": "North"}'
+    assert list(parse_filters(text)) == ["to", "from", "region"]
+    checked = {"region": "North", "from": "2026-01", "to": "2026-06"}
+    assert list(filters_in_page_order(text, checked)) == ["to", "from", "region"]
+
+
+@pytest.mark.parametrize(
+    ("text", "checked"),
+    [
+        # Text MicroPython's JSON reader takes and CPython's refuses: the edge's filters.
+        ('{"region": "North",}', {"region": "North"}),
+        ('{"month": 03}', {"month": 3}),
+        ('{"q": "a\nb"}', {"q": "a\nb"}),  # a raw line break inside the string
+        ('{"n": 1.}', {"n": 1.0}),
+        # Read as other filters than the edge's: the edge's stand.
+        ('{"n": 2}', {"n": 1}),
+    ],
+)
+def test_filters_the_worker_reads_otherwise_stay_as_the_edge_checked_them(
+    text: str, checked: dict[str, Any]
+) -> None:
+    assert filters_in_page_order(text, checked) is checked

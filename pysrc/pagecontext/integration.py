@@ -319,6 +319,19 @@ def parse_filters(filters_text: object) -> dict[str, Any]:
     return filters
 
 
+def filters_in_page_order(text: object, checked: dict[str, Any]) -> dict[str, Any]:
+    """`checked`, the filters the edge read from a `data-pc-filters` text (MicroPython's
+    dicts keep no order), in the order of that text where this reader takes the text as
+    the same filters; else `checked` as it is. MicroPython's JSON reader takes text that
+    CPython's refuses (a trailing comma, a leading zero, a raw line break in a string):
+    the edge accepted it, so the view stands, its filters in no particular order."""
+    try:
+        ordered = parse_filters(text)
+    except ValueError:
+        return checked
+    return ordered if ordered == checked else checked
+
+
 def parse_generation(generation_text: object) -> int:
     """Return the generation from a component's `data-pc-generation` attribute (None when
     absent: 0). Raises ValueError unless it is a whole number written in decimal."""

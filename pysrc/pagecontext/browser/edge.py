@@ -699,7 +699,7 @@ class Edge:
             return
         filters_text = component.getAttribute("data-pc-filters")
         try:
-            _filters, generation = parse_view(
+            filters, generation = parse_view(
                 filters_text, component.getAttribute("data-pc-generation")
             )
         except ValueError as error:
@@ -725,9 +725,10 @@ class Edge:
                 "kind": "view",
                 "componentId": component_id,
                 "pageId": component.getAttribute("data-pc-page") or "page",
-                # The attribute's text, checked: the worker's CPython reads it in the
-                # page's order, which a MicroPython dict does not keep.
-                "filters": filters_text,
+                "filters": filters,
+                # The worker's CPython puts them in the text's order, which a MicroPython
+                # dict does not keep (integration.filters_in_page_order).
+                "filtersText": filters_text,
                 "generation": generation,
                 "refs": list(refs.keys()),
                 "shareable": shareable,
@@ -1101,30 +1102,36 @@ class Edge:
         for entry in changed:
             element = log_element(entry)
             old = self.log_items.get(entry.get("id"))
-            if old is not None:
-                if (
-                    old.getAttribute("data-pc-answer-state") == "running"
-                    and entry.get("state") == "done"
-                ):
-                    # Heard as well as seen: a failure is an alert of its own.
-                    self._announce("The assistant answered.")
-                # An action's outcome, and a late answer about it, is said as it is shown.
-                status = element.querySelector("[data-pc-action-status]")
-                before = old.querySelector("[data-pc-action-status]")
-                if (
-                    status is not None
-                    and element.getAttribute("data-pc-action-state") != "pending"
-                    and (before is None or before.textContent != status.textContent)
-                ):
-                    self._announce(str(status.textContent))
-                focused = _holds_focus(old)
-                old.replaceWith(element)
-                if focused:
-                    # Its button was pressed: the focus stays on the entry, read anew.
-                    element.focus()
-            else:
+            if old is None:
                 log.append(element)
-            self.log_items[entry.get("id")] = element
+                self.log_items[entry.get("id")] = element
+                continue
+            if (
+                old.getAttribute("data-pc-answer-state") == "running"
+                and entry.get("state") == "done"
+            ):
+                # Heard as well as seen: a failure is an alert of its own.
+                self._announce("The assistant answered.")
+            before = old.querySelector("[data-pc-action-status]")
+            said = None if before is None else str(before.textContent)
+            # A control inside the entry held the focus (a decision pressed): the redraw
+            # replaces it, so the focus goes to the entry, which is read whole, outcome
+            # included (not announced as well). The entry itself is patched in place,
+            # never replaced: one that holds the focus keeps it with no new focus event
+            # (nothing read again, the log not scrolled back to it).
+            inside = _holds_focus(old) and not old.isSameNode(js.document.activeElement)
+            _patch(old, element)
+            if inside:
+                old.focus(to_js({"preventScroll": True}))
+                continue
+            # An action's outcome, and a late answer about it, is said as it is shown.
+            status = old.querySelector("[data-pc-action-status]")
+            if (
+                status is not None
+                and old.getAttribute("data-pc-action-state") != "pending"
+                and said != str(status.textContent)
+            ):
+                self._announce(str(status.textContent))
         kept = set(ids)
         for entry_id in list(self.log_items):
             if entry_id not in kept:
@@ -1145,9 +1152,32 @@ class Edge:
 
 
 def _holds_focus(element: Any) -> bool:
-    """Whether the keyboard's focus is on `element` or inside it."""
-    active = js.document.activeElement
-    return element is not None and active is not None and bool(element.contains(active))
+    """Whether the keyboard's focus is on `element` or inside it, in this document while
+    it has the focus (a frame's `activeElement` stays set when the user moves on to the
+    page around it, and a focus moved then would take the page's focus away)."""
+    doc = js.document
+    active = doc.activeElement
+    return (
+        element is not None
+        and active is not None
+        and bool(doc.hasFocus())
+        and bool(element.contains(active))
+    )
+
+
+def _patch(old: Any, new: Any) -> None:
+    """Make `old` what `new` is, keeping `old` itself in the document (and the focus it
+    may hold): `new`'s attributes, then its children, moved over."""
+    for name in list(old.getAttributeNames()):
+        if not new.hasAttribute(name):
+            old.removeAttribute(name)
+    for name in list(new.getAttributeNames()):
+        old.setAttribute(name, new.getAttribute(name))
+    old.replaceChildren()
+    child = new.firstChild
+    while child is not None:
+        old.append(child)
+        child = new.firstChild
 
 
 def _saved_conversation(text: str) -> str | None:

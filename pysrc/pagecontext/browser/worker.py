@@ -26,7 +26,7 @@ from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy
 
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
-from pagecontext.integration import DEFAULT_HISTORY, parse_filters
+from pagecontext.integration import DEFAULT_HISTORY, filters_in_page_order
 from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
@@ -351,7 +351,7 @@ class WorkerBinding:
             session.on_view(
                 message["componentId"],
                 page_id=message["pageId"],
-                filters=parse_filters(message["filters"]),
+                filters=filters_in_page_order(message["filtersText"], message["filters"]),
                 generation=message["generation"],
                 refs=message["refs"],
                 shareable=[(name, unit) for name, unit in message["shareable"]],
