@@ -70,10 +70,20 @@ async def render_table(rows, view):
     table.setAttribute("data-demo-rows", str(len(rows)))
 
 
+# The order the filter bar shows them in: the attribute lists them so (a MicroPython
+# dict keeps no order, so json.dumps of the view would not).
+FILTER_ORDER = ("region", "from", "to")
+
+
+def filters_text(view):
+    """`view` as the JSON object of data-pc-filters, in the filter bar's order."""
+    return "{" + ", ".join(json.dumps(k) + ": " + json.dumps(view[k]) for k in FILTER_ORDER if k in view) + "}"
+
+
 def rendered(component, name, view):
     """Publish a component's new view and tell pagecontext it re-rendered."""
     state[name] += 1
-    component.setAttribute("data-pc-filters", json.dumps(view))
+    component.setAttribute("data-pc-filters", filters_text(view))
     component.setAttribute("data-pc-generation", str(state[name]))
     component.dispatchEvent(js.CustomEvent.new("pagecontext:rendered", {"bubbles": True}))
 
