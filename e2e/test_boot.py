@@ -228,6 +228,35 @@ def test_micropython_is_served_as_its_package_with_the_compile_hint_first(
     assert served == site.COMPILE_HINT + package.read_bytes()
 
 
+def test_the_edge_runs_only_the_builds_bytecode(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """runtime.json names a digest for every file of the edge and the apps, and each is
+    the served file's; an edge module whose bytes are not the build's (one byte
+    changed on its way) is not run: the page fails with the file's URL."""
+    runtime = page.request.get(origins.page + "/py/runtime.json").json()
+    for part, names, suffix in (("edge", "files", ""), ("apps", "modules", ".mpy")):
+        section = runtime[part]
+        assert set(section["integrity"]) == set(section[names]), part
+        for name in section[names]:
+            body = page.request.get(origins.page + section["base"] + name + suffix).body()
+            assert section["integrity"][name] == site.sri(body), name
+
+    target = f"{origins.page}/py/edge/pagecontext/browser/edge.mpy"
+
+    def tampered(route: Route) -> None:
+        body = bytearray(route.fetch().body())
+        body[-1] ^= 1
+        route.fulfill(status=200, body=bytes(body), content_type="application/octet-stream")
+
+    context.route(target, tampered)
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute(
+        "data-pc-error", re.compile(r"^runtime: .*edge\.mpy: not loaded or not the build's bytes")
+    )
+
+
 def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

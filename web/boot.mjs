@@ -103,9 +103,15 @@ function edgeRuntime() {
   return runtimeLoading;
 }
 
-// A response that is not 200 is an error here, named with its URL.
-async function fetched(url) {
-  const response = await fetch(url);
+// A response that is not 200 is an error here, named with its URL; with `integrity`
+// (runtime.json's digest of the file), so is one whose bytes are not those.
+async function fetched(url, integrity) {
+  let response;
+  try {
+    response = await fetch(url, integrity ? { integrity } : undefined);
+  } catch (error) {
+    throw new Error(integrity ? `${url}: not loaded or not the build's bytes (${error.message})` : `${url}: ${error.message}`);
+  }
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response;
 }
@@ -115,7 +121,7 @@ async function loadEdgeRuntime() {
   const [{ loadMicroPython }, sources] = await Promise.all([
     import(here(runtime.micropython.module)),
     Promise.all(
-      runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetched(here(runtime.edge.base + file))).arrayBuffer())]),
+      runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetched(here(runtime.edge.base + file), runtime.edge.integrity[file])).arrayBuffer())]),
     ),
   ]);
   const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
@@ -293,7 +299,7 @@ if (block) {
   const { runtime, mp } = await edgeRuntime();
   const moduleName = /^[A-Za-z_][A-Za-z0-9_]*$/;
   for (const app of (Array.isArray(config.apps) ? config.apps : []).filter((name) => moduleName.test(name))) {
-    const code = new Uint8Array(await (await fetched(here(`${runtime.apps.base}${app}.mpy`))).arrayBuffer());
+    const code = new Uint8Array(await (await fetched(here(`${runtime.apps.base}${app}.mpy`), runtime.apps.integrity[app])).arrayBuffer());
     mp.FS.writeFile(`/lib/${app}.mpy`, code);
     await mp.runPythonAsync(`import ${app}\nawait ${app}.main()`);
   }

@@ -28,7 +28,6 @@ docs/deploy.md.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import tempfile
@@ -42,7 +41,7 @@ from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill
 from pagecontext.server.compress import precompress
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
-from pagecontext.server.site import SiteError, assemble_into, replacing
+from pagecontext.server.site import SiteError, assemble_into, replacing, sri
 
 __all__ = ["Bundle", "build_bundle", "headers_file"]
 
@@ -85,10 +84,6 @@ class Bundle:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
-
-
-def _sri(data: bytes) -> str:
-    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
 
 
 def _rewrite(text: str, where: str, names: Iterable[str], urls: dict[str, str]) -> str:
@@ -150,7 +145,7 @@ def _write_pages(
             if f'{attribute}="{old}"' not in text:
                 raise SiteError(f"{template} no longer loads {old!r}: update PAGE_ASSETS")
             new = urls[old]
-            integrity = _sri((out / new.lstrip("/")).read_bytes())
+            integrity = sri((out / new.lstrip("/")).read_bytes())
             text = text.replace(
                 f'{attribute}="{old}"', f'{attribute}="{new}" integrity="{integrity}"'
             )
@@ -244,7 +239,7 @@ def build_bundle(
         (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
         step("integrity hashes")
         integrity = {
-            "/" + path.relative_to(folder).as_posix(): _sri(path.read_bytes())
+            "/" + path.relative_to(folder).as_posix(): sri(path.read_bytes())
             for path in sorted(folder.rglob("*"))
             if path.is_file()
         }

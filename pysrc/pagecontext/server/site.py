@@ -39,6 +39,7 @@ boot.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -103,6 +104,11 @@ class SiteError(Exception):
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sri(data: bytes) -> str:
+    """The Subresource Integrity value of `data` (`sha384-`, base64)."""
+    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode()
 
 
 def _npm_version(node_modules: Path, package: str) -> str:
@@ -536,8 +542,21 @@ def assemble_into(
         "lockFileURL": "/py/pyodide-lock.json",
         "packages": sorted(packages),
         "snapshot": snapshot,
-        "edge": {"base": "/py/edge/", "files": edge_files},
-        "apps": {"base": "/py/apps/", "modules": apps},
+        # The edge's and the apps' files with the digest the boot script fetches each
+        # with (`fetch(url, {integrity})`): the browser runs no byte of them that is not
+        # this build's.
+        "edge": {
+            "base": "/py/edge/",
+            "files": edge_files,
+            "integrity": {rel: sri((out / "py" / "edge" / rel).read_bytes()) for rel in edge_files},
+        },
+        "apps": {
+            "base": "/py/apps/",
+            "modules": apps,
+            "integrity": {
+                app: sri((out / "py" / "apps" / f"{app}.mpy").read_bytes()) for app in apps
+            },
+        },
     }
     (out / "py" / "runtime.json").write_text(json.dumps(runtime, indent=1))
     return runtime
