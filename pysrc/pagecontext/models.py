@@ -388,8 +388,7 @@ def parse_context_json(text: str, limits: Limits = DEFAULT_LIMITS) -> ContextMes
         limits.max_depth < _CONTEXT_DEPTH
         or limits.max_string_chars < _FIELD_NAME_CHARS
         # Escaped lone surrogates ("\ud800") are not text; parse_message refuses them.
-        or "\\ud" in text
-        or "\\uD" in text
+        or escapes_surrogate(text)
     ):
         return None
     # The size limit is on the message as Python writes it (parse_message), which can
