@@ -770,9 +770,17 @@ def _panel_revision(panel: Frame) -> int:
     return int(panel.evaluate("() => window.__pcBench.panel.current"))
 
 
+# The panel's waits poll on a timer: Chromium stops the animation frames of a cross-site
+# frame scrolled out of view (a "Show me" scrolls the page), which a `raf` poll waits on.
+PANEL_POLL_MS = 20
+
+
 def _wait_revision(panel: Frame, revision: int, timeout_ms: int = STEP_TIMEOUT_MS) -> None:
     panel.wait_for_function(
-        "rev => window.__pcBench.panel.current >= rev", arg=revision, timeout=timeout_ms
+        "rev => window.__pcBench.panel.current >= rev",
+        arg=revision,
+        polling=PANEL_POLL_MS,
+        timeout=timeout_ms,
     )
 
 
@@ -780,12 +788,10 @@ def _frame_counts(frame: Frame) -> dict[str, int]:
     """A frame's port refusals and its worker's internal errors, from a fresh report of
     its worker (`pagecontext.diagnose()`, published on `<html>`)."""
     seq = frame.evaluate("() => pagecontext.diagnose()")
-    # Polled by a timer: Chromium stops the animation frames of a cross-site frame
-    # scrolled out of view (a "Show me" scrolls the page), which a `raf` poll waits on.
     frame.wait_for_function(
         "seq => document.documentElement.dataset.pcDiagnosticsSeq === String(seq)",
         arg=seq,
-        polling=20,
+        polling=PANEL_POLL_MS,
         timeout=STEP_TIMEOUT_MS,
     )
     counts: dict[str, str] = frame.evaluate(
