@@ -74,16 +74,56 @@ def test_pending_layers_become_unconfirmed_after_their_deadlines() -> None:
     """expire() reports each layer whose deadline passed, once."""
     book, clock = ledger()
     book.record("cmd-1", 1)
-    clock.advance(3000)
+    book.on_receipt(receipt(), 1)
+    clock.advance(10_000)
     assert book.expire() == []
     clock.advance(1)
-    assert book.expire() == [("cmd-1", "received")]
-    clock.advance(7000)
     assert book.expire() == [("cmd-1", "ui")]
     assert book.expire() == []
     assert book.get("cmd-1")["ui"] == LayerRecord(
         state="unconfirmed", reason="deadline", settled_at=START + 10_001
     )
+
+
+def test_an_unconfirmed_received_layer_ends_the_ui_layer_with_it() -> None:
+    """Once `received` is unconfirmed at its deadline, the command was reported
+    unconfirmed: a `ui` receipt that comes later, within the ui layer's own deadline, is
+    recorded late, and never turns the command into success."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    clock.advance(3000)
+    assert book.expire() == []
+    clock.advance(1)
+    assert book.expire() == [("cmd-1", "received"), ("cmd-1", "ui")]
+    expired = LayerRecord(state="unconfirmed", reason="deadline", settled_at=START + 3001)
+    assert book.get("cmd-1") == {"received": expired, "ui": expired}
+    assert book.next_deadline() is None
+    clock.advance(2000)
+    book.on_receipt(receipt(), 1)
+    late_ui = book.on_receipt(receipt(layer="ui"), 1)
+    assert late_ui == LayerRecord(
+        state="unconfirmed",
+        reason="deadline",
+        late=True,
+        late_status="applied",
+        settled_at=START + 3001,
+    )
+    assert states(book) == {"received": "unconfirmed", "ui": "unconfirmed"}
+
+
+def test_a_late_received_receipt_ends_the_ui_layer_even_before_expire_runs() -> None:
+    """A `received` receipt past its deadline is late, and the `ui` layer ends
+    unconfirmed with it, though the ui layer's own deadline is still to come."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    clock.advance(3001)
+    book.on_receipt(receipt(), 1)
+    assert book.get("cmd-1")["ui"] == LayerRecord(
+        state="unconfirmed", reason="deadline", settled_at=START + 3001
+    )
+    late_ui = book.on_receipt(receipt(layer="ui"), 1)
+    assert late_ui is not None
+    assert (late_ui.state, late_ui.late, late_ui.late_status) == ("unconfirmed", True, "applied")
 
 
 def test_a_late_receipt_is_recorded_as_late_and_never_as_success() -> None:
@@ -194,7 +234,13 @@ def test_deadlines_are_configurable() -> None:
     book = ReceiptLedger(clock=clock, deadlines_ms={"received": 10, "ui": 20})
     book.record("cmd-1", 1)
     clock.advance(11)
-    assert book.expire() == [("cmd-1", "received")]
+    assert book.expire() == [("cmd-1", "received"), ("cmd-1", "ui")]
+    book.record("cmd-2", 1)
+    book.on_receipt(receipt("cmd-2"), 1)
+    clock.advance(20)
+    assert book.expire() == []
+    clock.advance(1)
+    assert book.expire() == [("cmd-2", "ui")]
 
 
 def test_recording_twice_or_without_a_deadline_is_a_local_error() -> None:
@@ -326,5 +372,5 @@ def test_take_changed_names_each_command_whose_records_changed_once() -> None:
     assert book.take_changed() == ["cmd-2"]
     assert states(book, "cmd-2") == {"received": "applied", "ui": "unconfirmed"}
     clock.advance(5000)
-    assert book.expire() == [("cmd-1", "received")]
+    assert book.expire() == [("cmd-1", "received"), ("cmd-1", "ui")]
     assert book.take_changed() == ["cmd-1"]

@@ -5,7 +5,8 @@ until a receipt arrives on the connection the command was sent on, or `unconfirm
 its deadline passes or its connection drops. A business action is recorded the same way,
 with the server's answers as its `received` (confirmation issued) and `business` (action
 done) layers. Nothing unconfirmed ever turns into
-success: a late receipt is recorded as late, beside the `unconfirmed` state.
+success: a late receipt is recorded as late, beside the `unconfirmed` state. A `received`
+layer that ends unconfirmed ends the later layers with it (docs/protocol.md 8.6).
 
 The ledger remembers the last CAPACITY commands: the oldest whose layers have all left
 `pending` are forgotten as new ones are recorded, and a receipt for a forgotten command
@@ -63,6 +64,10 @@ class _Entry:
 
 
 _PENDING = LayerRecord(state="pending")
+
+
+def _expired(now: float) -> LayerRecord:
+    return LayerRecord(state="unconfirmed", reason="deadline", settled_at=now)
 
 
 class ReceiptLedger:
@@ -199,15 +204,28 @@ class ReceiptLedger:
                 late_status=status,
                 settled_at=now,
             )
+            if layer == "received":
+                self._end_later_layers(entry, _expired(now))
         else:
             updated = LayerRecord(state=status, reason=reason, settled_at=now)
             if layer == "received" and status != "applied":
                 # The later layers will not happen, so they share the outcome.
-                for later, record in entry.layers.items():
-                    if later != "received" and record == _PENDING:
-                        entry.layers[later] = updated
+                self._end_later_layers(entry, updated)
         self._set(command_id, entry, layer, updated)
         return updated
+
+    @staticmethod
+    def _end_later_layers(entry: _Entry, record: LayerRecord) -> list[LayerName]:
+        """Settle the pending layers after `received` with `record`, once `received`
+        ended with anything but an on-time `applied`: their work will not happen, or was
+        already reported unconfirmed (a `ui` receipt after that is late, never success).
+        Returns the layers settled."""
+        ended: list[LayerName] = []
+        for later, current in entry.layers.items():
+            if later != "received" and current.state == "pending":
+                entry.layers[later] = record
+                ended.append(later)
+        return ended
 
     def expire(self) -> list[tuple[str, LayerName]]:
         """Turn pending layers past their deadline into `unconfirmed`; return those changed."""
@@ -215,11 +233,13 @@ class ReceiptLedger:
         changed: list[tuple[str, LayerName]] = []
         for command_id in list(self._pending):
             entry = self._entries[command_id]
-            for layer, record in list(entry.layers.items()):
-                if record.state == "pending" and now > self._deadline(entry, layer):
-                    expired = LayerRecord(state="unconfirmed", reason="deadline", settled_at=now)
-                    self._set(command_id, entry, layer, expired)
-                    changed.append((command_id, layer))
+            for layer in list(entry.layers):
+                if entry.layers[layer].state != "pending" or now <= self._deadline(entry, layer):
+                    continue
+                expired = _expired(now)
+                ended = self._end_later_layers(entry, expired) if layer == "received" else []
+                self._set(command_id, entry, layer, expired)
+                changed += [(command_id, name) for name in (layer, *ended)]
         return changed
 
     def drop_connection(self, connection_id: int) -> None:
