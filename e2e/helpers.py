@@ -9,6 +9,7 @@ import urllib.request
 
 from playwright.sync_api import (
     BrowserContext,
+    Frame,
     FrameLocator,
     Locator,
     Page,
@@ -17,6 +18,8 @@ from playwright.sync_api import (
     Worker,
     expect,
 )
+
+from pagecontext import integration
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 
@@ -108,6 +111,13 @@ def open_preview(assistant: Page | FrameLocator) -> None:
 
 def html(target: Page | FrameLocator) -> Locator:
     return target.locator("html")
+
+
+def saved_state_key(assistant: Page | Frame) -> str:
+    """The storage key the assistant in `assistant` saves its conversation under: the
+    core's `saved_state_key` of the config its page serves."""
+    raw = assistant.evaluate("() => document.getElementById('pc-config').textContent")
+    return integration.saved_state_key(integration.parse_config(json.loads(raw)))
 
 
 def open_workbench(page: Page, origins: Origins) -> FrameLocator:

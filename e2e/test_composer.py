@@ -9,6 +9,8 @@ import json
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from pagecontext import integration
+
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     OTHER_ROW,
@@ -20,6 +22,7 @@ from .helpers import (
     panel,
     preview_text,
     question_entry,
+    saved_state_key,
     select_and_ask,
     show_and_expect,
 )
@@ -173,8 +176,7 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
         expect(restored.nth(index)).to_have_attribute("data-pc-log-status", "applied")
 
 
-SAVED_HOLDS = """([storage, text]) =>
-  (window[storage].getItem("pagecontext:assistant") || "").includes(text)"""
+SAVED_HOLDS = """([storage, key, text]) => (window[storage].getItem(key) || "").includes(text)"""
 
 
 def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_latest(
@@ -184,15 +186,16 @@ def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_lates
     a reload of the first shows its own conversation, not the one the second tab saved
     after it; a new tab continues the latest saved."""
     first = open_workbench(page, origins)
+    key = saved_state_key(page)
     select_and_ask(first, ROW)
     ask(page, "asked in the first tab")
-    page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", "asked in the first tab"])
+    page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked in the first tab"])
     other = page.context.new_page()
     second = open_workbench(other, origins)
     expect(other.locator('[data-pc-log-kind="question"]')).to_have_count(1)
     select_and_ask(second, OTHER_ROW)
     ask(other, "asked in the second tab")
-    other.wait_for_function(SAVED_HOLDS, arg=["localStorage", "asked in the second tab"])
+    other.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, "asked in the second tab"])
 
     page.reload()
     wait_bound(page)
@@ -258,9 +261,62 @@ def test_storage_that_comes_back_is_used_again(page: Page, origins: Origins) -> 
         "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
     )
     expect(page.locator("[data-pc-storage-note]")).to_be_hidden()
-    saved = page.evaluate("() => localStorage.getItem('pagecontext:assistant')")
+    saved = page.evaluate("key => localStorage.getItem(key)", saved_state_key(page))
     assert isinstance(saved, str), saved
     assert ROW in saved, saved
+
+
+# Another user's saved conversation in this browser (under the key of other credentials),
+# and one saved without an owner, before the workbench boots.
+OTHERS_SAVED = """
+if (location.pathname === "/workbench.html" && !sessionStorage.getItem("planted")) {
+  sessionStorage.setItem("planted", "1");
+  for (const key of KEYS) {
+    localStorage.setItem(key, STATE);
+    sessionStorage.setItem(key, STATE);
+  }
+}
+"""
+
+
+def test_another_users_saved_conversation_is_never_shown_and_is_removed(
+    page: Page, origins: Origins
+) -> None:
+    """The browser holds a conversation saved by another user of the workbench (other
+    credentials) and one saved under the key without an owner: the assistant shows
+    neither and starts its own conversation, and both are gone from storage, which
+    holds only this user's."""
+    first = open_workbench(page, origins)
+    key = saved_state_key(page)
+    select_and_ask(first, ROW)
+    ask(page, "a question of the other user's")
+    page.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, "of the other user's"])
+    state = page.evaluate("key => localStorage.getItem(key)", key)
+    config = json.loads(page.evaluate("() => document.getElementById('pc-config').textContent"))
+    others = [
+        integration.saved_state_key(
+            integration.parse_config({**config, "authorization": "Bearer someone-else"})
+        ),
+        integration.SAVED_STATE_PREFIX,
+    ]
+    assert key not in others
+    # Off the workbench (a document of its origin with no assistant), so nothing saves
+    # this user's state again once storage is cleared.
+    page.goto(origins.assistant + "/web/styles.css")
+    page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+    page.add_init_script(
+        OTHERS_SAVED.replace("KEYS", json.dumps(others)).replace("STATE", json.dumps(state))
+    )
+    open_workbench(page, origins)
+    assert page.evaluate("() => sessionStorage.getItem('planted')") == "1"
+    expect(html(page)).to_have_attribute("data-pc-state", "bound")
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(0)
+    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_have_count(0)
+    left = page.evaluate(
+        """() => [localStorage, sessionStorage].flatMap((store) =>
+             Object.keys(store).filter((k) => k.startsWith("pagecontext:assistant")))"""
+    )
+    assert set(left) <= {key}, left
 
 
 # Unmounts the embed and mounts it again with the config block's config, in this document.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, ask, html, open_workbench, panel, pin
+from .helpers import OTHER_ROW, ROW, ask, html, open_workbench, panel, pin, saved_state_key
 
 
 def test_an_agent_answering_with_no_body_ends_the_answer(
@@ -105,10 +105,13 @@ def test_a_value_that_reads_as_an_infinity_is_shared_as_its_text(demo: Page) -> 
     pin(demo, assistant, OTHER_ROW)  # and the next selection goes as usual
 
 
+# Damages the workbench's saved state (under the key given) once, before its boot.
 DAMAGED = """
 if (location.pathname === "/workbench.html" && !sessionStorage.getItem("damaged")) {
   sessionStorage.setItem("damaged", "1");
-  localStorage.setItem("pagecontext:assistant", JSON.stringify({conversationId: "bad id!"}));
+  const damaged = JSON.stringify({conversationId: "bad id!"});
+  sessionStorage.setItem(KEY, damaged);
+  localStorage.setItem(KEY, damaged);
 }
 """
 
@@ -119,9 +122,12 @@ def test_a_damaged_saved_conversation_id_is_replaced_and_the_frames_bind(
     """The workbench's saved state names a conversation id that is not one (`bad id!`):
     the assistant starts a new conversation instead, so its connect is well formed and
     both frames bind, on this visit and the next."""
-    page.add_init_script(DAMAGED)
+    page.goto(origins.assistant + "/workbench.html")
+    key = saved_state_key(page)
+    page.add_init_script(DAMAGED.replace("KEY", json.dumps(key)))
     business = open_workbench(page, origins)
     expect(html(business)).to_have_attribute("data-pc-state", "bound")
+    assert page.evaluate("() => sessionStorage.getItem('damaged')") == "1"
     page.reload()
     wait_bound(page)
     wait_bound(page.frame_locator("iframe[data-pc-child]"))

@@ -18,6 +18,7 @@ from pagecontext.integration import (
     parse_filters,
     parse_select,
     parse_view,
+    saved_state_key,
     url_on_origin,
 )
 from pagecontext.models import Limits
@@ -45,6 +46,7 @@ def test_a_minimal_config_is_completed_with_the_defaults() -> None:
         "agentUrl": "",
         "authorization": "",
         "agentAuthorization": "",
+        "owner": "",
     }
 
 
@@ -79,6 +81,31 @@ def test_an_assistant_names_its_agent_and_authorization(agent_url: str) -> None:
     assistant = {**PAGE, "role": "assistant", "agentUrl": agent_url, "authorization": "Bearer x"}
     checked = parse_config(assistant)
     assert (checked["agentUrl"], checked["authorization"]) == (agent_url, "Bearer x")
+
+
+def test_a_saved_state_is_keyed_by_its_owner_and_the_page_origin() -> None:
+    """The assistant's saved conversation is found again only by the same owner on the
+    same page origin: with `owner`, across credentials (a token refreshed); without, by
+    its credentials. The key never holds a credential or the owner's name."""
+
+    def key(**options: Any) -> str:
+        return saved_state_key(parse_config({**PAGE, "role": "assistant", **options}))
+
+    alice = key(owner="alice", authorization="Bearer one")
+    assert alice.startswith("pagecontext:assistant:")
+    assert key(owner="alice", authorization="Bearer two") == alice
+    assert key(owner="bob", authorization="Bearer one") != alice
+    assert key(owner="alice", peerOrigin="https://other.example.com") != alice
+    by_token = key(authorization="Bearer one", agentAuthorization="Bearer read")
+    assert key(authorization="Bearer one", agentAuthorization="Bearer read") == by_token
+    assert key(authorization="Bearer two", agentAuthorization="Bearer read") != by_token
+    assert key(authorization="Bearer one") != by_token
+    # An owner is never read as credentials, nor the other way round.
+    assert key(owner="Bearer one\n") != key(authorization="Bearer one")
+    assert key() != alice
+    for secret in ("alice", "Bearer", "one"):
+        assert secret not in alice
+        assert secret not in by_token
 
 
 @pytest.mark.parametrize(("role", "default"), [("page", "staggered"), ("assistant", "at-once")])
@@ -156,6 +183,9 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
             "agentAuthorization",
             "read-only",
         ),
+        (config_with(owner="alice"), "owner", "only an assistant"),
+        (config_with(role="assistant", owner=7), "owner", "naming the signed-in user"),
+        (config_with(role="assistant", owner="a" * 257), "owner", "at most 256"),
         (config_with(role="assistant", history=64), "history", "only a page"),
         (config_with(role="assistant", share="ask"), "share", "only a page"),
     ],

@@ -45,12 +45,23 @@ globalThis.pagecontextHost = {
   },
   // The saved state has two copies: this tab's own (sessionStorage: a reload of this tab
   // reads it back, whatever another tab of the assistant saved since) and the latest
-  // any tab saved (localStorage: a new tab continues from it).
-  load(key) {
+  // any tab saved (localStorage: a new tab continues from it). `key` names its owner
+  // (integration.saved_state_key): the saved states of other owners under `prefix` (an
+  // earlier user of this browser, or one without an owner) are removed, not kept.
+  load(key, prefix) {
+    let found = null;
     for (const name of ["sessionStorage", "localStorage"]) {
-      try { const text = window[name].getItem(key); if (text !== null) return text; } catch { /* denied */ }
+      try {
+        const store = window[name];
+        for (let index = store.length - 1; index >= 0; index -= 1) {
+          const other = store.key(index);
+          if (other !== null && other !== key && other.startsWith(prefix)) store.removeItem(other);
+        }
+        const text = store.getItem(key);
+        if (found === null && text !== null) found = text;
+      } catch { /* denied */ }
     }
-    return null;
+    return found;
   },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },

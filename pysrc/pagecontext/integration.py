@@ -4,8 +4,9 @@ Owns what a page hands pagecontext in its own terms, checked before anything is 
 
 - the config object (the JSON in `<script type="application/json" id="pc-config">`):
   role, position, the peer's exact origin, the child URL and when it loads, the share
-  mode, limits, timeouts and the page's own modules; for an assistant, its agent URL
-  and the Authorization it sends. `parse_config` returns it complete, with
+  mode, limits, timeouts and the page's own modules; for an assistant, its agent URL,
+  the Authorization it sends and whose conversation it saves (`saved_state_key`).
+  `parse_config` returns it complete, with
   defaults, or raises `ConfigError` naming the first field that is wrong;
 - a component's view attributes (`data-pc-filters`, `data-pc-generation`), and the
   detail of `pagecontext:select` (a page that keeps the selection in its own state
@@ -18,6 +19,8 @@ like `windowrules`: no `typing`, `re`, `dataclasses` or `__future__` imports.
 """
 
 import json
+from binascii import hexlify
+from hashlib import sha256
 
 from pagecontext.windowrules import is_exact_origin
 
@@ -71,12 +74,16 @@ _KEYS = (
     "agentUrl",
     "authorization",
     "agentAuthorization",
+    "owner",
 )
 # The options only an assistant reads.
-_ASSISTANT_KEYS = ("agentUrl", "authorization", "agentAuthorization")
+_ASSISTANT_KEYS = ("agentUrl", "authorization", "agentAuthorization", "owner")
 # The options only a page reads (an assistant takes the protocol's default limits).
 _PAGE_KEYS = ("share", "limits", "history")
 MAX_AUTHORIZATION_CHARS = 4096
+# The assistant's saved state (the conversation) is stored under this prefix and a digest
+# of whose it is: see saved_state_key.
+SAVED_STATE_PREFIX = "pagecontext:assistant"
 _NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _NAME_CHARS = _NAME_START + "0123456789"
 _REASON_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -211,6 +218,14 @@ def parse_config(raw: object) -> dict[str, Any]:
             "agentAuthorization",
             "must not be the user's own authorization: give the agent a read-only one",
         )
+    owner = config.get("owner", "")
+    if not isinstance(owner, str) or len(owner) > MAX_ID_CHARS:
+        raise ConfigError(
+            "owner",
+            "must be a string of at most "
+            + str(MAX_ID_CHARS)
+            + " characters naming the signed-in user, or empty",
+        )
     apps = config.get("apps", [])
     if not isinstance(apps, list):
         raise ConfigError("apps", "must be a list of module names")
@@ -231,7 +246,20 @@ def parse_config(raw: object) -> dict[str, Any]:
         "agentUrl": agent_url,
         "authorization": credentials["authorization"],
         "agentAuthorization": credentials["agentAuthorization"],
+        "owner": owner,
     }
+
+
+def saved_state_key(config: "dict[str, Any]") -> str:
+    """The storage key of an assistant's saved state: the prefix and a digest of whose
+    conversation it is, the page origin it serves and its `owner` (the signed-in user),
+    or without an owner the credentials it was given. A browser used by another user, or
+    the assistant embedded by another page origin, finds no saved state of theirs; the
+    digest keeps the credentials themselves out of storage. `config` is parse_config's."""
+    who = config["owner"] or config["authorization"] + "\n" + config["agentAuthorization"]
+    text = config["peerOrigin"] + "\n" + ("owner:" if config["owner"] else "credentials:") + who
+    digest = sha256(text.encode()).digest()
+    return SAVED_STATE_PREFIX + ":" + hexlify(digest[:16]).decode()
 
 
 def _is_agent_url(value: object) -> bool:

@@ -35,6 +35,13 @@ CONFIGS = (
     },
     {"role": "assistant", "position": "child", "peerOrigin": PAGE, "agentUrl": "//x"},
     [],
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE, "owner": 7},
+)
+# Whose saved state: by owner, by credentials, by page origin.
+OWNED = (
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE, "owner": "alice"},
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE, "authorization": "Bearer a"},
+    {"role": "assistant", "position": "child", "peerOrigin": ASSISTANT, "owner": "alice"},
 )
 SELECTS = (
     {"componentId": "c", "resourceRef": "r", "values": {"a": 1.5, "b": None, "c": True}},
@@ -72,6 +79,7 @@ cases = {
     "config": [outcome(i.parse_config, raw) for raw in CONFIGS],
     "select": [outcome(i.parse_select, raw) for raw in SELECTS],
     "done": [outcome(i.parse_command_done, raw) for raw in DONES],
+    "savedKeys": [i.saved_state_key(i.parse_config(raw)) for raw in OWNED],
     "onOrigin": [i.url_on_origin(u, ASSISTANT) for u in (ASSISTANT + "/a", ASSISTANT + "x/")],
 }
 print("RESULT " + json.dumps(cases))

@@ -18,6 +18,6 @@ cases = {
     "ready": w.handshake_type(w.ready_message("assistant")),
     "connect": w.handshake_type(w.connect_message("assistant", "abc", "def")),
     "bad": w.handshake_type({"protocol": "pagecontext", "version": 1, "type": "ready", "role": 1}),
-    "edge": edge.STORAGE_KEY,
+    "edge": edge.SAVED_STATE_PREFIX,
 }
 print("RESULT " + json.dumps(cases))

@@ -39,6 +39,7 @@ from pagecontext.browser.panelview import (
     text_element,
 )
 from pagecontext.integration import (
+    SAVED_STATE_PREFIX,
     ConfigError,
     is_scalar,
     parse_command_done,
@@ -46,6 +47,7 @@ from pagecontext.integration import (
     parse_generation,
     parse_select,
     parse_view,
+    saved_state_key,
     url_on_origin,
 )
 from pagecontext.windowrules import (
@@ -62,7 +64,6 @@ from pagecontext.windowrules import (
     ready_origin_ok,
 )
 
-STORAGE_KEY = "pagecontext:assistant"
 # What the panel says while the conversation cannot be saved.
 STORAGE_NOTE = (
     "This conversation is not being saved in this browser: it will be gone when the "
@@ -230,6 +231,9 @@ class Edge:
         self.role = config["role"]
         self.position = config["position"]
         self.peer_origin = config["peerOrigin"]
+        # Where an assistant saves its conversation: a key of its owner's (a page saves
+        # nothing).
+        self.storage_key = saved_state_key(config) if self.role == "assistant" else ""
         self.worker = worker
         self.root = js.document.documentElement
         self.owner = ProxyOwner()
@@ -270,7 +274,7 @@ class Edge:
         if self.role == "assistant":
             # The saved text goes to the worker as it is: MicroPython's dicts do not keep
             # key order, and the core compares saved lines with what it renders.
-            text = self.host.load(STORAGE_KEY) or "{}"
+            text = self.host.load(self.storage_key, SAVED_STATE_PREFIX) or "{}"
             conversation_id = _saved_conversation(text)
             if conversation_id is None:
                 conversation_id = _random_id()
@@ -533,7 +537,7 @@ class Edge:
         self.worker_failed(str(message) if message else "")
 
     def _from_worker(self, event: Any) -> None:
-        saved = self.host.persist(STORAGE_KEY, event.data)
+        saved = self.host.persist(self.storage_key, event.data)
         if saved is not None:
             # Storage may be denied (blocked third-party storage) or full: the
             # conversation then lives in memory only, and the panel says so, in words
