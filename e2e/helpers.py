@@ -242,6 +242,16 @@ def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Wor
     return workers
 
 
+def use_scripted_assistant(demo: Page, origins: Origins) -> FrameLocator:
+    """Replace the demo's panel with an assistant that sends the commands a test asks for
+    (e2e/pages/scripted-assistant.html: `sendCommand` in its frame, receipts published
+    on its `<html>`)."""
+    scripted = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}"
+    child = swap_assistant(demo, scripted)
+    expect(html(child)).to_have_attribute("data-scripted", "connected", timeout=BOOT_TIMEOUT_MS)
+    return child
+
+
 def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
     """Point the demo's panel frame at `url` (on the assistant's origin), reload it, wait
     until the page binds it as connection `connection`, and return it."""

@@ -9,8 +9,16 @@ import json
 
 from playwright.sync_api import FrameLocator, Locator, Page, expect
 
-from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins
-from .helpers import ROW, html, open_preview, panel, preview_text, show_and_expect, swap_assistant
+from .conftest import STEP_TIMEOUT_MS, Origins
+from .helpers import (
+    ROW,
+    html,
+    open_preview,
+    panel,
+    preview_text,
+    show_and_expect,
+    use_scripted_assistant,
+)
 
 CHART = "#sales-chart"
 EAST_ROW = "sales-2026-03-east"
@@ -60,14 +68,6 @@ def test_show_me_highlights_and_locates_the_chart_mark(demo: Page) -> None:
     expect(highlighted).to_have_count(1)
     expect(mark(demo, ROW)).to_have_attribute("data-pc-highlight", "focus")
     expect(mark(demo, ROW)).to_be_focused()
-
-
-def use_scripted_assistant(demo: Page, origins: Origins) -> FrameLocator:
-    """Replace the demo's panel with an assistant that sends the commands a test asks for."""
-    scripted = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}"
-    child = swap_assistant(demo, scripted)
-    expect(html(child)).to_have_attribute("data-scripted", "connected", timeout=BOOT_TIMEOUT_MS)
-    return child
 
 
 def share_mark(demo: Page, assistant: FrameLocator, ref: str, revision: int) -> None:

@@ -24,6 +24,7 @@ from .helpers import (
     receipt,
     select_and_ask,
     show_and_expect,
+    use_scripted_assistant,
 )
 
 # Every `pagecontext:state` detail carries these keys, in this order.
@@ -583,3 +584,45 @@ def test_a_cleared_selection_takes_the_chip_away(demo: Page) -> None:
     demo.get_by_role("button", name="Ask AI").click()
     expect(html(demo)).to_have_attribute("data-pc-shared-revision", "2")
     expect(chip).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+
+
+def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
+    demo: Page, origins: Origins
+) -> None:
+    """A row that is in the document but drawn nowhere (`hidden`) is `not-found`
+    (`not-rendered`) on the `ui` layer, and carries no highlight; a `locate` of a row
+    that cannot take the keyboard's focus (no `tabindex`) is `not-found`
+    (`not-focusable`); the same row with its `tabindex` is located, focused and
+    `applied`."""
+    assistant = use_scripted_assistant(demo, origins)
+    select_and_ask(demo, ROW)
+    expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
+
+    def send(command_id: str, action: str) -> None:
+        scripted.evaluate(
+            "([id, action, ref]) => sendCommand(id, action, 'sales-table', ref, 1)",
+            [command_id, action, ROW],
+        )
+
+    def receipts(command_id: str, received: str, ui: str) -> None:
+        root = html(assistant)
+        expect(root).to_have_attribute(f"data-ui-{command_id}", ui, timeout=STEP_TIMEOUT_MS)
+        expect(root).to_have_attribute(f"data-received-{command_id}", received)
+
+    row.evaluate("element => { element.hidden = true; }")
+    send("hidden", "highlight")
+    receipts("hidden", "applied:ok", "not-found:not-rendered")
+    expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
+    row.evaluate("element => { element.hidden = false; element.removeAttribute('tabindex'); }")
+    send("unfocusable", "locate")
+    receipts("unfocusable", "applied:ok", "not-found:not-focusable")
+    expect(row).not_to_be_focused()
+    row.evaluate("element => element.setAttribute('tabindex', '-1')")
+    send("located", "locate")
+    receipts("located", "applied:ok", "applied:ok")
+    expect(row).to_be_focused()
+    send("shown", "highlight")
+    receipts("shown", "applied:ok", "applied:ok")
+    expect(row).to_have_attribute("data-pc-highlight", "focus")

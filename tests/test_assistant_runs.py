@@ -22,7 +22,7 @@ from pagecontext.selection_items import REFERENCE_TYPE, SNAPSHOT_TYPE
 from pagecontext.server import access
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import query_sales
-from pagecontext.session import MAX_FOLLOW_UPS, ActionRequest, Effect, StartRun
+from pagecontext.session import MAX_FOLLOW_UPS, ActionRequest, Effect, StartRun, ToEdge
 from pagecontext.testing import ChannelPair
 
 NORTH_MARCH = "sales-2026-03-north"
@@ -70,7 +70,7 @@ def select_and_share(pair: ChannelPair, db: Path, ref: str) -> int:
 
 
 def ask(pair: ChannelPair, question: str = "Why is this row so high?") -> StartRun:
-    effects = pair.assistant.ask(question, at=AT)
+    effects = pair.assistant.ask(question, at=AT, shown=pair.assistant.shown_chip)
     pair.run("assistant", effects)
     starts = [effect for effect in effects if isinstance(effect, StartRun)]
     assert len(starts) == 1
@@ -186,7 +186,7 @@ def test_a_second_question_waits_for_the_running_answer(origins: Origins, db: Pa
     ask(pair)
     assert pair.last_edge("assistant", "state")["answering"] is not None
     with pytest.raises(ValueError, match="still running"):
-        pair.assistant.ask("And this?", at=AT)
+        pair.assistant.ask("And this?", at=AT, shown=pair.assistant.shown_chip)
 
 
 # --- the answer, its tool calls and their receipts ------------------------------------------
@@ -237,6 +237,50 @@ def test_a_selection_during_the_answer_never_retargets_it(origins: Origins, db: 
     next_task = agui.read_task_context(RunAgentInput.model_validate_json(ask(pair).body))
     assert next_task is not None
     assert (next_task.resource_ref, next_task.basis_revision) == (NORTH_MAY, revision_b)
+
+
+@pytest.mark.scenario(6)
+def test_a_question_sent_as_the_context_changes_is_not_asked_and_comes_back(
+    origins: Origins, db: Path
+) -> None:
+    """The panel showed A's chip as the user sent, but B was committed just before the
+    worker took the question (or the chip was removed): nothing is asked, nothing is
+    logged, and the panel gets the question back; sent again with the chip it now
+    shows, the question is pinned to what that chip shows."""
+    pair = sales_pair(db)
+    revision_a = select_and_share(pair, db, NORTH_MARCH)
+    shown_a = pair.assistant.shown_chip
+    assert shown_a is not None
+    assert shown_a[1] == revision_a
+    revision_b = select_and_share(pair, db, NORTH_MAY)
+    refused = pair.assistant.ask("Why is this row so high?", at=AT, shown=shown_a)
+    assert refused == [
+        ToEdge(
+            {
+                "kind": "ask-refused",
+                "reason": "context-changed",
+                "question": "Why is this row so high?",
+            }
+        )
+    ]
+    assert log(pair, "question") == []
+    shown_b = pair.assistant.shown_chip
+    assert shown_b is not None
+    assert shown_b[1] == revision_b
+    pair.run("assistant", pair.assistant.remove_chip(None))
+    assert pair.assistant.shown_chip is None
+    assert pair.assistant.ask("And now?", at=AT, shown=shown_b)[0] == ToEdge(
+        {"kind": "ask-refused", "reason": "context-changed", "question": "And now?"}
+    )
+    # A question sent with no chip shown while one is: refused too.
+    pair.run("assistant", pair.assistant.restore_chips())
+    assert pair.assistant.ask("And now?", at=AT, shown=None)[0] == ToEdge(
+        {"kind": "ask-refused", "reason": "context-changed", "question": "And now?"}
+    )
+    task = agui.read_task_context(RunAgentInput.model_validate_json(ask(pair).body))
+    assert task is not None
+    assert (task.resource_ref, task.basis_revision) == (NORTH_MAY, revision_b)
+    assert [entry["question"] for entry in log(pair, "question")] == ["Why is this row so high?"]
 
 
 def test_receipts_go_back_to_the_agent_as_tool_results(origins: Origins, db: Path) -> None:
@@ -375,7 +419,7 @@ def test_a_run_input_that_cannot_be_built_ends_the_answer_at_once(
         raise RuntimeError("a defect")
 
     monkeypatch.setattr("pagecontext.session.build_run_input", broken)
-    effects = pair.assistant.ask("Why is this row so high?", at=AT)
+    effects = pair.assistant.ask("Why is this row so high?", at=AT, shown=pair.assistant.shown_chip)
     assert not [effect for effect in effects if isinstance(effect, StartRun)]
     assert pair.assistant.answering is None
     entry = answer(pair)

@@ -1307,7 +1307,10 @@ def test_every_command_the_log_shows_keeps_its_receipts_after_many_show_me() -> 
     """Hundreds of Show me after one question: the log stays within its bound, and the
     ledger still has the records of its oldest command."""
     pair = shared_pair("page")
-    pair.run("assistant", pair.assistant.ask("why?", at="2026-05-01T09:30:00.000Z"))
+    pair.run(
+        "assistant",
+        pair.assistant.ask("why?", at="2026-05-01T09:30:00.000Z", shown=pair.assistant.shown_chip),
+    )
     for _ in range(400):
         show(pair)
         pair.pump()

@@ -84,6 +84,7 @@ RECEIPT_REASONS: Final = frozenset(
         "view-changed",
         "not-rendered",
         "no-refresh",
+        "not-focusable",
     }
 )
 # Every reason `parse_message` may refuse a message with (docs/protocol.md section 8.3).

@@ -88,6 +88,8 @@ _NOT_REFUSED = (
     "not-rendered",
 )
 Position = Literal["embedder", "child"]
+# A chip as the panel shows it: the context's pageInstanceId and selectionRevision.
+ShownChip = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -749,6 +751,15 @@ class AssistantSession:
         """True if a context is pinned and the user has not removed its chip."""
         return self._pinned is not None and bool(self.composer.chips())
 
+    @property
+    def shown_chip(self) -> ShownChip | None:
+        """The chip the panel's state shows now, as (pageInstanceId, selectionRevision),
+        or None: what a question sent now is pinned to (`ask`)."""
+        pinned = self._pinned
+        if pinned is None or not self.chip_shown:
+            return None
+        return (pinned.page_instance_id, pinned.selection_revision)
+
     def _pinned_as_wire(self) -> dict[str, object] | None:
         if self._pinned is not None and self._pinned_wire is None:
             self._pinned_wire = dump_message(self._pinned)
@@ -930,16 +941,24 @@ class AssistantSession:
         self.preview_shown = shown
         return [_STATE]
 
-    def ask(self, question: str, at: str) -> list[Effect]:
+    def ask(self, question: str, at: str, *, shown: ShownChip | None) -> list[Effect]:
         """The user sends `question` (observed at ISO time `at`) and the agent is asked.
 
         The question is recorded with the exact text sent and pinned to a task: the
         committed context at this moment, unless the user removed its chip (docs/protocol.md
-        section 7). Later selections never retarget it. Raises ValueError for an empty
-        question, or while an answer is still running.
+        section 7). Later selections never retarget it. `shown` is the chip the panel
+        showed as the user sent it (`shown_chip` of the state it drew): if the context
+        changed since (a newer one committed, the chip removed), nothing is asked, and
+        the panel gets the question back (`ask-refused`), so that what reaches the agent
+        is only ever what the user saw. Raises ValueError for an empty question, or
+        while an answer is still running.
         """
         if self._run is not None:
             raise ValueError("an answer is still running")
+        if shown != self.shown_chip:
+            return [
+                ToEdge({"kind": "ask-refused", "reason": "context-changed", "question": question})
+            ]
         question_id = self._new_id()
         pinned = self.pinned if self.chip_shown else None
         task = None

@@ -64,6 +64,11 @@ from pagecontext.windowrules import (
     ready_origin_ok,
 )
 
+# What the panel says when a question was not sent: the context changed as it was.
+ASK_REFUSED = (
+    "Not sent: what the assistant sees changed just as you sent it. Check the context, "
+    "then send your question again."
+)
 # What the panel says while the conversation cannot be saved.
 STORAGE_NOTE = (
     "This conversation is not being saved in this browser: it will be gone when the "
@@ -607,6 +612,8 @@ class Edge:
             self._render_panel(message)
         elif kind == "log":
             self._render_log(message.get("ids") or [], message.get("changed") or [])
+        elif kind == "ask-refused":
+            self._ask_refused(str(message.get("question") or ""))
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -899,7 +906,14 @@ class Edge:
             return
         ref = message.get("resourceRef")
         element = objects.get(ref) if isinstance(ref, str) else None
-        if element is None or not _shows_object(component, element, str(ref)):
+        # In the document but drawn nowhere (`hidden`, `display: none`, or inside such an
+        # element: no box at all): there is nothing the user could see highlighted or
+        # located.
+        if (
+            element is None
+            or not _shows_object(component, element, str(ref))
+            or not element.getClientRects().length
+        ):
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "highlight":
@@ -912,6 +926,11 @@ class Edge:
         elif action == "locate":
             element.scrollIntoView(to_js({"block": "nearest"}))
             element.focus(to_js({"preventScroll": True}))
+            if js.document.activeElement != element:
+                # Scrolled to, but the keyboard's focus did not move: an element that
+                # cannot take it (no `tabindex`), so `locate` did not do all it says.
+                self._ui_done(command_id, "not-found", "not-focusable")
+                return
         self._ui_done(command_id, "applied", "ok")
 
     def _on_command_done(self, event: Any) -> None:
@@ -1005,8 +1024,21 @@ class Edge:
         question = str(field.value).strip()
         if not question or self.state.get("answering"):
             return
-        self._to_worker({"kind": "ask", "question": question})
+        # The chip drawn as the user sends: the worker asks only if it still holds that
+        # context (a newer one may have come since this state was drawn).
+        chip = self.drawn.get("chip")
+        shown = [chip["pageInstanceId"], chip["revision"]] if chip else None
+        self._to_worker({"kind": "ask", "question": question, "shown": shown})
         field.value = ""
+
+    def _ask_refused(self, question: str) -> None:
+        """The worker did not ask: the context changed as the user sent. The question
+        goes back into its field (unless the user typed another since), and the panel
+        says why; the new chip is drawn by the state that follows."""
+        field = js.document.querySelector("[data-pc-question]")
+        if field is not None and not str(field.value).strip():
+            field.value = question
+        self._announce(ASK_REFUSED)
 
     def _changed(self, part: str, value: Any) -> bool:
         """Whether this part of the panel's state differs from what is drawn; if so, it

@@ -37,6 +37,7 @@ from pagecontext.session import (
     Effect,
     PageSession,
     Refresh,
+    ShownChip,
     StartRun,
     ToEdge,
     ToPeer,
@@ -146,6 +147,17 @@ def _saved_state(text: object) -> dict[str, Any]:
     except ValueError:
         return {}
     return saved if isinstance(saved, dict) else {}
+
+
+def _shown_chip(value: object) -> ShownChip | None:
+    """The chip the panel showed, from the edge's `ask`: [pageInstanceId, revision], or
+    None for no chip (anything else reads as none, so a question sent with it is refused
+    while a chip is shown)."""
+    if isinstance(value, list) and len(value) == 2:
+        page_instance_id, revision = value
+        if isinstance(page_instance_id, str) and type(revision) is int:
+            return (page_instance_id, revision)
+    return None
 
 
 async def _fetch(url: str, body: str | None, headers: dict[str, str], timeout_ms: int) -> Any:
@@ -385,7 +397,11 @@ class WorkerBinding:
         if kind == "ask":
             question = message.get("question")
             try:
-                return session.ask(str(question), at=str(js.Date.new().toISOString()))
+                return session.ask(
+                    str(question),
+                    at=str(js.Date.new().toISOString()),
+                    shown=_shown_chip(message.get("shown")),
+                )
             except ValueError:
                 return []  # empty, oversized, or an answer still running
         if kind == "confirm-action":
