@@ -257,6 +257,29 @@ def test_the_edge_runs_only_the_builds_bytecode(
     )
 
 
+def test_an_app_the_build_names_no_digest_for_is_never_fetched_nor_run(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """runtime.json names no digest for the page's app (`sales`, as a stale `.mpy` left
+    on a server would be): its bytecode is not fetched, nor run, and the console names
+    the file; the edge, whose files all have their digest, still binds."""
+    target = f"{origins.page}/py/runtime.json"
+
+    def without_the_apps_digest(route: Route) -> None:
+        runtime = route.fetch().json()
+        del runtime["apps"]["integrity"]["sales"]
+        route.fulfill(status=200, json=runtime)
+
+    context.route(target, without_the_apps_digest)
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    with page.expect_event("pageerror", timeout=BOOT_TIMEOUT_MS) as caught:
+        page.goto(origins.page + "/")
+    assert "/py/apps/sales.mpy: not one of the build's files" in str(caught.value)
+    wait_bound(page)
+    assert not [url for url in requested if url.endswith("/sales.mpy")], requested
+
+
 def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

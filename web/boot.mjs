@@ -127,12 +127,22 @@ async function fetched(url, integrity) {
   return response;
 }
 
+// A file of the build that runs on the main thread (the edge's and the apps' bytecode):
+// fetched with the digest runtime.json names for it. A file it names no digest for is
+// not one of the build's, and is not fetched at all.
+function buildFile(url, integrity) {
+  if (typeof integrity !== "string" || !integrity) {
+    return Promise.reject(new Error(`${url}: not one of the build's files (py/runtime.json names no digest for it)`));
+  }
+  return fetched(url, integrity);
+}
+
 async function loadEdgeRuntime() {
   const runtime = await (await fetched(here("/py/runtime.json"))).json();
   const [{ loadMicroPython }, sources] = await Promise.all([
     import(here(runtime.micropython.module)),
     Promise.all(
-      runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await fetched(here(runtime.edge.base + file), runtime.edge.integrity[file])).arrayBuffer())]),
+      runtime.edge.files.map(async (file) => [file, new Uint8Array(await (await buildFile(here(runtime.edge.base + file), runtime.edge.integrity?.[file])).arrayBuffer())]),
     ),
   ]);
   const mp = await loadMicroPython({ stdout: (line) => console.log(line), stderr: (line) => console.error(line) });
@@ -310,7 +320,7 @@ if (block) {
   const { runtime, mp } = await edgeRuntime();
   const moduleName = /^[A-Za-z_][A-Za-z0-9_]*$/;
   for (const app of (Array.isArray(config.apps) ? config.apps : []).filter((name) => moduleName.test(name))) {
-    const code = new Uint8Array(await (await fetched(here(`${runtime.apps.base}${app}.mpy`), runtime.apps.integrity[app])).arrayBuffer());
+    const code = new Uint8Array(await (await buildFile(here(`${runtime.apps.base}${app}.mpy`), runtime.apps.integrity?.[app])).arrayBuffer());
     mp.FS.writeFile(`/lib/${app}.mpy`, code);
     await mp.runPythonAsync(`import ${app}\nawait ${app}.main()`);
   }
