@@ -4,6 +4,7 @@ integration surface: select a month, ask about it, and have the assistant show i
 from __future__ import annotations
 
 import json
+import re
 
 from playwright.sync_api import BrowserContext, Page, Worker, expect
 
@@ -64,6 +65,37 @@ def test_select_ask_and_show_a_month(page: Page, context: BrowserContext, origin
     expect(item).to_be_focused()
     expect(page.locator("[data-pc-highlight]")).to_have_count(0)
     expect_no_csp_violations(page, workers)
+
+
+def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays(
+    page: Page, origins: Origins
+) -> None:
+    """The page takes the assistant's highlight of another month (its own
+    `pagecontext:command` listener): that month is marked, while the detail, the
+    current month and what Ask AI shares stay the one the user selected."""
+    open_review(page, origins)
+    months = page.locator(f"{MONTHS} [data-pc-resource-ref]")
+    expect(months).to_have_count(12)
+    chosen = months.nth(0)
+    other = str(months.nth(3).get_attribute("data-pc-resource-ref"))
+    chosen.click()
+    selected = str(chosen.get_attribute("data-pc-resource-ref"))
+    expect(page.locator("#review-detail")).to_have_attribute("data-month", selected)
+    page.evaluate(
+        """(ref) => document.dispatchEvent(new CustomEvent("pagecontext:command", {
+             cancelable: true,
+             detail: {commandId: "pointed", action: "highlight", componentId: "review-months",
+                      resourceRef: ref, tone: "related"}}))""",
+        other,
+    )
+    expect(page.locator(f'{MONTHS} [data-pc-resource-ref="{other}"]')).to_have_class(
+        re.compile("is-pointed-at")
+    )
+    expect(page.locator("#review-detail")).to_have_attribute("data-month", selected)
+    expect(chosen).to_have_attribute("aria-current", "true")
+    page.get_by_role("button", name="Ask AI").click()
+    chip = panel(page).locator(f'[data-pc-chip="{selected}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
 
 
 def test_the_keyboard_selection_reaches_the_assistant_and_a_filter_makes_it_stale(

@@ -105,8 +105,9 @@ list.addEventListener("keydown", (event) => {
 
 regionSelect.addEventListener("change", load);
 
-// The assistant points at a month: the page draws it and opens it; locate is left to
-// pagecontext (it scrolls to the item and focuses it).
+// The assistant points at a month: the page marks it; locate is left to pagecontext (it
+// scrolls to the item and focuses it). The user's own selection, what the detail shows
+// and what "Ask AI" shares, stays the user's: only the user changes it.
 document.addEventListener("pagecontext:command", (event) => {
   const { commandId, action, componentId, resourceRef } = event.detail;
   if (componentId !== COMPONENT || (action !== "highlight" && action !== "clear-highlight")) return;
@@ -116,7 +117,6 @@ document.addEventListener("pagecontext:command", (event) => {
     state.pointedAt = null;
   } else if (state.rows.some((r) => r.ref === resourceRef)) {
     state.pointedAt = resourceRef;
-    state.selected = resourceRef;
   } else {
     status = "not-found";
   }
