@@ -283,6 +283,27 @@ def test_a_question_sent_as_the_context_changes_is_not_asked_and_comes_back(
     assert [entry["question"] for entry in log(pair, "question")] == ["Why is this row so high?"]
 
 
+@pytest.mark.scenario(21)
+def test_a_secret_typed_beside_the_row_never_leaves_the_page(db: Path) -> None:
+    """The row's values include what the user typed into an unsaved form field
+    (`password`, which the page does not declare shareable): it is in neither the
+    context the page sends nor the question's run sent to the agent, where the declared
+    values are."""
+    pair = sales_pair(db)
+    row = next(r for r in query_sales(db) if r["ref"] == NORTH_MARCH)
+    values = {name: row[name] for name, _ in SHAREABLE}
+    pair.run("page", pair.page.on_select(TABLE, NORTH_MARCH, {**values, "password": "hunter2"}))
+    pair.run("page", pair.page.share())
+    pair.pump()
+    start = ask(pair)
+    sent = json.dumps([message for _, message in pair.sent])
+    assert str(row["revenueEur"]) in sent
+    assert str(row["revenueEur"]) in start.body
+    for text in (sent, start.body):
+        assert "hunter2" not in text
+        assert "password" not in text
+
+
 def test_receipts_go_back_to_the_agent_as_tool_results(origins: Origins, db: Path) -> None:
     _, assistant = origins
     pair = sales_pair(db)

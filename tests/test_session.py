@@ -422,6 +422,7 @@ def test_a_changed_view_makes_the_command_stale() -> None:
     assert pair.dom.highlights == {}
 
 
+@pytest.mark.scenario(2)
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_after_a_page_reload_show_is_stale_and_highlights_nothing(embedder: Side) -> None:
     """A new page instance refuses the old pin with stale-context/page-instance."""
@@ -810,6 +811,7 @@ def test_a_field_the_page_stops_sharing_after_the_selection_does_not_leave() -> 
     assert "snapshot" not in context["selection"]
 
 
+@pytest.mark.scenario(24)
 def test_restore_pins_the_saved_context_and_sends_nothing() -> None:
     """A persisted pin comes back marked restored, with no message on the link."""
     saved = json.loads(shared_pair("page").last_edge("assistant", "persist")["text"])
@@ -877,6 +879,32 @@ def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port() -> N
             "received": ("unconfirmed", "connection-closed"),
             "ui": ("unconfirmed", "connection-closed"),
         }
+
+
+@pytest.mark.scenario(14)
+def test_receipts_of_an_old_connection_of_the_same_page_settle_nothing() -> None:
+    """A new binding with the same page instance and conversation (the child bound
+    again): receipts of the old connection carry every right stamp, and still confirm
+    nothing, because their commands went out on the old connection."""
+    pair = shared_pair("page")
+    highlight, locate = show(pair)
+    pair.pump(only="page")  # the page answers; its receipts are still on the way
+    old_receipts = pair.sent_by("page", "receipt")[-4:]
+    assert {r["pageInstanceId"] for r in old_receipts} == {pair.page.page_instance_id}
+    pair.handshake()
+    assert pair.assistant.binding is not None
+    assert pair.assistant.binding.connection_id == 2
+    for receipt in old_receipts:
+        pair.post("assistant", receipt)
+    pair.pump()
+    assert pair.assistant.ledger.ignored == 4
+    for command_id in (highlight, locate):
+        assert layers(pair, command_id) == {
+            "received": ("unconfirmed", "connection-closed"),
+            "ui": ("unconfirmed", "connection-closed"),
+        }
+        record = pair.assistant.ledger.get(command_id)["received"]
+        assert not record.late
 
 
 # -- hostile control messages -------------------------------------------------------------

@@ -22,6 +22,7 @@ from pagecontext.windowrules import (
     origin_allowed,
     read_nonce,
     ready_message,
+    ready_origin_ok,
 )
 
 B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -161,6 +162,21 @@ def test_a_configured_wildcard_or_null_allows_nothing(configured: str) -> None:
     """A configured origin that is not a well-formed origin allows nothing, not even itself."""
     for origin in (configured, ORIGIN, "null", "*"):
         assert origin_allowed(origin, configured) is False
+
+
+@pytest.mark.scenario(11)
+def test_a_ready_says_null_only_for_a_child_the_embedder_sandboxed_itself() -> None:
+    """The embedder's check of a child's `ready`: `"null"` only from a child it sandboxed
+    without allow-same-origin (whose identity then rests on the source and the nonce),
+    never from one it did not; a sandboxed child reporting a real origin, or any other
+    origin than the configured one, is refused too."""
+    assert ready_origin_ok(ORIGIN, ORIGIN, False) is True
+    assert ready_origin_ok("null", ORIGIN, True) is True
+    assert ready_origin_ok("null", ORIGIN, False) is False
+    assert ready_origin_ok("null", "null", False) is False
+    assert ready_origin_ok(ORIGIN, ORIGIN, True) is False
+    for lookalike in (ORIGIN + "/", "HTTP://127.0.0.1:8000", "http://127.0.0.1:80", None):
+        assert ready_origin_ok(lookalike, ORIGIN, False) is False
 
 
 @pytest.mark.parametrize(
