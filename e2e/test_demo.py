@@ -183,6 +183,17 @@ BURST = """([from, count]) => {
   return last.dataset.pcResourceRef;
 }"""
 
+# Selects rows as fast as BURST, without asking: nothing is shared.
+SELECT_ONLY = """([from, count]) => {
+  const rows = [...document.querySelectorAll('tr[data-pc-resource-ref]')];
+  let last = null;
+  for (let i = from; i < from + count; i += 1) {
+    last = rows[i % rows.length];
+    last.click();
+  }
+  return last.dataset.pcResourceRef;
+}"""
+
 WATCH_REVISIONS = """() => {
   window.__revisions = [];
   new MutationObserver(() => {
@@ -217,6 +228,24 @@ def test_fast_row_switching_ends_on_the_last_revision(demo: Page) -> None:
     assert revisions == sorted(revisions)
     assert revisions[-1] == 200
     assert first_last != second_last
+    # Superseded for certain: 100 more selections, none shared, so the page is at 300
+    # while the chip stays at 200; Show me's highlight lands on the chip's row, not on
+    # the row selected last.
+    receipt_element = assistant.locator("[data-pc-receipt]")
+    shown_before = receipt_element.get_attribute("data-pc-receipt-command")
+    third_last = demo.evaluate(SELECT_ONLY, [200, 100])
+    assert third_last != second_last
+    expect(html(demo)).to_have_attribute("data-pc-revision", "300")
+    expect(chip).to_have_attribute("data-pc-chip-revision", "200")
+    assistant.get_by_role("button", name="Show me").click()
+    expect(receipt_element).not_to_have_attribute(
+        "data-pc-receipt-command", shown_before or "", timeout=STEP_TIMEOUT_MS
+    )
+    expect(receipt_element).to_have_attribute(
+        "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
+    )
+    expect(highlighted).to_have_count(1)
+    expect(highlighted).to_have_attribute("data-pc-resource-ref", second_last)
 
 
 # Counts the panel's chip redraws.
@@ -283,3 +312,20 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     expect(child.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_be_visible()
     expect(child.locator("[data-pc-highlight]")).to_have_count(0)
     expect(receipt).to_have_attribute("data-pc-receipt-status", "unconfirmed")
+    # A checkpoint: Show me again, for the old page's context, is answered `stale-context`
+    # by the new page; by then, of all the commands it ever got, those two are the only
+    # ones, so the unanswered ones were never sent to it again.
+    page.get_by_role("button", name="Show me").click()
+    expect(receipt).to_have_attribute(
+        "data-pc-receipt-status", "stale-context", timeout=STEP_TIMEOUT_MS
+    )
+    new_page = next(f for f in page.frames if f.url.startswith(origins.page))
+    seq = new_page.evaluate("pagecontext.diagnose()")
+    expect(html(child)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    report = json.loads(new_page.evaluate("JSON.stringify(pagecontext.diagnostics)"))
+    assert report["commands"] == {"page-instance": 2}, report
+    expect(child.locator("[data-pc-highlight]")).to_have_count(0)
+    commands = page.locator('[data-pc-log-kind="command"]')
+    expect(commands).to_have_count(4)
+    for index, status in enumerate(["unconfirmed"] * 2 + ["stale-context"] * 2):
+        expect(commands.nth(index)).to_have_attribute("data-pc-log-status", status)
