@@ -651,7 +651,9 @@ def test_a_command_that_is_not_plain_data_gets_a_rejected_receipt(
     """A command whose messageId can be read but which holds a value JSON cannot carry
     (undefined, a BigInt) or that is not plain data (a Map, a Date) is answered `rejected`
     with its reason, as one that does not validate is, not dropped in silence; nothing
-    is highlighted; one that has no readable messageId is counted once."""
+    is highlighted; one that has no readable messageId, or that the page's realm cannot
+    deserialize at all (a WebAssembly.Module from another agent cluster), is counted
+    once."""
     demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
     scripted = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}"
@@ -667,6 +669,9 @@ def test_a_command_that_is_not_plain_data_gets_a_rejected_receipt(
           sendRaw(command("u-3", new Map([["componentId", "sales-table"]])));
           sendRaw(command("u-4", {componentId: "sales-table", resourceRef: ref, at: new Date()}));
           sendRaw({...command(undefined, {componentId: "sales-table", resourceRef: undefined})});
+          // A value the page's realm cannot even deserialize: it arrives as messageerror.
+          const module = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]));
+          sendRaw(command("u-6", {componentId: "sales-table", resourceRef: module}));
           sendCommand("u-5", "highlight", "sales-table", "no-such-row", 1);
         }""",
         ROW,
@@ -686,4 +691,4 @@ def test_a_command_that_is_not_plain_data_gets_a_rejected_receipt(
         )
     expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
     after = diagnose(demo)
-    assert after["port-refused"] - before["port-refused"] == 5, (before, after)
+    assert after["port-refused"] - before["port-refused"] == 6, (before, after)

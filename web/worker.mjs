@@ -123,14 +123,24 @@ function listenPort(port, deliver, maxChars) {
       queue.push(text);
       run = 1;
     }
+    schedule();
+  };
+  // A message this realm cannot deserialize (a WebAssembly.Module from another agent
+  // cluster, say) arrives as `messageerror`, with no data: counted as not plain data.
+  port.onmessageerror = () => {
+    queue.push({ problem: "not-plain", value: null, head: null });
+    schedule();
+  };
+  function schedule() {
     if (!scheduled) {
       scheduled = true;
       wake.port2.postMessage(null);
     }
-  };
+  }
   return {
     close() {
       port.onmessage = null;
+      port.onmessageerror = null;
       wake.port1.onmessage = null;
       wake.port1.close();
       wake.port2.close();
