@@ -172,6 +172,69 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     assert finished, "the held flag request never ended once released"
 
 
+# In the assistant's frame: while `window.__held` is an array, the worker's panel states
+# are kept there instead of drawn, until `window.__release()` draws them (a state that
+# has arrived and is not drawn yet, as on a busy main thread). Other messages pass.
+HOLD_STATES = """
+if (location.pathname === "/assistant.html") {
+  const add = Worker.prototype.addEventListener;
+  window.__held = null;
+  Worker.prototype.addEventListener = function (type, listener, options) {
+    if (type !== "message") return add.call(this, type, listener, options);
+    return add.call(this, type, (event) => {
+      if (window.__held && event.data && event.data.kind === "state") {
+        window.__held.push(() => listener(event));
+        return;
+      }
+      listener(event);
+    }, options);
+  };
+  window.__release = () => {
+    const held = window.__held || [];
+    window.__held = null;
+    for (const draw of held) draw();
+  };
+}
+"""
+
+
+@pytest.mark.scenario(6)
+def test_a_question_sent_as_a_new_context_arrives_comes_back_unasked(
+    page: Page, origins: Origins
+) -> None:
+    """The panel shows row A's chip; row B's context has reached the assistant's worker
+    but is not drawn yet when the user sends: nothing is asked (no question in the log),
+    the question is back in its field and the panel says why; once B's chip is drawn,
+    the question sent again is about B."""
+    page.context.add_init_script(HOLD_STATES)
+    page.goto(origins.page + "/")
+    assistant = panel(page)
+    wait_bound(page)
+    wait_bound(assistant)
+    pin(page, assistant, ROW)
+    frame = next(f for f in page.frames if f.url.startswith(origins.assistant))
+    frame.evaluate("() => { window.__held = []; }")
+    select_and_ask(page, OTHER_ROW)
+    # The worker posts its state once it has committed B: that state is held.
+    frame.wait_for_function("() => window.__held.length > 0", polling=20)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible()
+    question = "Why is this row so high?"
+    assistant.locator("[data-pc-question]").fill(question)
+    assistant.get_by_role("button", name="Send").click()
+    expect(assistant.locator("[data-pc-announce]")).to_contain_text(
+        "Not sent", timeout=STEP_TIMEOUT_MS
+    )
+    expect(assistant.locator("[data-pc-question]")).to_have_value(question)
+    expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(0)
+    frame.evaluate("() => window.__release()")
+    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
+        timeout=STEP_TIMEOUT_MS
+    )
+    answer = ask(assistant, question)
+    expect(answer).to_have_attribute("data-pc-answer-about", OTHER_ROW)
+    expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
+
+
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
     assistant = panel(demo)
     select_and_ask(demo, ROW)
