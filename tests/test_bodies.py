@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from dataclasses import replace
 
@@ -13,7 +14,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
-from pagecontext.server.bodies import BodyTooLargeError, read_body
+from pagecontext.server.bodies import BodyTimeoutError, BodyTooLargeError, read_body
 from pagecontext.server.run import free_port, start_in_thread
 
 CHUNK = 4096
@@ -187,3 +188,79 @@ def test_an_answer_of_400_or_more_to_a_request_with_a_body_closes_the_connection
     app = create_page_app(config)
     assert post(app, host, "/nowhere", CountingBody(chunks=1), CHUNK)[::2] == (404, "close")
     assert post(app, host, "/nowhere", CountingBody(chunks=0), 0)[::2] == (404, None)
+
+
+class StalledBody:
+    """An ASGI `receive` that hands out the first 5 bytes of a body announced longer,
+    then waits for the rest, which never comes: an event nobody sets."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+
+    async def __call__(self) -> Message:
+        self.taken += 1
+        if self.taken == 1:
+            return {"type": "http.request", "body": b'{"a":', "more_body": True}
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable: the event is never set")
+
+
+def answer(
+    app: ASGIApp, host: str, path: str, receive: StalledBody
+) -> tuple[int, dict[str, str], bytes]:
+    """POST to `app` with `receive`; return the answer's status, headers and body. The
+    answer must come within 10 s (a bound for a hung test, not a wait)."""
+    status: list[int] = []
+    headers: dict[str, str] = {}
+    body: list[bytes] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            status.append(int(message["status"]))
+            headers.update((bytes(k).decode(), bytes(v).decode()) for k, v in message["headers"])
+        elif message["type"] == "http.response.body":
+            body.append(bytes(message.get("body", b"")))
+
+    async def run() -> None:
+        await asyncio.wait_for(app(scope(host, path, 1000), receive, send), 10)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    return status[0], headers, b"".join(body)
+
+
+def test_read_body_gives_up_on_a_body_that_does_not_arrive_in_time() -> None:
+    """(Within 10 s: a bound for a hung test, not a wait.)"""
+    request = Request(scope("x", "/", 1000), StalledBody())  # type: ignore[arg-type]
+
+    async def read() -> bytes:
+        return await asyncio.wait_for(read_body(request, 4 * CHUNK, 0.01), 10)
+
+    with pytest.raises(BodyTimeoutError, match=r"did not arrive within 0\.01 seconds"):
+        asyncio.run(read())
+
+
+@pytest.mark.parametrize(
+    ("origin", "path"), [("page", "/api/actions/flag"), ("assistant", "/agent")]
+)
+def test_a_body_that_never_finishes_is_answered_408_and_the_connection_closed(
+    demo_config: ServerConfig, origin: str, path: str
+) -> None:
+    """Content-Length 1000 and 5 bytes sent, then nothing: after `body_seconds` the
+    endpoint answers 408, JSON, closing the connection, instead of holding it and its
+    task forever."""
+    config = replace(demo_config, body_seconds=0.01)
+    if origin == "page":
+        app, host = create_page_app(config), f"{config.page_host}:{config.page_port}"
+    else:
+        app, host = create_assistant_app(config), f"{config.assistant_host}:{config.assistant_port}"
+    status, headers, body = answer(app, host, path, StalledBody())
+    assert (status, headers["content-type"], headers["connection"]) == (
+        408,
+        "application/json",
+        "close",
+    )
+    assert json.loads(body) == {
+        "error": "request-timeout",
+        "reason": "body-timeout",
+        "detail": "the request body did not arrive within 0.01 seconds",
+    }

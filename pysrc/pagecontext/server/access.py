@@ -14,6 +14,10 @@ This module owns the access tables beside `sales` and every question asked of th
 - `flags`: the rows flagged for review, with who, which task, the note, when, and the
   assistant's action that asked for it (when it named one).
 
+An existing table of one of these names must have the columns the demo uses
+(`ACCESS_COLUMNS`, checked by `access_tables_problem`): a database where one does not
+is another application's, and is refused before anything is written.
+
 `is_authorized` answers from the tables on every call (no cache), so a revoke takes
 effect on the very next read. Revoking is by target: afterwards the user cannot read
 it, whatever grant gave access before (see `revoke`). Each call opens its own
@@ -30,15 +34,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final, Literal, TypedDict
 
-from pagecontext.server.data import REGIONS, SalesRow, query_sales
+from pagecontext.server.data import (
+    REGIONS,
+    DatabaseShapeError,
+    SalesRow,
+    connect,
+    query_sales,
+    table_problem,
+)
 
 __all__ = [
+    "ACCESS_COLUMNS",
     "DEMO_READ_TOKENS",
     "DEMO_TOKENS",
     "REF_PATTERN",
     "FlagRecord",
     "Grant",
     "GrantKind",
+    "access_tables_problem",
     "create_access_tables",
     "grant",
     "has_permission",
@@ -93,6 +106,16 @@ _SCHEMA: Final = (
     )""",
 )
 
+# The columns each access table must have, and those it may lack (added since: a
+# database made before them gets them).
+ACCESS_COLUMNS: Final = {
+    "users": (("name", "token_sha256"), ()),
+    "read_tokens": (("user", "token_sha256"), ()),
+    "grants": (("user", "kind", "value"), ()),
+    "permissions": (("user", "action"), ()),
+    "flags": (("id", "ref", "user", "task_id", "note", "flagged_at"), ("action_id",)),
+}
+
 
 class Grant(TypedDict):
     """One grant: a user reads one region, or one row."""
@@ -124,12 +147,22 @@ def _digest(token: str) -> str:
 @contextmanager
 def _connect(path: Path) -> Iterator[sqlite3.Connection]:
     # Opening an existing file only: a missing database is an error, never a new file.
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)
+    connection = connect(path, "rw")
     try:
         with connection:
             yield connection
     finally:
         connection.close()
+
+
+def access_tables_problem(connection: sqlite3.Connection) -> str | None:
+    """Why an existing access table cannot serve as the demo's (`data.table_problem`), or
+    None if every one can (or does not exist yet)."""
+    for table, (columns, optional) in ACCESS_COLUMNS.items():
+        problem = table_problem(connection, table, columns, optional)
+        if problem is not None:
+            return problem
+    return None
 
 
 def create_access_tables(path: Path) -> None:
@@ -138,10 +171,14 @@ def create_access_tables(path: Path) -> None:
     Idempotent and never destructive: tables that exist are kept, and the demo users,
     grants and permissions are inserted only when the `users` table is new, so grants
     revoked since stay revoked; the demo read tokens, when `read_tokens` is (a database
-    made before it).
+    made before it). Raises DatabaseShapeError, before anything is written, if an access
+    table exists with another shape.
     """
     with _connect(path) as connection:
         connection.execute("BEGIN IMMEDIATE")
+        problem = access_tables_problem(connection)
+        if problem is not None:
+            raise DatabaseShapeError(problem)
         fresh, fresh_read = (
             connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)

@@ -7,7 +7,10 @@ pinned row through the page origin's resource API with the user's own authorizat
 `pagecontext.agent.run` as server-sent events (`data: <event JSON>`).
 
 A body that is not a valid `RunAgentInput` gets a stream holding only `RUN_ERROR`
-(code `bad-input`); a valid one whose task or authorization is missing gets
+(code `bad-input`); JSON text is read by `bodies.read_json`, so an escaped lone
+surrogate (JavaScript's half of a character) is text like any other. A body still
+incomplete after `bodies.BODY_SECONDS` gets a 408, JSON, and no stream. A valid
+`RunAgentInput` whose task or authorization is missing gets
 `RUN_STARTED` then `RUN_ERROR` (code `bad-input`); an unreachable resource API gives
 `RUN_ERROR` (code `resource-api-unavailable`), and so does an answer it cannot read (cut
 short, or JSON nested too deeply); anything else that fails after `RUN_STARTED` ends
@@ -46,7 +49,14 @@ from pagecontext.agent.run import (
 from pagecontext.errors import PagecontextError
 from pagecontext.models import parse_json
 from pagecontext.server import access
-from pagecontext.server.bodies import REFUSED_BODY_HEADERS, BodyTooLargeError, read_body
+from pagecontext.server.bodies import (
+    BODY_SECONDS,
+    REFUSED_BODY_HEADERS,
+    BodyTimeoutError,
+    BodyTooLargeError,
+    read_body,
+    read_json,
+)
 
 __all__ = [
     "HttpResourceReader",
@@ -171,14 +181,18 @@ def _new_id() -> str:
 
 
 def agent_endpoint(
-    reader: ResourceReader, new_id: Callable[[], str] = _new_id, *, origin: str | None = None
+    reader: ResourceReader,
+    new_id: Callable[[], str] = _new_id,
+    *,
+    origin: str | None = None,
+    body_seconds: float = BODY_SECONDS,
 ) -> Callable[[Request], object]:
     """Return the `POST /agent` endpoint, reading rows with `reader`.
 
     With `origin` (the assistant's), a request from a browser page of any other origin
     (its `Origin` header, `null` included) is refused, 403, unread: another site cannot
     make its visitors' browsers spend the agent's reads. A request without `Origin` is
-    not a page's.
+    not a page's. A body that has not arrived within `body_seconds` gets a 408 (JSON).
     """
 
     reads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first run
@@ -193,16 +207,26 @@ def agent_endpoint(
         if origin is not None and sender is not None and sender != origin:
             return JSONResponse({"error": "forbidden", "reason": "foreign-origin"}, status_code=403)
         try:
-            body: bytes | None = await read_body(request, _MAX_BODY_BYTES)
+            body: bytes | None = await read_body(request, _MAX_BODY_BYTES, body_seconds)
         except BodyTooLargeError:
             body = None
+        except BodyTimeoutError as error:
+            return JSONResponse(
+                {"error": "request-timeout", "reason": "body-timeout", "detail": str(error)},
+                status_code=408,
+            )
 
         async def events() -> AsyncIterator[BaseEvent]:
             if body is None:
                 yield run_error("the run input is larger than 1 MB", "bad-input")
                 return
             try:
-                run_input = RunAgentInput.model_validate_json(body)
+                value = read_json(body)
+            except ValueError as error:
+                yield run_error(f"not a RunAgentInput: (body): not JSON: {error}", "bad-input")
+                return
+            try:
+                run_input = RunAgentInput.model_validate(value)
             except ValidationError as error:
                 first = error.errors()[0]
                 where = ".".join(str(part) for part in first["loc"]) or "(body)"

@@ -15,26 +15,33 @@ This module owns the HTTP side of authorization (docs/agent.md has the full tabl
   so no web page, not even one served from this origin, can reach it.
 
 The resource and action APIs answer CORS for exactly the assistant origin (the
-assistant's worker calls them), never `*`. Errors are JSON `{error, reason, detail?}`.
+assistant's worker calls them), never `*`. Errors are JSON `{error, reason, detail?}`:
+those of the endpoints, a path or method the APIs do not serve (404 `unknown-path`, 405
+`method-not-allowed`), a body that does not arrive in time (408), and a database lock
+that outlasts its busy timeout (503 `database-busy`).
 """
 
 from __future__ import annotations
 
+import http
 import ipaddress
 import re
+import sqlite3
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Final, Self, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pagecontext.confirmations import (
     ConfirmationBinding,
@@ -43,8 +50,14 @@ from pagecontext.confirmations import (
 )
 from pagecontext.models import WireModel
 from pagecontext.server import access
-from pagecontext.server.bodies import BodyTooLargeError, read_body
-from pagecontext.server.data import SalesRow, query_sales
+from pagecontext.server.bodies import (
+    BODY_SECONDS,
+    BodyTimeoutError,
+    BodyTooLargeError,
+    read_body,
+    read_json,
+)
+from pagecontext.server.data import SalesRow, is_busy, query_sales
 
 __all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc"]
 
@@ -64,14 +77,53 @@ def iso_utc(epoch_ms: float) -> str:
 MAX_BODY_BYTES: Final = 16 * 1024
 
 
-def _error(status: int, error: str, reason: str, detail: str | None = None) -> JSONResponse:
+def _error(
+    status: int,
+    error: str,
+    reason: str,
+    detail: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
     body: dict[str, str] = {"error": error, "reason": reason}
     if detail is not None:
         body["detail"] = detail
-    headers = {"Cache-Control": NO_STORE}
+    sent = {**(headers or {}), "Cache-Control": NO_STORE}
     if status == 401:
-        headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(body, status_code=status, headers=headers)
+        sent["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=sent)
+
+
+class _JsonErrors:
+    """The APIs' answers to what no endpoint answers, JSON like their other errors: a
+    path or method they do not serve (Starlette's routing raises HTTPException), and a
+    database lock that outlasts its busy timeout (503, to try again). Inside each mount,
+    so that the CORS headers of the mount are on these answers too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except HTTPException as error:
+            name = http.HTTPStatus(error.status_code).phrase.lower().replace(" ", "-")
+            kind, reason = {
+                404: ("not-found", "unknown-path"),
+                405: ("method-not-allowed", "method-not-allowed"),
+            }.get(error.status_code, (name, name))
+            response = _error(error.status_code, kind, reason, headers=error.headers)
+            await response(scope, receive, send)
+        except sqlite3.OperationalError as error:
+            if not is_busy(error):
+                raise
+            response = _error(
+                503,
+                "unavailable",
+                "database-busy",
+                "the database is busy: try again",
+                headers={"Retry-After": "1"},
+            )
+            await response(scope, receive, send)
 
 
 def _ok(body: object, status: int = 200) -> JSONResponse:
@@ -140,7 +192,11 @@ _C = TypeVar("_C", bound=ConfirmationBody)
 
 def _parse(model: type[_M], body: bytes) -> _M | JSONResponse:
     try:
-        return model.model_validate_json(body or b"null")
+        value = read_json(body or b"null")
+    except ValueError as error:
+        return _error(400, "bad-request", "invalid-body", f"(body): not JSON: {error}")
+    try:
+        return model.model_validate(value)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(body)"
@@ -378,18 +434,24 @@ _BodyHandler = Callable[[Request, bytes], Response]
 
 
 def _with_body(
-    handler: _BodyHandler, guard: Callable[[Request], JSONResponse | None] | None = None
+    handler: _BodyHandler,
+    guard: Callable[[Request], JSONResponse | None] | None = None,
+    *,
+    body_seconds: float = BODY_SECONDS,
 ) -> Callable[[Request], Awaitable[Response]]:
-    """An async endpoint that reads the body, then runs `handler` in a worker thread."""
+    """An async endpoint that reads the body (within `body_seconds`), then runs `handler`
+    in a worker thread."""
 
     async def endpoint(request: Request) -> Response:
         refused = guard(request) if guard is not None else None
         if refused is not None:
             return refused
         try:
-            body = await read_body(request, MAX_BODY_BYTES)
+            body = await read_body(request, MAX_BODY_BYTES, body_seconds)
         except BodyTooLargeError as error:
             return _error(413, "payload-too-large", "too-large", str(error))
+        except BodyTimeoutError as error:
+            return _error(408, "request-timeout", "body-timeout", str(error))
         return await run_in_threadpool(handler, request, body)
 
     return endpoint
@@ -401,11 +463,12 @@ def api_routes(
     assistant_origin: str,
     confirmations: ConfirmationRegistry,
     clock: Callable[[], float],
+    body_seconds: float = BODY_SECONDS,
 ) -> list[BaseRoute]:
     """Return the routes of the resource, action and admin APIs over the database `db`.
 
     `clock` gives epoch milliseconds (readAt, flaggedAt); `confirmations` issues and
-    consumes the flag action's tokens.
+    consumes the flag action's tokens; a request body must arrive within `body_seconds`.
     """
     api = _Api(db, confirmations, clock)
     cors = [
@@ -415,8 +478,16 @@ def api_routes(
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
             max_age=600,
-        )
+        ),
+        Middleware(_JsonErrors),
     ]
+
+    def reading(handler: _BodyHandler) -> Callable[[Request], Awaitable[Response]]:
+        return _with_body(handler, body_seconds=body_seconds)
+
+    def admin(handler: _BodyHandler) -> Callable[[Request], Awaitable[Response]]:
+        return _with_body(handler, _admin_refusal, body_seconds=body_seconds)
+
     return [
         Mount(
             "/api/resources",
@@ -429,16 +500,20 @@ def api_routes(
         Mount(
             "/api/actions",
             routes=[
-                Route("/flag", _with_body(api.flag), methods=["POST"]),
-                Route("/flags", _with_body(api.flags), methods=["GET"]),
-                Route("/flag/confirmations", _with_body(api.flag_confirmation), methods=["POST"]),
+                Route("/flag", reading(api.flag), methods=["POST"]),
+                Route("/flags", reading(api.flags), methods=["GET"]),
+                Route("/flag/confirmations", reading(api.flag_confirmation), methods=["POST"]),
             ],
             middleware=cors,
         ),
-        Route("/admin/grants", _with_body(api.admin_grant, _admin_refusal), methods=["POST"]),
-        Route("/admin/grants", _with_body(api.admin_revoke, _admin_refusal), methods=["DELETE"]),
-        Route(
-            "/admin/sales/{ref}", _with_body(api.admin_set_sales, _admin_refusal), methods=["POST"]
+        Mount(
+            "/admin",
+            routes=[
+                Route("/grants", admin(api.admin_grant), methods=["POST"]),
+                Route("/grants", admin(api.admin_revoke), methods=["DELETE"]),
+                Route("/sales/{ref}", admin(api.admin_set_sales), methods=["POST"]),
+                Route("/flags", admin(api.admin_flags), methods=["GET"]),
+            ],
+            middleware=[Middleware(_JsonErrors)],
         ),
-        Route("/admin/flags", _with_body(api.admin_flags, _admin_refusal), methods=["GET"]),
     ]

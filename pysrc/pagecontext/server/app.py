@@ -44,7 +44,7 @@ from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
-from pagecontext.server.bodies import RefusedBodyMiddleware
+from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
 from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 
@@ -94,6 +94,7 @@ class ServerConfig:
     ``build_dir / "demo.db"``. `agent_url` points the assistant at an external AG-UI
     agent; None means the built-in one at ``/agent`` on the assistant origin.
     `demo_user` is the demo user the assistant acts for (``access.DEMO_TOKENS``).
+    `body_seconds` is the longest a request body may take to arrive (then 408).
     """
 
     root: Path
@@ -107,6 +108,7 @@ class ServerConfig:
     sandboxed_panel: bool
     agent_url: str | None
     demo_user: str
+    body_seconds: float
 
     def __init__(
         self,
@@ -122,6 +124,7 @@ class ServerConfig:
         sandboxed_panel: bool = False,
         agent_url: str | None = None,
         demo_user: str = "ana",
+        body_seconds: float = BODY_SECONDS,
     ) -> None:
         if demo_user not in access.DEMO_TOKENS:
             known = ", ".join(sorted(access.DEMO_TOKENS))
@@ -141,6 +144,7 @@ class ServerConfig:
             "sandboxed_panel": sandboxed_panel,
             "agent_url": agent_url,
             "demo_user": demo_user,
+            "body_seconds": body_seconds,
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -430,6 +434,7 @@ def create_page_app(
             assistant_origin=config.assistant_origin,
             confirmations=confirmations,
             clock=now,
+            body_seconds=config.body_seconds,
         ),
         *_static_routes(config),
     ]
@@ -466,7 +471,9 @@ def create_assistant_app(
         Route("/workbench.html", workbench, methods=["GET"]),
         Route(
             DEFAULT_AGENT_PATH,
-            agent_endpoint(reader, origin=config.assistant_origin),
+            agent_endpoint(
+                reader, origin=config.assistant_origin, body_seconds=config.body_seconds
+            ),
             methods=["POST"],
         ),
         *_static_routes(config),

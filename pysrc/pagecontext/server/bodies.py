@@ -9,17 +9,28 @@ a stream of status 200, carries `REFUSED_BODY_HEADERS` itself) closes the connec
 once it is sent, instead of the server reading the rest of the body to keep the
 connection open (which an HTTP/1.1 server otherwise does, to the end of whatever the
 client sends).
+
+A body must also arrive in time: `read_body` gives up on one still incomplete after
+`BODY_SECONDS` (`BodyTimeoutError`, which the endpoints answer with 408), so a client that
+announces a body and never sends it does not hold its connection and task forever.
+`read_json` reads a body's JSON the one way the project reads JSON from outside.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+import anyio
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pagecontext.agui import paired_surrogates
+from pagecontext.models import escapes_surrogate, parse_json
+
 REFUSED_BODY_HEADERS: Final = {"Connection": "close"}
+# The longest a request body may take to arrive, from the first read to the last byte.
+BODY_SECONDS: Final = 30.0
 
 
 class RefusedBodyMiddleware:
@@ -59,17 +70,52 @@ class BodyTooLargeError(Exception):
         self.limit = limit
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+class BodyTimeoutError(Exception):
+    """The request body did not arrive in time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request body did not arrive within {seconds:g} seconds")
+        self.seconds = seconds
+
+
+async def read_body(request: Request, limit: int, seconds: float = BODY_SECONDS) -> bytes:
     """Return the request's body; raise BodyTooLargeError past `limit` bytes, having read at
-    most `limit` bytes and one chunk of it."""
+    most `limit` bytes and one chunk of it, and BodyTimeoutError if it is not all there
+    within `seconds`."""
     announced = request.headers.get("content-length", "")
     if announced.isdigit() and int(announced) > limit:
         raise BodyTooLargeError(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLargeError(limit)
-        chunks.append(chunk)
+    try:
+        with anyio.fail_after(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyTooLargeError(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTimeoutError(seconds) from None
     return b"".join(chunks)
+
+
+def read_json(body: bytes) -> object:
+    """Return the JSON value of a request body, read by `pagecontext.models.parse_json`
+    (so an escaped lone surrogate, which JavaScript writes for a character cut in two, is
+    read like any other text), with every string, keys included, made text that UTF-8
+    carries (`agui.paired_surrogates`: a lone surrogate becomes U+FFFD).
+    Raises ValueError if it is not JSON, or is nested too deeply."""
+    value = parse_json(body)
+    if escapes_surrogate(body.decode("utf-8", "replace")):
+        return _utf8_strings(value)
+    return value
+
+
+def _utf8_strings(value: object) -> object:
+    if isinstance(value, str):
+        return paired_surrogates(value)
+    if isinstance(value, list):
+        return [_utf8_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {paired_surrogates(str(key)): _utf8_strings(item) for key, item in value.items()}
+    return value

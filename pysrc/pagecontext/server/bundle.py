@@ -137,7 +137,9 @@ def _write_pages(
             assistant_origin=origins["assistant"],
             sandboxed_panel=False,
             agent_url=agent_url,
-            # No signed-in user: a static host has no API that would read a token.
+            # No credentials: a static file is the same for every visitor. A deployment
+            # that signs users in writes each user's into these pages as it serves them
+            # (docs/deploy.md).
             authorization="",
             agent_authorization="",
         )

@@ -3,8 +3,13 @@
 This module owns the `sales` schema, the deterministic seed data (60 rows: five
 regions times the twelve months of 2026, with one row far above the rest so that
 "why is this row so high?" has an answer in the data), and the one validated
-query the resource API serves. Each call opens its own connection, so the
+query the resource API serves. Each call opens its own connection (`connect`), so the
 functions are safe to call from Starlette's worker threads.
+
+The database runs in write-ahead-log mode (set by `create_demo_db`), so reads never wait
+for a write; a statement that waits for another connection's write lock gives up after
+`busy_timeout_seconds` with "database is locked" (`is_busy`), which the page origin
+answers with 503.
 """
 
 from __future__ import annotations
@@ -13,16 +18,21 @@ import math
 import random
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TypedDict
+from typing import Final, Literal, TypedDict
 
 __all__ = [
     "MONTHS",
     "OUTLIER_REFS",
     "REGIONS",
+    "DatabaseShapeError",
     "SalesRow",
+    "connect",
     "create_demo_db",
+    "is_busy",
     "query_sales",
+    "table_problem",
 ]
 
 REGIONS: Final = ("North", "South", "East", "West", "Central")
@@ -60,6 +70,73 @@ CREATE TABLE sales (
     revenue_eur REAL NOT NULL
 )
 """
+SALES_COLUMNS: Final = ("ref", "region", "month", "units_sold", "revenue_eur")
+
+# How long a statement waits for another connection's lock before it fails with
+# "database is locked". A module setting, read on every connect.
+busy_timeout_seconds: float = 10.0
+
+
+class DatabaseShapeError(Exception):
+    """A table the demo uses exists in the database with another shape."""
+
+
+def connect(path: Path, mode: Literal["ro", "rw", "rwc"]) -> sqlite3.Connection:
+    """Open the database at `path`: read-only (`ro`), read-write (`rw`, an existing file
+    only) or creating it (`rwc`), waiting up to `busy_timeout_seconds` for a lock."""
+    connection = sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode={mode}", uri=True, timeout=busy_timeout_seconds
+    )
+    # In write-ahead-log mode a commit then waits for no disk flush (a checkpoint does):
+    # the database stays consistent, and a power cut may lose the last commits.
+    connection.execute("PRAGMA synchronous = NORMAL")
+    return connection
+
+
+def is_busy(error: sqlite3.Error) -> bool:
+    """True if `error` is another connection's lock that outlasted the busy timeout."""
+    code = getattr(error, "sqlite_errorcode", 0) & 0xFF
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def table_problem(
+    connection: sqlite3.Connection,
+    table: str,
+    columns: Sequence[str],
+    optional: Sequence[str] = (),
+) -> str | None:
+    """Why the existing `table` cannot serve as the demo's, or None if it can (or if there
+    is no such table): a column of `columns` is missing, or a column the demo does not
+    know must be given a value (NOT NULL without a default), which the demo's inserts
+    cannot do. `optional` columns may be missing (a later version adds them)."""
+    kind = connection.execute(
+        "SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE", (table,)
+    ).fetchone()
+    if kind is None:
+        return None
+    if kind[0] != "table":
+        return f"{table} is a {kind[0]}, not a table"
+    info = connection.execute(f'PRAGMA table_info("{table}")').fetchall()
+    have = {str(row[1]).lower(): row for row in info}
+    missing = [column for column in columns if column not in have]
+    if missing:
+        return (
+            f"table {table} has no column {', '.join(missing)} "
+            f"(it has {', '.join(str(row[1]) for row in info)})"
+        )
+    known = {*columns, *optional}
+    required = [
+        str(row[1])
+        for name, row in have.items()
+        # NOT NULL, no default, and not the rowid's alias (INTEGER PRIMARY KEY).
+        if name not in known
+        and row[3]
+        and row[4] is None
+        and not (row[5] and str(row[2]).upper() == "INTEGER")
+    ]
+    if required:
+        return f"table {table} has a required column the demo does not fill: {', '.join(required)}"
+    return None
 
 
 def sales_ref(region: str, month: str) -> str:
@@ -100,13 +177,26 @@ def create_demo_db(path: Path) -> None:
     including rows that were edited or deleted since it was seeded. Parent
     folders are created as needed. The access tables (users, grants, permissions,
     flags: `pagecontext.server.access`) are created beside it on the same terms.
+    The database is put in write-ahead-log mode.
+
+    Raises DatabaseShapeError, before anything is written, if a table of the demo's
+    exists with another shape (`table_problem`): another application's database.
     """
+    # Imported here: access reads the sales table through this module.
+    from pagecontext.server.access import access_tables_problem, create_access_tables
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, isolation_level=None)
+    connection = connect(path, "rwc")
+    connection.isolation_level = None
     try:
-        # IMMEDIATE takes the write lock before the existence check, so two
-        # processes starting at once cannot both seed the table.
+        # IMMEDIATE takes the write lock before the checks, so two processes starting
+        # at once cannot both seed the table.
         connection.execute("BEGIN IMMEDIATE")
+        problem = table_problem(connection, "sales", SALES_COLUMNS) or access_tables_problem(
+            connection
+        )
+        if problem is not None:
+            raise DatabaseShapeError(problem)
         exists = connection.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sales'"
         ).fetchone()
@@ -118,15 +208,14 @@ def create_demo_db(path: Path) -> None:
                 _seed_rows(),
             )
         connection.execute("COMMIT")
+        # Readers then never wait for a writer, nor a writer for readers.
+        connection.execute("PRAGMA journal_mode = WAL")
     except BaseException:
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         raise
     finally:
         connection.close()
-    # Imported here: access reads the sales table through this module.
-    from pagecontext.server.access import create_access_tables
-
     create_access_tables(path)
 
 
@@ -172,7 +261,7 @@ def query_sales(
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
 
     # Read-only: the resource API only reads; writes go through the action API.
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    connection = connect(path, "ro")
     try:
         cursor = connection.execute(
             "SELECT ref, region, month, units_sold, revenue_eur FROM sales"

@@ -26,7 +26,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
-from pagecontext.server.data import create_demo_db
+from pagecontext.server.data import DatabaseShapeError, create_demo_db
 
 __all__ = [
     "PortUnavailableError",
@@ -178,8 +178,9 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
 
     Creates the demo database if it is missing. Returns 2 (after one line on
     stderr) if a port is taken, the host cannot be listened on or the database cannot
-    be used, 1 if a server failed to start, 0 after a clean shutdown. `ready` is
-    called once both servers accept connections.
+    be used (another application's, with a table of the demo's of another shape), 1 if
+    a server failed to start, 0 after a clean shutdown. `ready` is called once both
+    servers accept connections.
     """
     problem = port_problem(config)
     if problem is not None:
@@ -187,7 +188,7 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
         return EXIT_PORT_UNAVAILABLE
     try:
         create_demo_db(config.db_path)
-    except (OSError, sqlite3.Error) as error:
+    except (OSError, sqlite3.Error, DatabaseShapeError) as error:
         print(f"pagecontext: cannot use the database {config.db_path}: {error}", file=sys.stderr)
         return EXIT_PORT_UNAVAILABLE
     servers = _Servers(_demo_apps(config), config.bind_host)
@@ -267,7 +268,8 @@ def start_in_thread(config: ServerConfig, *, timeout: float = 10.0) -> RunningSe
     """Start both origins in a background thread; return once both accept connections.
 
     Creates the demo database if it is missing. Raises PortUnavailableError if a
-    port is taken, ValueError for port 0, and RuntimeError or TimeoutError if the
+    port is taken, DatabaseShapeError for a database of another shape, ValueError for
+    port 0, and RuntimeError or TimeoutError if the
     servers do not come up.
     """
     problem = port_problem(config)
