@@ -208,6 +208,42 @@ def test_a_refused_read_is_answered_explicitly_without_the_snapshot(
     assert answer.tool_calls == ()
 
 
+@pytest.mark.parametrize(
+    ("column", "name"), [("unitsSold", "units sold"), ("revenueEur", "revenue")]
+)
+def test_a_snapshot_number_too_large_for_a_float_is_not_compared(
+    demo_db: Path, column: str, name: str
+) -> None:
+    """A snapshot integer past a float's range is neither compared nor printed: the
+    answer says so and explains the live row as always."""
+    huge = TaskContext.model_validate(
+        {**task().model_dump(by_alias=True), "snapshot": {column: 10**400}}
+    )
+    answer = explain(huge, live(demo_db, NORTH_MARCH))
+    # The last chunk of a paragraph ends without its space.
+    assert (
+        answer.chunks[1] == f"The {name} your selection carried is too large a number to compare."
+    )
+    assert "North sold 4,231 units in 2026-03, " in answer.text
+    assert "000000" not in answer.text
+
+
+def test_a_number_too_large_beside_one_that_changed_states_both(demo_db: Path) -> None:
+    both = TaskContext.model_validate(
+        {
+            **task().model_dump(by_alias=True),
+            "snapshot": {"unitsSold": 3000, "revenueEur": {"value": -(10**400), "unit": "EUR"}},
+        }
+    )
+    answer = explain(both, live(demo_db, NORTH_MARCH))
+    assert answer.chunks[1:5] == (
+        "The data changed since you looked. ",
+        f"You saw 3,000 units at {OBSERVED_AT}; the live value read at {READ_AT} is 4,231 units. ",
+        "The revenue your selection carried is too large a number to compare. ",
+        "I use the live values.",
+    )
+
+
 def test_withheld_rows_are_mentioned(demo_db: Path) -> None:
     """When grants hide related rows, the answer says how many were left out."""
     answer = explain(task(), live(demo_db, NORTH_MARCH, withheld=3))
@@ -331,8 +367,6 @@ def test_agent_states_both_values_after_a_live_change(
         (run_body(authorization=None), "RUN_STARTED", "bad-input"),
         (run_body(authorization="Bearer x\r\nX-Injected: 1"), "RUN_STARTED", "bad-input"),
         (run_body(authorization="Bearer \u2603"), "RUN_STARTED", "bad-input"),
-        # A snapshot number no float holds: the answer cannot be computed.
-        (run_body(units=10**400), "RUN_STARTED", "internal-error"),
         ({**run_body(), "context": []}, "RUN_STARTED", "bad-input"),
         (
             {**run_body(), "context": [{"description": "pagecontext.task", "value": "{}"}]},
@@ -351,6 +385,36 @@ def test_agent_ends_bad_input_with_a_clear_run_error(
     assert events[-1].type == "RUN_ERROR"
     assert events[-1].code == code  # type: ignore[attr-defined]
     assert events[-1].message  # type: ignore[attr-defined]
+
+
+def test_a_run_input_escaping_a_lone_surrogate_is_read_and_answered(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """JavaScript's JSON.stringify writes "\\ud83d" for an emoji cut in two: the run input
+    is valid JSON, read like any other (each lone half becomes U+FFFD) and answered."""
+    _, assistant = origins
+    body = run_body()
+    body["threadId"] = "conv-\ud83d"
+    body["messages"][0]["content"] += " \ud83d"  # type: ignore[index]
+    raw = json.dumps(body).encode()
+    assert b"\\ud83d" in raw
+    response = assistant.post("/agent", content=raw, headers={"Content-Type": "application/json"})
+    events = verified_events(response.headers["content-type"], response.text)
+    assert events[0].thread_id == "conv-\ufffd"  # type: ignore[attr-defined]
+    assert events[-1].type == "RUN_FINISHED"
+    assert "North sold 4,231 units in 2026-03" in _text(events)
+
+
+def test_a_snapshot_number_too_large_for_a_float_gets_an_answer(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """A run whose snapshot holds 10**400 units: a whole answer, not an internal error."""
+    _, assistant = origins
+    events = stream(assistant, run_body(units=10**400))
+    assert events[-1].type == "RUN_FINISHED"
+    assert "The units sold your selection carried is too large a number to compare." in (
+        _text(events)
+    )
 
 
 @pytest.mark.parametrize("announced", [True, False])
