@@ -6,6 +6,7 @@ import os
 import selectors
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -270,7 +271,7 @@ def test_the_two_origins_need_two_host_names(
 @pytest.mark.parametrize(
     ("option", "value", "said"),
     [
-        ("--host", "not a host", "cannot resolve --host 'not a host'"),
+        ("--host", "no-such-host.invalid", "cannot resolve --host 'no-such-host.invalid'"),
         ("--db", "/etc/passwd/demo.db", "cannot use the database /etc/passwd/demo.db"),
     ],
 )
@@ -287,6 +288,88 @@ def test_a_host_or_database_that_cannot_be_used_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert said in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--host", "::1", "--host '::1': an IPv6 address names no origin here"),
+        ("--assistant-host", "", "--assistant-host '': not a host name of an exact origin"),
+        ("--assistant-host", "assistant_host", "'assistant_host': not a host name"),
+        ("--host", "-page", "--host '-page': not a host name of an exact origin"),
+    ],
+)
+def test_a_host_that_makes_no_exact_origin_is_refused_in_one_line(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+    value: str,
+    said: str,
+) -> None:
+    """The origins are compared exactly, by the browser and by the server: a host that
+    makes none is refused before anything starts."""
+    code, served = _served_config(root, monkeypatch, [f"{option}={value}"])
+    assert (code, served) == (2, None)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert said in err
+
+
+def test_host_names_are_taken_in_lower_case(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Browsers send an origin's host in lower case: `Localhost` serves
+    http://localhost:8001, whose requests it then accepts; `LOCALHOST` and `localhost`
+    are one host name, which the two origins cannot share."""
+    code, served = _served_config(
+        root, monkeypatch, ["--host", "127.0.0.1", "--assistant-host", "Localhost"]
+    )
+    assert code == 0
+    assert served is not None
+    assert (served.assistant_host, served.assistant_origin) == (
+        "localhost",
+        "http://localhost:8001",
+    )
+    with assistant_client(served) as client:
+        response = client.post("/agent", content=b"{}", headers={"Origin": "http://localhost:8001"})
+    assert response.status_code == 200
+    same, _ = _served_config(
+        root, monkeypatch, ["--host", "LOCALHOST", "--assistant-host", "localhost"]
+    )
+    assert same == 2
+    assert "--assistant-host must differ from --host" in capsys.readouterr().err
+
+
+def test_a_database_of_another_shape_is_refused_untouched(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--db naming another application's database, whose `sales` table is not the demo's:
+    one line naming the table and what is wrong, exit 2, and the database as it was (no
+    table added, nothing changed)."""
+
+    async def no_serving(*_args: object) -> int:
+        # Were the database taken, the servers would end at once instead of serving.
+        return 0
+
+    monkeypatch.setattr("pagecontext.server.run._Servers.run", no_serving)
+    db = root / "dash.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "CREATE TABLE sales (id INTEGER PRIMARY KEY, customer TEXT, amount REAL)"
+        )
+    connection.close()
+    before = db.read_bytes()
+    args = _demo_args(root, free_port(), free_port())
+    args[args.index("--db") + 1] = str(db)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert (
+        f"cannot use the database {db}: table sales has no column ref, region, month, "
+        "units_sold, revenue_eur (it has id, customer, amount)"
+    ) in err
+    assert db.read_bytes() == before
 
 
 def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:

@@ -88,6 +88,20 @@ def _origin(text: str) -> str:
     return text
 
 
+def _host_problem(host: str, port: int) -> str | None:
+    """Why `host` (lower case) cannot be the host of a demo origin, or None if it can."""
+    from pagecontext.windowrules import is_exact_origin
+
+    if ":" in host:
+        return "an IPv6 address names no origin here: use a host name or an IPv4 address"
+    if not is_exact_origin(f"http://{host}:{port}"):
+        return (
+            "not a host name of an exact origin (letters, digits, dots and hyphens, "
+            "not starting or ending with a dot or hyphen)"
+        )
+    return None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pagecontext",
@@ -99,14 +113,16 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--host",
         default="127.0.0.1",
-        help="host the servers bind to and the page origin uses (default: %(default)s)",
+        help="host the servers bind to and the page origin uses: a host name (taken in "
+        "lower case, as browsers write origins) or an IPv4 address; an IPv6 address "
+        "names no origin here and is refused (default: %(default)s)",
     )
     demo.add_argument("--page-port", type=_port, default=8000, help="default: %(default)s")
     demo.add_argument(
         "--assistant-host",
         default="localhost",
-        help="host name of the assistant origin; must differ from --host so the "
-        "browser keeps the two apart (default: %(default)s)",
+        help="host name of the assistant origin, as --host; must differ from --host so "
+        "the browser keeps the two apart (default: %(default)s)",
     )
     demo.add_argument("--assistant-port", type=_port, default=8001, help="default: %(default)s")
     demo.add_argument(
@@ -226,7 +242,18 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"pagecontext: ${AGENT_URL_ENV}: {error}", file=sys.stderr)
             return EXIT_USAGE
 
-    if args.assistant_host == args.host:
+    # Browsers write an origin's host in lower case; the origins are compared exactly.
+    host, assistant_host = args.host.lower(), args.assistant_host.lower()
+    for option, name, port in (
+        ("--host", host, args.page_port),
+        ("--assistant-host", assistant_host, args.assistant_port),
+    ):
+        problem = _host_problem(name, port)
+        if problem is not None:
+            print(f"pagecontext: {option} {name!r}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+
+    if assistant_host == host:
         print(
             "pagecontext: --assistant-host must differ from --host: the two origins need "
             "two host names",
@@ -240,11 +267,11 @@ def _demo(args: argparse.Namespace) -> int:
     config = ServerConfig(
         root=root,
         db_path=args.db,
-        page_host=args.host,
+        page_host=host,
         page_port=args.page_port,
-        assistant_host=args.assistant_host,
+        assistant_host=assistant_host,
         assistant_port=args.assistant_port,
-        bind_host=args.host,
+        bind_host=host,
         sandboxed_panel=args.sandboxed_panel,
         agent_url=agent_url,
         demo_user=args.user,
