@@ -155,3 +155,20 @@ def test_no_token_is_ever_accepted_twice(steps: list[str]) -> None:
                 continue
             accepted.append(token)
     assert len(accepted) == len(set(accepted))
+
+
+def test_a_refunded_token_is_live_again_with_its_binding_and_expiry() -> None:
+    """An action that did not happen gives its spent token back: it confirms the same
+    binding once more, no other, and still expires when it would have."""
+    clock = FakeClock(0.0)
+    tokens = ConfirmationRegistry(clock=clock, token_factory=counter_ids("t"), ttl_ms=1000)
+    issued = tokens.issue(BINDING)
+    spent = tokens.consume(issued.token, BINDING)
+    with pytest.raises(ConfirmationRefused, match="used"):
+        tokens.consume(issued.token, BINDING)
+    tokens.refund(spent)
+    again = tokens.consume(issued.token, BINDING)
+    tokens.refund(again)
+    clock.advance(1000)
+    with pytest.raises(ConfirmationRefused, match="expired"):
+        tokens.consume(issued.token, BINDING)

@@ -112,7 +112,8 @@ def test_a_write_that_a_held_lock_outlasts_is_a_json_503_and_reads_go_on(
     """Another connection holds the write lock past the busy timeout: a write answers 503
     `database-busy` (JSON, with the CORS headers of its API, `Retry-After`), not a 500,
     reads are answered meanwhile (write-ahead log), and once the lock is gone the same
-    write goes through."""
+    writes go through: the flag with the confirmation it had, which the 503 did not
+    spend."""
     token = api.post(
         "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}, headers=ANA
     ).json()["token"]
@@ -141,6 +142,13 @@ def test_a_write_that_a_held_lock_outlasts_is_a_json_503_and_reads_go_on(
     assert flagged.headers["access-control-allow-origin"] == config.assistant_origin
     assert read.status_code == 200
     assert api.post("/admin/grants", json={"user": "ben", "region": "East"}).status_code == 200
+    again = api.post(
+        "/api/actions/flag",
+        json={"ref": NORTH_MARCH, "taskId": "t", "confirmationToken": token},
+        headers={**ANA, "Origin": config.assistant_origin},
+    )
+    assert again.status_code == 201, again.text
+    assert again.json()["flag"]["ref"] == NORTH_MARCH
 
 
 # --- paths and methods the APIs do not serve ------------------------------------------------

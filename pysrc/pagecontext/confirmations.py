@@ -14,6 +14,9 @@ Rules:
   `wrong-ref`.
 - Bounded: at most `max_live` unspent tokens (the oldest is dropped, expired ones first)
   and `max_spent` remembered spent ones; a forgotten spent token reads as `unknown`.
+- An action that did not happen after its token was spent (its write failed before
+  anything was written) may `refund` it: the token is live again, with its binding and
+  expiry, so that the user's confirmation holds for a retry.
 - Only a SHA-256 digest of each token is kept, so the registry never holds a usable
   token and a lookup's timing says nothing about one.
 
@@ -38,6 +41,7 @@ __all__ = [
     "ConfirmationRegistry",
     "IssuedConfirmation",
     "RefusalReason",
+    "SpentConfirmation",
 ]
 
 DEFAULT_TTL_MS: Final = 120_000.0
@@ -79,6 +83,14 @@ class ConfirmationRefused(PagecontextError):  # noqa: N818 - reads as the outcom
 class _Live:
     binding: ConfirmationBinding
     expires_at_ms: float
+
+
+@dataclass(frozen=True)
+class SpentConfirmation:
+    """A token `consume` spent, which `refund` can make live again."""
+
+    key: str
+    live: _Live
 
 
 def _digest(token: str) -> str:
@@ -130,8 +142,9 @@ class ConfirmationRegistry:
         self._live[key] = _Live(binding, expires_at_ms)
         return IssuedConfirmation(token, expires_at_ms)
 
-    def consume(self, token: str, binding: ConfirmationBinding) -> None:
-        """Spend `token` for `binding`; return if it confirms exactly that, else raise.
+    def consume(self, token: str, binding: ConfirmationBinding) -> SpentConfirmation:
+        """Spend `token` for `binding`; return it spent (for `refund`) if it confirms
+        exactly that, else raise.
 
         Raises ConfirmationRefused with the first reason that applies.
         """
@@ -156,6 +169,14 @@ class ConfirmationRegistry:
         for reason, matches in checks:
             if not matches:
                 raise ConfirmationRefused(reason)
+        return SpentConfirmation(key, live)
+
+    def refund(self, spent: SpentConfirmation) -> None:
+        """Make a token `consume` spent live again, with its binding and expiry: the
+        action it confirmed did not happen. Nothing if it was forgotten since."""
+        if self._spent.get(spent.key) == "used":
+            del self._spent[spent.key]
+            self._live[spent.key] = spent.live
 
     def _remember(self, key: str, reason: RefusalReason) -> None:
         self._spent[key] = reason

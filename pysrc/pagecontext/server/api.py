@@ -334,19 +334,27 @@ class _Api:
         parsed, binding = checked
         try:
             with self._confirmations_lock:
-                self.confirmations.consume(parsed.confirmation_token, binding)
+                spent = self.confirmations.consume(parsed.confirmation_token, binding)
         except ConfirmationRefused as refused:
             status = 410 if refused.reason == "expired" else 409
             return _error(status, "confirmation-refused", refused.reason)
-        record = access.record_flag(
-            self.db,
-            parsed.ref,
-            binding.user,
-            parsed.task_id,
-            parsed.note,
-            self.now(),
-            parsed.action_id,
-        )
+        try:
+            record = access.record_flag(
+                self.db,
+                parsed.ref,
+                binding.user,
+                parsed.task_id,
+                parsed.note,
+                self.now(),
+                parsed.action_id,
+            )
+        except sqlite3.OperationalError as error:
+            if is_busy(error):
+                # Nothing was written (the lock was never had): the user's confirmation
+                # holds for a retry of the 503.
+                with self._confirmations_lock:
+                    self.confirmations.refund(spent)
+            raise
         return _ok({"flag": record}, status=201)
 
     def flags(self, request: Request, _body: bytes) -> Response:
