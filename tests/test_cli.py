@@ -297,6 +297,11 @@ def test_a_host_or_database_that_cannot_be_used_is_one_line(
         ("--assistant-host", "", "--assistant-host '': not a host name of an exact origin"),
         ("--assistant-host", "assistant_host", "'assistant_host': not a host name"),
         ("--host", "-page", "--host '-page': not a host name of an exact origin"),
+        ("--host", "127.1", "--host '127.1': an IPv4 address written as a browser writes it"),
+        ("--host", "0x7f.0.0.1", "'0x7f.0.0.1': an IPv4 address written as a browser"),
+        ("--host", "2130706433", "'2130706433': an IPv4 address written as a browser"),
+        ("--host", "01.02.03.04", "'01.02.03.04': an IPv4 address written as a browser"),
+        ("--assistant-host", "foo..bar", "'foo..bar': not a host name of an exact origin"),
     ],
 )
 def test_a_host_that_makes_no_exact_origin_is_refused_in_one_line(

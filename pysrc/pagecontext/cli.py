@@ -94,12 +94,29 @@ def _host_problem(host: str, port: int) -> str | None:
 
     if ":" in host:
         return "an IPv6 address names no origin here: use a host name or an IPv4 address"
-    if not is_exact_origin(f"http://{host}:{port}"):
+    if not is_exact_origin(f"http://{host}:{port}") or "" in host.split("."):
         return (
             "not a host name of an exact origin (letters, digits, dots and hyphens, "
             "not starting or ending with a dot or hyphen)"
         )
+    # A browser writes an IPv4 address in full (127.1, 0x7f.0.0.1 and 2130706433 are all
+    # 127.0.0.1): any other spelling makes an origin no browser sends.
+    last = host.rsplit(".", 1)[-1]
+    if (last.isdigit() or last.startswith("0x")) and not _full_ipv4(host):
+        return (
+            "an IPv4 address written as a browser writes it, in full: four numbers, "
+            "no zero before one"
+        )
     return None
+
+
+def _full_ipv4(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return str(ipaddress.IPv4Address(host)) == host
+    except ValueError:
+        return False
 
 
 def _build_parser() -> argparse.ArgumentParser:

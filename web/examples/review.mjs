@@ -5,8 +5,9 @@
 // - data-pc-* attributes on the list and its items (a click on an item selects it);
 // - `pagecontext:select` when the keyboard moves the page's own selection;
 // - `pagecontext:rendered` after every render of the list;
-// - `pagecontext:command`: the page draws the assistant's highlight itself, opens the
-//   month it points at, and answers with `pagecontext:command-done`.
+// - `pagecontext:command`: the page draws the assistant's highlight itself (it marks the
+//   month it points at; the user's own selection stays as it was), and answers with
+//   `pagecontext:command-done`.
 const COMPONENT = "review-months";
 const list = document.getElementById("review-months");
 const detail = document.getElementById("review-detail");
