@@ -860,13 +860,22 @@ def test_a_new_context_replaces_a_restored_pin() -> None:
     assert chip(pair)["pageInstanceId"] == "page-2"
 
 
-def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port() -> None:
-    """Each port a child takes is a new connection: old receipts never confirm anything."""
+@pytest.mark.scenario(14)
+@pytest.mark.parametrize("reloaded", [True, False], ids=["page-reloaded", "same-page"])
+def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port(
+    reloaded: bool,
+) -> None:
+    """Each port a child takes is a new connection: old receipts never confirm anything,
+    whether the page reloaded meanwhile or not. With the same page instance and
+    conversation (the child bound again), the old receipts carry every right stamp, and
+    still confirm nothing, because their commands went out on the old connection."""
     pair = shared_pair("page")
     highlight, locate = show(pair)
-    pair.pump(only="page")  # the old page answers; its receipts are still on the way
+    pair.pump(only="page")  # the page answers; its receipts are still on the way
     old_receipts = pair.sent_by("page", "receipt")[-4:]
-    pair.reload_page("page-2")
+    assert {r["pageInstanceId"] for r in old_receipts} == {pair.page.page_instance_id}
+    if reloaded:
+        pair.reload_page("page-2")
     pair.handshake()  # the same assistant document takes a second port
     assert pair.assistant.binding is not None
     assert pair.assistant.binding.connection_id == 2
@@ -879,32 +888,7 @@ def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port() -> N
             "received": ("unconfirmed", "connection-closed"),
             "ui": ("unconfirmed", "connection-closed"),
         }
-
-
-@pytest.mark.scenario(14)
-def test_receipts_of_an_old_connection_of_the_same_page_settle_nothing() -> None:
-    """A new binding with the same page instance and conversation (the child bound
-    again): receipts of the old connection carry every right stamp, and still confirm
-    nothing, because their commands went out on the old connection."""
-    pair = shared_pair("page")
-    highlight, locate = show(pair)
-    pair.pump(only="page")  # the page answers; its receipts are still on the way
-    old_receipts = pair.sent_by("page", "receipt")[-4:]
-    assert {r["pageInstanceId"] for r in old_receipts} == {pair.page.page_instance_id}
-    pair.handshake()
-    assert pair.assistant.binding is not None
-    assert pair.assistant.binding.connection_id == 2
-    for receipt in old_receipts:
-        pair.post("assistant", receipt)
-    pair.pump()
-    assert pair.assistant.ledger.ignored == 4
-    for command_id in (highlight, locate):
-        assert layers(pair, command_id) == {
-            "received": ("unconfirmed", "connection-closed"),
-            "ui": ("unconfirmed", "connection-closed"),
-        }
-        record = pair.assistant.ledger.get(command_id)["received"]
-        assert not record.late
+        assert not pair.assistant.ledger.get(command_id)["received"].late
 
 
 # -- hostile control messages -------------------------------------------------------------
