@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from typing import Any
 
 from playwright.sync_api import (
     BrowserContext,
@@ -111,6 +112,20 @@ def open_preview(assistant: Page | FrameLocator) -> None:
 
 def html(target: Page | FrameLocator) -> Locator:
     return target.locator("html")
+
+
+def diagnose_now(frame: Page | Frame) -> None:
+    """Ask the frame's worker for a fresh report, and wait until `<html>` shows it: the
+    worker makes it after everything sent to it before, so it is also a checkpoint."""
+    seq = frame.evaluate("pagecontext.diagnose()")
+    expect(frame.locator("html")).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+
+
+def worker_report(frame: Page | Frame) -> dict[str, Any]:
+    """The frame's full diagnostics (`pagecontext.diagnostics`), fresh (`diagnose_now`)."""
+    diagnose_now(frame)
+    report: dict[str, Any] = json.loads(frame.evaluate("JSON.stringify(pagecontext.diagnostics)"))
+    return report
 
 
 def saved_state_key(assistant: Page | Frame) -> str:

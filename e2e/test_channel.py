@@ -35,6 +35,7 @@ from .conftest import (
 from .helpers import (
     OTHER_ROW,
     ROW,
+    diagnose_now,
     html,
     panel,
     select_and_ask,
@@ -170,8 +171,7 @@ def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: 
     # request only after the select and the share sent before it (and what they made
     # the edge do), then the page's own window message reaches the newcomer after
     # anything the page posted to it earlier.
-    seq = demo.evaluate("pagecontext.diagnose()")
-    expect(html(demo)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
+    diagnose_now(demo)
     demo.evaluate(
         """() => document.querySelector('iframe[data-pc-assistant]')
              .contentWindow.postMessage('checkpoint', '*')"""
@@ -406,9 +406,8 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
 def diagnose(page: Page | Frame) -> dict[str, int]:
     """Ask the frame's worker for a report after a garbage collection, and read it. The
     report has every count, and a live worker has a heap and Python objects."""
-    seq = page.evaluate("pagecontext.diagnose()")
+    diagnose_now(page)
     root = page.locator("html")
-    expect(root).to_have_attribute("data-pc-diagnostics-seq", str(seq))
     report: dict[str, int] = {}
     for key in ("heap-bytes", "heap-in-use", "py-objects", "port-refused", "internal-errors"):
         value = root.get_attribute(f"data-pc-{key}")

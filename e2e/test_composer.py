@@ -25,6 +25,7 @@ from .helpers import (
     saved_state_key,
     select_and_ask,
     show_and_expect,
+    worker_report,
 )
 
 
@@ -166,9 +167,7 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
             "data-pc-log-status", "stale-context", timeout=STEP_TIMEOUT_MS
         )
     frame = next(f for f in page.frames if f.url.startswith(origins.page))
-    seq = frame.evaluate("pagecontext.diagnose()")
-    expect(html(business)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
-    report = json.loads(frame.evaluate("JSON.stringify(pagecontext.diagnostics)"))
+    report = worker_report(frame)
     assert report["commands"] == {"page-instance": 2}, report
     expect(business.locator("[data-pc-highlight]")).to_have_count(0)
     expect(restored).to_have_count(5)

@@ -22,6 +22,7 @@ from .helpers import (
     preview_text,
     select_and_ask,
     show_and_expect,
+    worker_report,
 )
 
 
@@ -320,9 +321,7 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
         "data-pc-receipt-status", "stale-context", timeout=STEP_TIMEOUT_MS
     )
     new_page = next(f for f in page.frames if f.url.startswith(origins.page))
-    seq = new_page.evaluate("pagecontext.diagnose()")
-    expect(html(child)).to_have_attribute("data-pc-diagnostics-seq", str(seq))
-    report = json.loads(new_page.evaluate("JSON.stringify(pagecontext.diagnostics)"))
+    report = worker_report(new_page)
     assert report["commands"] == {"page-instance": 2}, report
     expect(child.locator("[data-pc-highlight]")).to_have_count(0)
     commands = page.locator('[data-pc-log-kind="command"]')
