@@ -4,16 +4,39 @@ and serves it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from pagecontext.cli import main
-from pagecontext.server.bundle import _rewrite, headers_file
+from pagecontext.server.bundle import Bundle, _rewrite, _write_pages, headers_file, manifest
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
-from pagecontext.server.site import OUTPUT_MARK, SiteError
+from pagecontext.server.site import OUTPUT_MARK, SiteError, sri
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _headers_rules(text: str) -> dict[str, list[str]]:
+    """The rules of a `_headers` file: each path pattern's header lines."""
+    rules: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(" "):
+            lines.append(line)
+        else:
+            lines = rules.setdefault(line, [])
+    return rules
+
+
+def _headers_for(text: str, path: str) -> list[str]:
+    """The header lines a host sends for `path`: those of every rule that matches it."""
+    return [
+        line
+        for pattern, lines in _headers_rules(text).items()
+        if (path.startswith(pattern[:-1]) if pattern.endswith("/*") else path == pattern)
+        for line in lines
+    ]
 
 
 def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() -> None:
@@ -22,16 +45,36 @@ def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() ->
     policy = page_policy("https://assistant.example")
     panel = assistant_policy("https://page.example")
     text = headers_file({"/": policy, "/index.html": policy, "/assistant.html": panel})
-    blocks = {block.splitlines()[0]: block.splitlines()[1:] for block in text.split("\n/")}
+    blocks = _headers_rules(text)
     assert blocks["/"] == [f"  Content-Security-Policy: {policy}", "  Cache-Control: no-cache"]
     # A host that serves the panel at its pretty URL (/assistant) matches that rule.
-    for path in ("assistant.html", "assistant"):
+    for path in ("/assistant.html", "/assistant"):
         assert blocks[path] == [f"  Content-Security-Policy: {panel}", "  Cache-Control: no-cache"]
-    assert "index" not in blocks
-    for folder in ("web/*", "vendor/*"):  # the folders that serve JavaScript
+    assert "/index" not in blocks
+    for folder in ("/web/*", "/vendor/*"):  # the folders that serve JavaScript
         assert f"  Content-Security-Policy: {WORKER_POLICY}" in blocks[folder]
-    for folder in ("web/*", "vendor/*", "wheels/*", "py/*"):
+    for folder in ("/web/*", "/vendor/*", "/wheels/*", "/py/*"):
         assert "  Cache-Control: public, max-age=31536000, immutable" in blocks[folder]
+
+
+def test_every_file_of_the_bundle_is_sent_nosniff() -> None:
+    """As the demo server does, every response carries `X-Content-Type-Options: nosniff`,
+    once: the pages, the data, the scripts, the runtimes and the bundle's own lists."""
+    policy = page_policy("https://assistant.example")
+    text = headers_file({"/": policy, "/index.html": policy})
+    for path in (
+        "/",
+        "/index.html",
+        "/assistant.html",
+        "/api/sales",
+        "/web/boot-0123456789abcdef.mjs",
+        "/vendor/pyodide-314.0.7-0123/pyodide.asm.wasm",
+        "/py/runtime-0123456789abcdef.json",
+        "/wheels/pydantic-2.14.4-py3-none-any.whl",
+        "/manifest.json",
+        "/integrity.json",
+    ):
+        assert _headers_for(text, path).count("  X-Content-Type-Options: nosniff") == 1, path
 
 
 def test_a_reference_the_build_expects_must_be_there() -> None:
@@ -53,6 +96,138 @@ def test_build_takes_exact_origins_only(tmp_path: Path, origin: str) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["build", str(tmp_path / "out"), "--page-origin", origin])
     assert exit_info.value.code == 2
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """The arguments `build` calls build_bundle with, which then writes nothing."""
+    calls: list[dict[str, object]] = []
+
+    def fake_build(_root: Path, out: Path, _wheels: Path, **kwargs: object) -> Bundle:
+        calls.append(kwargs)
+        return Bundle(out, str(kwargs["page_origin"]), str(kwargs["assistant_origin"]), {})
+
+    monkeypatch.setattr("pagecontext.server.bundle.build_bundle", fake_build)
+    return calls
+
+
+_SPELT = "an IPv4 address written as a browser writes it"
+
+
+@pytest.mark.parametrize(
+    ("origin", "said"),
+    [
+        (
+            "https://sales.example.com:443",
+            "names its scheme's default port: write it without the port, "
+            "https://sales.example.com, as browsers do",
+        ),
+        (
+            "http://127.0.0.1:80",
+            "names its scheme's default port: write it without the port, "
+            "http://127.0.0.1, as browsers do",
+        ),
+        ("http://127.1:8000", _SPELT),
+        ("http://0x7f.0.0.1:8000", _SPELT),
+        ("http://2130706433:8000", _SPELT),
+        ("https://1.2.3.04", _SPELT),
+        ("https://a..example.com", "not a host name of an exact origin"),
+        ("http://sales.example.com", "an origin on another machine must be https"),
+        ("http://192.168.1.5:8000", "an origin on another machine must be https"),
+    ],
+)
+def test_build_refuses_an_origin_no_browser_sends_or_one_in_clear_text(
+    tmp_path: Path,
+    built: list[dict[str, object]],
+    capsys: pytest.CaptureFixture[str],
+    origin: str,
+    said: str,
+) -> None:
+    """Each origin is compared with what the browser sends exactly, so it must be written
+    as a browser writes it (the demo's host rules hold for the bundle too: no default
+    port, an IPv4 address in full, no empty label); and plain http only for this
+    machine's own host names, as for the agent URL. Nothing is built."""
+    for option in ("--page-origin", "--assistant-origin"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["build", str(tmp_path / "out"), option, origin])
+        assert exit_info.value.code == 2
+        error = capsys.readouterr().err.splitlines()[-1]  # after argparse's usage
+        assert error.startswith(f"pagecontext build: error: argument {option}: "), error
+        assert origin in error
+        assert said in error
+    assert built == []
+
+
+def test_build_takes_loopback_origins_over_http_and_others_over_https(
+    tmp_path: Path, built: list[dict[str, object]]
+) -> None:
+    out = str(tmp_path / "out")
+    assert main(["build", out]) == 0
+    assert (built[0]["page_origin"], built[0]["assistant_origin"]) == (
+        "http://127.0.0.1:8000",
+        "http://localhost:8001",
+    )
+    origins = ["--page-origin", "https://sales.example.com"]
+    origins += ["--assistant-origin", "https://assistant.example.com:8443"]
+    assert main(["build", out, *origins]) == 0
+    assert built[1]["assistant_origin"] == "https://assistant.example.com:8443"
+
+
+def test_no_agent_builds_an_assistant_whose_agent_url_is_empty(
+    tmp_path: Path, built: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-agent gives the assistant `agentUrl: ""` (it answers `no-agent`), and
+    cannot be given with --agent-url."""
+    out = str(tmp_path / "out")
+    assert main(["build", out, "--no-agent"]) == 0
+    assert main(["build", out, "--agent-url", "https://agent.example.com/run"]) == 0
+    assert main(["build", out]) == 0
+    assert [call["agent_url"] for call in built] == ["", "https://agent.example.com/run", None]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", out, "--no-agent", "--agent-url", "https://agent.example.com/run"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert "--no-agent" in _build_help(capsys)
+
+
+def _build_help(capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def _fake_assets(out: Path) -> dict[str, str]:
+    """A boot script and a stylesheet under hashed names in `out`; their URL map."""
+    (out / "web").mkdir(parents=True)
+    (out / "web" / "boot-0123.mjs").write_text("// boot")
+    (out / "web" / "styles-4567.css").write_text("/* styles */")
+    return {"/web/boot.mjs": "/web/boot-0123.mjs", "/web/styles.css": "/web/styles-4567.css"}
+
+
+def test_the_pages_carry_the_agent_url_an_empty_one_included(tmp_path: Path) -> None:
+    """The assistant's pages are written with the agent URL given, `""` (no agent) as
+    it is; the business page names none."""
+    urls = _fake_assets(tmp_path)
+    origins = {"page": "https://sales.example.com", "assistant": "https://assistant.example.com"}
+    for agent_url in ("", "/agent"):
+        _write_pages(ROOT, tmp_path, urls, origins, agent_url)
+        for name in ("assistant.html", "workbench.html"):
+            text = (tmp_path / name).read_text()
+            config = json.loads(text.split('id="pc-config">', 1)[1].split("</script>", 1)[0])
+            assert config["agentUrl"] == agent_url
+            assert '<script type="module" src="/web/boot-0123.mjs" integrity="sha384-' in text
+        assert "agentUrl" not in (tmp_path / "index.html").read_text()
+
+
+def test_the_manifest_names_the_boot_script_and_the_styles_with_their_integrity(
+    tmp_path: Path,
+) -> None:
+    """manifest.json: the files an integrator's own page loads, under fixed keys."""
+    urls = _fake_assets(tmp_path)
+    assert manifest(tmp_path, urls) == {
+        "boot": {"url": "/web/boot-0123.mjs", "integrity": sri(b"// boot")},
+        "styles": {"url": "/web/styles-4567.css", "integrity": sri(b"/* styles */")},
+    }
 
 
 def test_build_needs_two_origins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,6 +296,20 @@ def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(
     assert "no wheel in" in capsys.readouterr().err
     assert sorted(path.name for path in out.iterdir()) == [OUTPUT_MARK, "CNAME"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["no-wheels", "site"]
+
+
+def test_a_failed_build_removes_the_folders_it_made_for_outdir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OUTDIR's missing parents are made for the build, and removed again when it fails:
+    `emptyd/sub/deeper` leaves `emptyd` as it was, empty."""
+    (tmp_path / "emptyd").mkdir()
+    wheels = tmp_path / "no-wheels"
+    wheels.mkdir()
+    out = tmp_path / "emptyd" / "sub" / "deeper"
+    assert main(["build", str(out), "--wheels", str(wheels), "--root", str(ROOT)]) == 1
+    assert "no wheel in" in capsys.readouterr().err
+    assert list((tmp_path / "emptyd").iterdir()) == []
 
 
 def test_an_interrupted_command_says_so_and_exits_130(

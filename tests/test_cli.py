@@ -260,6 +260,38 @@ def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
     assert caught.value.code == 2
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://svc:S3CRET@agent.example.com/agent",
+        "https://svc@agent.example.com/agent",
+        "http://:S3CRET@127.0.0.1:9000/run",
+    ],
+)
+def test_an_agent_url_with_a_user_or_password_is_refused(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    """The agent URL is written into the assistant's page, which anyone may read, and a
+    browser refuses to fetch a URL with credentials in it: `demo` and `build` refuse it."""
+    started: list[object] = []
+    monkeypatch.setattr("pagecontext.server.run.serve", started.append)
+    monkeypatch.setattr("pagecontext.server.bundle.build_bundle", lambda *a, **k: started.append(a))
+    for command in (["demo", "--root", str(root)], ["build", str(root / "out")]):
+        with pytest.raises(SystemExit) as caught:
+            main([*command, "--agent-url", url])
+        assert caught.value.code == 2
+        err = capsys.readouterr().err
+        assert "the agent URL must name no user or password" in err
+    assert started == []
+
+
+def test_build_help_says_the_agent_url_is_public(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "written into the public assistant page: it must hold no secret" in help_text
+
+
 def test_the_two_origins_need_two_host_names(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -379,6 +379,9 @@ def test_server_config_derives_paths_and_origins(tmp_path: Path) -> None:
     assert config.db_path == tmp_path / "build" / "demo.db"
     assert config.page_origin == "http://127.0.0.1:9000"
     assert config.assistant_origin == "http://assistant.test:8001"
+    # On http's default port, the origin as a browser writes it: no port.
+    on_80 = ServerConfig(root=tmp_path, page_port=80, assistant_port=80, assistant_host="localhost")
+    assert (on_80.page_origin, on_80.assistant_origin) == ("http://127.0.0.1", "http://localhost")
 
 
 def test_a_brotli_variant_is_served_to_browsers_that_take_br(

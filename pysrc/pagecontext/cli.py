@@ -64,7 +64,14 @@ def _agent_url(text: str) -> str:
             f"the agent URL must be an http(s) URL with a host, or a path on the "
             f"assistant origin: {text!r}"
         )
-    if text.startswith("http://") and host not in _LOOPBACK_HOSTS:
+    if absolute and "@" in urlsplit(text).netloc:
+        # The URL is written into the assistant's page, which anyone may read; and
+        # browsers refuse to fetch a URL with credentials in it.
+        raise argparse.ArgumentTypeError(
+            f"the agent URL must name no user or password (it is written into the public "
+            f"assistant page): {text!r}"
+        )
+    if _in_clear_text(text, host):
         # The user's read token goes to the agent with every run: never in clear text
         # over a network.
         raise argparse.ArgumentTypeError(
@@ -73,11 +80,21 @@ def _agent_url(text: str) -> str:
     return text
 
 
-# Hosts an agent may be reached on over plain http: this machine.
+# Hosts an agent or an origin may be reached on over plain http: this machine.
 _LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+# The port an origin leaves unwritten, by scheme.
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _in_clear_text(url: str, host: str | None) -> bool:
+    """True if `url`, whose host is `host`, is plain http to another machine than this
+    one (not one of _LOOPBACK_HOSTS): what the user's credentials must never cross."""
+    return url.startswith("http://") and host not in _LOOPBACK_HOSTS
 
 
 def _origin(text: str) -> str:
+    """Return `text` if it is an origin as a browser writes it (exact, its host as
+    `_host_problem` asks, no default port) and https unless its host is this machine."""
     from pagecontext.windowrules import is_exact_origin
 
     if not is_exact_origin(text):
@@ -85,11 +102,28 @@ def _origin(text: str) -> str:
             f"not an exact origin (scheme://host[:port], lower case, no path or "
             f"trailing slash): {text!r}"
         )
+    scheme, _, rest = text.partition("://")
+    host, _, port = rest.partition(":")
+    if port and int(port) == _DEFAULT_PORTS[scheme]:
+        # A browser writes https://host, never https://host:443: a peerOrigin with the
+        # port would match no message.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names its scheme's default port: write it without the port, "
+            f"{scheme}://{host}, as browsers do"
+        )
+    problem = _host_problem(host, int(port) if port else _DEFAULT_PORTS[scheme])
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
+    if _in_clear_text(text, host):
+        # What the user sees, and the credentials a deployment gives the assistant, would
+        # cross the network in clear text.
+        raise argparse.ArgumentTypeError(f"an origin on another machine must be https: {text!r}")
     return text
 
 
 def _host_problem(host: str, port: int) -> str | None:
-    """Why `host` (lower case) cannot be the host of a demo origin, or None if it can."""
+    """Why `host` (lower case) cannot be the host of an origin the demo serves or a
+    bundle is built for, or None if it can."""
     from pagecontext.windowrules import is_exact_origin
 
     if ":" in host:
@@ -97,7 +131,7 @@ def _host_problem(host: str, port: int) -> str | None:
     if not is_exact_origin(f"http://{host}:{port}") or "" in host.split("."):
         return (
             "not a host name of an exact origin (letters, digits, dots and hyphens, "
-            "not starting or ending with a dot or hyphen)"
+            "not starting or ending with a dot or hyphen, no two dots in a row)"
         )
     # A browser writes an IPv4 address in full (127.1, 0x7f.0.0.1 and 2130706433 are all
     # 127.0.0.1): any other spelling makes an origin no browser sends.
@@ -212,23 +246,32 @@ def _build_parser() -> argparse.ArgumentParser:
         "--page-origin",
         type=_origin,
         default="http://127.0.0.1:8000",
-        help="the exact origin the business page is served from; the assistant accepts "
-        "and frames only this origin (default: %(default)s)",
+        help="the exact origin the business page is served from, as a browser writes it "
+        "(no default port; https unless the host is 127.0.0.1 or localhost); the "
+        "assistant accepts and frames only this origin (default: %(default)s)",
     )
     build.add_argument(
         "--assistant-origin",
         type=_origin,
         default="http://localhost:8001",
-        help="the exact origin the assistant is served from; the page frames, and is "
-        "framed by, only this origin (default: %(default)s)",
+        help="the exact origin the assistant is served from, as --page-origin; the page "
+        "frames, and is framed by, only this origin (default: %(default)s)",
     )
-    build.add_argument(
+    agent = build.add_mutually_exclusive_group()
+    agent.add_argument(
         "--agent-url",
         type=_agent_url,
         default=None,
         help="the AG-UI agent the assistant calls; a static host has none, so name one "
-        "that answers CORS for the assistant origin (default: /agent on the assistant "
-        "origin)",
+        "that answers CORS for the assistant origin. It is written into the public "
+        "assistant page: it must hold no secret (default: /agent on the assistant origin)",
+    )
+    agent.add_argument(
+        "--no-agent",
+        action="store_true",
+        help='an assistant with no agent (its agentUrl is ""): it asks nothing, and answers '
+        'every question at once with "This assistant has no agent to ask" (no-agent); the '
+        "rest of the panel works as with one",
     )
     build.add_argument(
         "--wheels",
@@ -342,7 +385,7 @@ def _build(args: argparse.Namespace) -> int:
             wheels,
             page_origin=args.page_origin,
             assistant_origin=args.assistant_origin,
-            agent_url=args.agent_url,
+            agent_url="" if args.no_agent else args.agent_url,
             brotli_cache=root / "build" / "cache" / "brotli",
             progress=_step,
         )

@@ -48,7 +48,13 @@ from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
 from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 
-__all__ = ["ServerConfig", "create_assistant_app", "create_page_app", "fill_template"]
+__all__ = [
+    "ServerConfig",
+    "create_assistant_app",
+    "create_page_app",
+    "fill_template",
+    "http_origin",
+]
 
 # Registered at import because FileResponse asks `mimetypes`, and the system
 # tables disagree between machines (.mjs and .wasm are often missing, and .py
@@ -84,6 +90,12 @@ AGENT_URL_TEMPLATE_TOKEN: Final = "{{AGENT_URL}}"
 AUTHORIZATION_TEMPLATE_TOKEN: Final = "{{AUTHORIZATION}}"
 AGENT_AUTHORIZATION_TEMPLATE_TOKEN: Final = "{{AGENT_AUTHORIZATION}}"
 DEFAULT_AGENT_PATH: Final = "/agent"
+
+
+def http_origin(host: str, port: int) -> str:
+    """The origin a browser writes for `http://host:port`: without the port when it is
+    80, http's default (`http://127.0.0.1:80` would match no message's origin)."""
+    return f"http://{host}" if port == 80 else f"http://{host}:{port}"
 
 
 @dataclass(frozen=True, init=False)
@@ -152,12 +164,12 @@ class ServerConfig:
     @property
     def page_origin(self) -> str:
         """The page's origin, e.g. ``http://127.0.0.1:8000``."""
-        return f"http://{self.page_host}:{self.page_port}"
+        return http_origin(self.page_host, self.page_port)
 
     @property
     def assistant_origin(self) -> str:
         """The assistant's origin, e.g. ``http://localhost:8001``."""
-        return f"http://{self.assistant_host}:{self.assistant_port}"
+        return http_origin(self.assistant_host, self.assistant_port)
 
     @property
     def assistant_agent_url(self) -> str:

@@ -13,9 +13,13 @@ they do under the demo server, so that every URL is the same:
     vendor/, wheels/                as `pagecontext.server.site` assembles them (names
                                     versioned or content-hashed)
     _headers                        the headers a host sends: the Content-Security-Policy
-                                    of each page and of the scripts, and the caching
+                                    of each page and of the scripts, the caching, and
+                                    `X-Content-Type-Options: nosniff` on every file
     integrity.json                  the sha384 of every file (the pages' script and
                                     stylesheet carry theirs as `integrity`)
+    manifest.json                   the boot script's and the stylesheet's URL and
+                                    integrity, under fixed keys, for an integrator's own
+                                    page to load them by
 
 Every name except the pages' and `api/sales` changes with its content, so a host may
 cache it forever. A reference from one file to another is rewritten only where the build
@@ -43,7 +47,7 @@ from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.site import SiteError, assemble_into, replacing, sri
 
-__all__ = ["Bundle", "build_bundle", "headers_file"]
+__all__ = ["Bundle", "build_bundle", "headers_file", "manifest"]
 
 # The files served under their own names, with the references each holds to others, in
 # an order where every file comes after those it names.
@@ -65,6 +69,9 @@ PAGES: Final = (
 )
 # The pages name these (attribute values), and get them with their integrity.
 PAGE_ASSETS: Final = (("src", "/web/boot.mjs"), ("href", "/web/styles.css"))
+# manifest.json: the files another page loads, under these keys.
+MANIFEST_ENTRIES: Final = (("boot", "/web/boot.mjs"), ("styles", "/web/styles.css"))
+MANIFEST_PATH: Final = "manifest.json"
 SALES_PATH: Final = "api/sales"
 IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
 # The folders that serve JavaScript: the boot script and the worker, and the runtimes.
@@ -171,9 +178,22 @@ def _write_sales(out: Path) -> None:
     (out / SALES_PATH).write_text(json.dumps({"rows": rows, "units": SALES_UNITS}))
 
 
+def manifest(out: Path, urls: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Return manifest.json's content: for each of MANIFEST_ENTRIES, the URL the bundle
+    `out` serves it at (`urls`, from `_hash_names`) and its integrity. A page of the
+    integrator's own loads the boot script by it, whose name changes with every build."""
+    entries = {}
+    for key, old in MANIFEST_ENTRIES:
+        new = urls[old]
+        entries[key] = {"url": new, "integrity": sri((out / new.lstrip("/")).read_bytes())}
+    return entries
+
+
 def headers_file(policies: dict[str, str]) -> str:
     """Return the `_headers` file (the format of Netlify and Cloudflare Pages): each page's
-    policy, the scripts' policy, and the cache policy of the rest.
+    policy, the scripts' policy, the cache policy of the rest, and
+    `X-Content-Type-Options: nosniff` on every file (a rule `/*`; the hosts send the
+    headers of every rule a URL matches), as the demo server sends it.
 
     A page `/x.html` is listed as `/x` too: hosts that serve pages at their pretty URL
     (Cloudflare Pages redirects `/x.html` to `/x`) match a rule by the URL requested.
@@ -183,7 +203,8 @@ def headers_file(policies: dict[str, str]) -> str:
     for path, policy in policies.items():
         if path.endswith(".html") and path != "/index.html":
             pages.setdefault(path.removesuffix(".html"), policy)
-    blocks = [
+    blocks = [("/*", [("X-Content-Type-Options", "nosniff")])]
+    blocks += [
         (path, [("Content-Security-Policy", policy), ("Cache-Control", NO_CACHE)])
         for path, policy in sorted(pages.items())
     ]
@@ -214,7 +235,8 @@ def build_bundle(
 ) -> Bundle:
     """Write the static bundle for the two origins into `out` and return what was
     written. `agent_url` is the agent the assistant calls (default: ``/agent`` on the
-    assistant origin, which a static host does not serve). `brotli_cache` keeps the
+    assistant origin, which a static host does not serve; ``""`` for none: the assistant
+    then answers every question `no-agent` and asks nothing). `brotli_cache` keeps the
     brotli variants of the runtime between builds (default: no variants). `progress` is
     told each step as it starts.
 
@@ -238,6 +260,9 @@ def build_bundle(
             root, folder, urls, origins, agent_url if agent_url is not None else DEFAULT_AGENT_PATH
         )
         _write_sales(folder)
+        (folder / MANIFEST_PATH).write_text(
+            json.dumps(manifest(folder, urls), indent=1), encoding="utf-8"
+        )
         (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
         step("integrity hashes")
         integrity = {

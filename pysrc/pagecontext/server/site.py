@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -350,7 +351,8 @@ def _no_progress(_step: str) -> None:
 def replacing(out: Path, root: Path) -> Iterator[Path]:
     """Yield a new, empty folder beside `out` to write an output into. When the block
     ends, the new folder takes `out`'s place (an earlier output there is removed); when
-    it raises (Ctrl-C included), the new folder is removed and `out` is left as it was.
+    it raises (Ctrl-C included), the new folder is removed and `out` is left as it was,
+    and so are the folders above it: those made for it are removed again.
 
     Raises SiteError, before anything is written, if `out` is a file, holds the
     repository `root`, or is a folder that is neither empty nor an earlier output (it
@@ -368,19 +370,28 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
             f"{out} is not empty and holds no earlier output (no {OUTPUT_MARK}): "
             "write into a new or empty folder"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    new.chmod(0o777 & ~umask)  # as a folder made by mkdir, not mkdtemp's 0700
-    (new / OUTPUT_MARK).write_text(
-        "Written by pagecontext (assemble, build): the next output replaces this folder,\n"
-        "everything in it included.\n"
-    )
+    # The folders above `out` that do not exist yet, the deepest first.
+    made = list(itertools.takewhile(lambda folder: not folder.exists(), target.parents))
+    new: Path | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        new.chmod(0o777 & ~umask)  # as a folder made by mkdir, not mkdtemp's 0700
+        (new / OUTPUT_MARK).write_text(
+            "Written by pagecontext (assemble, build): the next output replaces this folder,\n"
+            "everything in it included.\n"
+        )
         yield new
     except BaseException:
-        shutil.rmtree(new, ignore_errors=True)
+        if new is not None:
+            shutil.rmtree(new, ignore_errors=True)
+        for folder in made:
+            try:
+                folder.rmdir()  # only while empty: what another program put there stays
+            except OSError:
+                break
         raise
     if target.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
