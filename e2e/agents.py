@@ -6,7 +6,8 @@ pinned task from the run's context, and streams its answer with chunk events, th
 third-party agents often do. The test controls it:
 
 - `gate`: while cleared, an answer waits before streaming (an answer "still running");
-- `mode`: "answer", "forbidden" (HTTP 403), "malformed" (a content event for a message
+- `mode`: "answer", "forbidden" (HTTP 403, a JSON body), "html-error" (HTTP 501, an
+  HTML error page), "malformed" (a content event for a message
   never started), or "no-cors" (no CORS headers: the browser cannot read it);
 - `inputs`: every `RunAgentInput` it received, in order;
 - `tool`: the page tool its answer calls on the pinned object ("highlight", or "refresh"
@@ -33,11 +34,11 @@ from ag_ui.encoder import EventEncoder
 from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-Mode = Literal["answer", "forbidden", "malformed", "no-cors"]
+Mode = Literal["answer", "forbidden", "html-error", "malformed", "no-cors"]
 
 
 async def _wait(gate: threading.Event) -> None:
@@ -83,6 +84,9 @@ class ExternalAgent:
         self.inputs.append(run_input)
         if self.mode == "forbidden":
             return JSONResponse({"error": "forbidden"}, status_code=403, headers=self._cors())
+        if self.mode == "html-error":
+            page = "<!doctype html><title>Error</title><h1>Not implemented</h1>"
+            return HTMLResponse(page, status_code=501, headers=self._cors())
         encoder = EventEncoder()
         return StreamingResponse(
             self._events(run_input, encoder),

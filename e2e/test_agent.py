@@ -353,16 +353,19 @@ def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAg
 
 
 @pytest.mark.parametrize(
-    ("mode", "error", "shown"),
+    ("mode", "error", "shown", "note"),
     [
-        ("forbidden", "http-403", "HTTP 403"),
-        ("malformed", "malformed-stream", "broke the protocol"),
-        ("no-cors", "agent-unreachable", "could not reach its agent"),
+        ("forbidden", "http-403", "HTTP 403", '{"error":"forbidden"}'),
+        ("html-error", "http-501", "HTTP 501", "its answer was text/html, not shown"),
+        ("malformed", "malformed-stream", "broke the protocol", None),
+        ("no-cors", "agent-unreachable", "could not reach its agent", None),
     ],
 )
 def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
-    agent_demo: tuple[Page, ExternalAgent], mode: str, error: str, shown: str
+    agent_demo: tuple[Page, ExternalAgent], mode: str, error: str, shown: str, note: str | None
 ) -> None:
+    """A failed answer says what happened (an error body only if it is JSON or text, an
+    error page's markup never), and nothing already in the conversation is lost."""
     demo, agent = agent_demo
     assistant = panel(demo)
     pin(demo, assistant, ROW)
@@ -374,6 +377,8 @@ def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
         "data-pc-answer-error", error
     )
     expect(failed.locator("[role=alert]")).to_contain_text(shown)
+    if note is not None:
+        expect(failed.locator(".pc-note")).to_have_text(note)
     # Nothing already in the conversation is lost, and the user can ask again.
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(2)
     expect(first).to_have_attribute("data-pc-answer-state", "done")

@@ -327,6 +327,38 @@ MOUNT_AGAIN = """async () => {
 }"""
 
 
+# Unmounts the embed and mounts it again knowing no user: no owner, no credentials.
+MOUNT_FOR_NOBODY = """async () => {
+  const embed = await import("/web/boot.mjs");
+  const config = JSON.parse(document.getElementById("pc-config").textContent);
+  embed.unmount();
+  await embed.mount({...config, owner: "", authorization: "", agentAuthorization: ""});
+}"""
+
+
+def test_an_assistant_that_knows_no_user_saves_nothing(page: Page, origins: Origins) -> None:
+    """An assistant given neither an owner nor credentials (a sign-in by cookie that set
+    no `owner`) would save one conversation for every user of the browser: it saves
+    nothing, says so, and removes what earlier users left."""
+    first = open_workbench(page, origins)
+    key = saved_state_key(page)
+    select_and_ask(first, ROW)
+    page.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, ROW])
+    page.evaluate(MOUNT_FOR_NOBODY)
+    wait_bound(page)
+    business = page.frame_locator("iframe[data-pc-child]")
+    wait_bound(business, connection=2)
+    select_and_ask(business, OTHER_ROW)
+    expect(page.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS)
+    expect(page.locator("[data-pc-storage-note]")).to_be_visible()
+    saved = page.evaluate(
+        """() => [localStorage, sessionStorage].flatMap((store) =>
+             Object.keys(store).filter((k) => k.startsWith("pagecontext:assistant")))"""
+    )
+    assert saved == [], saved
+
+
 def test_an_assistant_mounted_again_shows_its_conversation_once(
     page: Page, origins: Origins
 ) -> None:

@@ -113,10 +113,18 @@ def test_an_assistant_page_without_the_panel_fails_loudly(page: Page, origins: O
 
 
 def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Origins) -> None:
-    """Text that is not a JSON object fails before Python starts, saying where the config is."""
+    """Text that is not a JSON object fails before Python starts, saying where the config
+    is, and logs it with `console.error` as every failure is (not as an uncaught error)."""
+    errors: list[str] = []
+    uncaught: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: uncaught.append(str(error)))
     page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")
     expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
     expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^config: the <script"))
+    page.wait_for_function("() => document.readyState === 'complete'")
+    assert any(m.startswith("pagecontext: config: the <script") for m in errors), errors
+    assert uncaught == []
 
 
 # In the top frame: the order in which its state changed and its child frame was given
@@ -326,6 +334,67 @@ def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:
         )
     expect(html(demo)).to_have_attribute("data-pc-refused-select", "3")
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+
+
+def test_a_select_event_reads_the_rendered_row_as_a_click_does(demo: Page) -> None:
+    """`pagecontext:select` with no values, for a rendered row: the chip shows the row's
+    cells, as a click would share them, and `aria-selected` moves from the clicked row to
+    it. For a row not rendered (a list scrolled away), nothing is read and no row stays
+    marked selected."""
+    table = '[data-pc-component="sales-table"]'
+    row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
+    other = demo.locator(f'{table} tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    row.click()
+    expect(row).to_have_attribute("aria-selected", "true")
+    select_event = """ref => {
+      document.dispatchEvent(new CustomEvent("pagecontext:select",
+        {detail: {componentId: "sales-table", resourceRef: ref}}));
+      document.dispatchEvent(new CustomEvent("pagecontext:share"));
+    }"""
+    demo.evaluate(select_event, OTHER_ROW)
+    expect(other).to_have_attribute("aria-selected", "true")
+    expect(row).not_to_have_attribute("aria-selected", re.compile(".*"))
+    units = json.loads(
+        other.locator('[data-pc-field="unitsSold"]').get_attribute("data-pc-value") or ""
+    )
+    chip = panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("East")
+    expect(chip.locator('[data-pc-chip-field="month"]')).to_have_text("2026-05")
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text(f"{units} units")
+    away = "sales-2026-12-nowhere"
+    demo.evaluate(select_event, away)
+    chip = panel(demo).locator(f'[data-pc-chip="{away}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "3", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator("[data-pc-chip-field]")).to_have_count(0)
+    expect(demo.locator(f"{table} [aria-selected]")).to_have_count(0)
+
+
+def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> None:
+    """Show me on a row that cannot take the focus (no `tabindex`): the row is
+    highlighted (`applied`), and the panel's receipt line also says the locate was
+    `not-found` (`not-focusable`), not the highlight's outcome alone. A row that can
+    take it shows the highlight's line only."""
+    assistant = panel(demo)
+    select_and_ask(demo, OTHER_ROW)
+    expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
+        timeout=STEP_TIMEOUT_MS
+    )
+    show_and_expect(assistant, "applied")
+    expect(receipt(assistant)).to_have_text("highlight: applied (ok)")
+    demo.evaluate(
+        "ref => document.querySelector(`tr[data-pc-resource-ref='${ref}']`)"
+        ".removeAttribute('tabindex')",
+        ROW,
+    )
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    expect(receipt(assistant)).to_have_text(
+        "highlight: applied (ok); locate: not-found (not-focusable)", timeout=STEP_TIMEOUT_MS
+    )
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
 
 
 def test_a_rendered_event_off_its_component_is_refused_and_counted(demo: Page) -> None:

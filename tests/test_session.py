@@ -391,6 +391,9 @@ def test_show_highlights_and_locates_the_pinned_row(embedder: Side) -> None:
     assert command["commandId"] == highlight
     assert command["received"]["state"] == "applied"
     assert command["ui"] == {"state": "applied", "reason": "ok", "late": False, "lateStatus": None}
+    # The locate's receipts go with it, for the panel to name one that stands otherwise.
+    assert command["locate"]["commandId"] == locate
+    assert command["locate"]["ui"]["state"] == "applied"
 
 
 def test_show_without_a_pinned_context_sends_nothing() -> None:

@@ -47,7 +47,8 @@ globalThis.pagecontextHost = {
   // reads it back, whatever another tab of the assistant saved since) and the latest
   // any tab saved (localStorage: a new tab continues from it). `key` names its owner
   // (integration.saved_state_key): the saved states of other owners under `prefix` (an
-  // earlier user of this browser, or one without an owner) are removed, not kept.
+  // earlier user of this browser, or one without an owner) are removed, not kept. An
+  // empty key (no owner known) reads nothing and saves nothing.
   load(key, prefix) {
     let found = null;
     for (const name of ["sessionStorage", "localStorage"]) {
@@ -57,7 +58,7 @@ globalThis.pagecontextHost = {
           const other = store.key(index);
           if (other !== null && other !== key && other.startsWith(prefix)) store.removeItem(other);
         }
-        const text = store.getItem(key);
+        const text = key ? store.getItem(key) : null;
         if (found === null && text !== null) found = text;
       } catch { /* denied */ }
     }
@@ -70,7 +71,7 @@ globalThis.pagecontextHost = {
   // message; false: storage is denied.
   persist(key, message) {
     if (message === null || typeof message !== "object" || message.kind !== "persist") return null;
-    if (typeof message.text !== "string") return false;
+    if (typeof message.text !== "string" || !key) return false;
     let own = false;
     try { window.sessionStorage.setItem(key, message.text); own = true; } catch {
       // Not this tab's older copy on a reload, then: the shared one, if it is newer.
@@ -302,15 +303,21 @@ const block = document.getElementById("pc-config");
 if (block) {
   // The edge checks every option; only what it cannot see is checked here: the block
   // must hold a JSON object.
-  let config;
+  let config = null;
   try {
     config = JSON.parse(block.textContent);
     if (config === null || typeof config !== "object" || Array.isArray(config)) throw new Error("not an object");
   } catch (error) {
     const reason = `config: the <script type="application/json" id="pc-config"> block must hold a JSON object (${error.message})`;
+    config = null;
     fail(reason);
-    throw new Error(`pagecontext: ${reason}`);
+    console.error(`pagecontext: ${reason}`);
   }
+  if (config) await autoMount(config);
+}
+
+// Mount the config block's `config`, then run the page's own MicroPython apps.
+async function autoMount(config) {
   await mount(config);
   await nextTask();
   // The page's own MicroPython modules (config.apps), each with an async main().

@@ -255,7 +255,13 @@ def saved_state_key(config: "dict[str, Any]") -> str:
     conversation it is, the page origin it serves and its `owner` (the signed-in user),
     or without an owner the credentials it was given. A browser used by another user, or
     the assistant embedded by another page origin, finds no saved state of theirs; the
-    digest keeps the credentials themselves out of storage. `config` is parse_config's."""
+    digest keeps the credentials themselves out of storage. `config` is parse_config's.
+
+    An assistant given neither an owner nor credentials (a sign-in by cookie that did not
+    set `owner`) knows no user to keep a conversation for: its key is "", and it saves
+    nothing, since every user of the browser would find it."""
+    if not (config["owner"] or config["authorization"] or config["agentAuthorization"]):
+        return ""
     who = config["owner"] or config["authorization"] + "\n" + config["agentAuthorization"]
     text = config["peerOrigin"] + "\n" + ("owner:" if config["owner"] else "credentials:") + who
     digest = sha256(text.encode()).digest()

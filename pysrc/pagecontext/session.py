@@ -698,7 +698,10 @@ class AssistantSession:
         self._pinned_wire: dict[str, object] | None = None
         self.pinned_restored = False
         # The highlight of the last "Show me": its receipt is what the panel shows.
+        # The last Show me's two commands: the receipt line follows the highlight, and
+        # names the locate when it settled otherwise (a row that cannot take the focus).
         self.last_show: str | None = None
+        self.last_locate: str | None = None
         self._composer = Composer()
         self._composer_stale = False
         # "What the AI sees" is composed for the panel only while it is open.
@@ -1316,6 +1319,8 @@ class AssistantSession:
             effects += sent
             if action == "highlight":
                 self.last_show = command_id
+            else:
+                self.last_locate = command_id
         return [*effects, _STATE, _PERSIST]
 
     def tick(self) -> list[Effect]:
@@ -1347,6 +1352,22 @@ class AssistantSession:
         """Build the message a `Refresh(kind)` effect stands for."""
         return self.state().message if kind == "state" else self._persist().message
 
+    def _command_view(self, command_id: str | None, action: str) -> dict[str, object] | None:
+        """A Show me command's receipts, as the panel shows them; None if there is none,
+        or the ledger forgot it (its capacity of newer commands came since)."""
+        try:
+            layers = self.ledger.get(command_id) if command_id is not None else None
+        except KeyError:
+            layers = None
+        if layers is None:
+            return None
+        return {
+            "commandId": command_id,
+            "action": action,
+            "received": _record_view(layers.get("received")),
+            "ui": _record_view(layers.get("ui")),
+        }
+
     def state(self) -> ToEdge:
         """What the panel shows: binding, the chip, and the last command's receipts."""
         chip: dict[str, object] | None = None
@@ -1374,18 +1395,10 @@ class AssistantSession:
                 "restored": self.pinned_restored,
                 "key": self.composer.chips()[0].key,
             }
-        last: dict[str, object] | None = None
-        try:
-            layers = self.ledger.get(self.last_show) if self.last_show is not None else None
-        except KeyError:
-            layers = None  # forgotten: the ledger's capacity of newer commands came since
-        if layers is not None:
-            last = {
-                "commandId": self.last_show,
-                "action": "highlight",
-                "received": _record_view(layers.get("received")),
-                "ui": _record_view(layers.get("ui")),
-            }
+        last = self._command_view(self.last_show, "highlight")
+        located = self._command_view(self.last_locate, "locate")
+        if last is not None and located is not None:
+            last["locate"] = located
         return ToEdge(
             {
                 "kind": "state",

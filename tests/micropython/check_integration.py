@@ -42,6 +42,7 @@ OWNED = (
     {"role": "assistant", "position": "child", "peerOrigin": PAGE, "owner": "alice"},
     {"role": "assistant", "position": "child", "peerOrigin": PAGE, "authorization": "Bearer a"},
     {"role": "assistant", "position": "child", "peerOrigin": ASSISTANT, "owner": "alice"},
+    {"role": "assistant", "position": "child", "peerOrigin": PAGE},
 )
 SELECTS = (
     {"componentId": "c", "resourceRef": "r", "values": {"a": 1.5, "b": None, "c": True}},

@@ -249,6 +249,7 @@ class Edge:
         self.opaque_child = False
         self.child_src: str = ""
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
+        self.selected: Any = None  # the element marked aria-selected, if any
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.generations: dict[str, int] = {}  # componentId -> generation last reported
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
@@ -763,26 +764,39 @@ class Edge:
         ref = row.getAttribute("data-pc-resource-ref")
         if self.registry.get(component_id, {}).get(ref) != row:
             return  # not an object this component reported as rendered
-        # What the user sees of the object: the component's values (a chart's title),
-        # the object's own (a mark's series, bucket and value), then its cells.
+        self._select(component_id, ref, {})
+
+    def _select(self, component_id: str, ref: str, given: dict[str, Any]) -> None:
+        """Select object `ref` of a component: what the user sees of it, the component's
+        values (a chart's title), the object's own (a mark's series, bucket and value),
+        then its cells, if it is rendered, and `given` (a `pagecontext:select`'s) over
+        them; the object rendered is marked `aria-selected`, and no other."""
+        component = self.components[component_id]
+        row = self.registry.get(component_id, {}).get(ref)
         values: dict[str, Any] = {}
         _attr_values(component, values)
-        _attr_values(row, values)
-        cells = row.querySelectorAll("[data-pc-field]")
-        for i in range(cells.length):
-            cell = cells[i]
-            raw = cell.getAttribute("data-pc-value")
-            value = _attr_value(raw) if raw is not None else cell.textContent
-            values[cell.getAttribute("data-pc-field")] = value
-        for el in self.registry[component_id].values():
-            el.removeAttribute("aria-selected")
-        row.setAttribute("aria-selected", "true")
-        self._select(component_id, ref, values)
-
-    def _select(self, component_id: str, ref: str, values: dict[str, Any]) -> None:
+        if row is not None:
+            _attr_values(row, values)
+            cells = row.querySelectorAll("[data-pc-field]")
+            for i in range(cells.length):
+                cell = cells[i]
+                raw = cell.getAttribute("data-pc-value")
+                value = _attr_value(raw) if raw is not None else cell.textContent
+                values[cell.getAttribute("data-pc-field")] = value
+        for name in given:
+            values[name] = given[name]
+        self._mark_selected(row)
         self._selection_changed(
             {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
         )
+
+    def _mark_selected(self, element: Any) -> None:
+        """Mark `element` (None: none) `aria-selected`, and unmark the one marked before."""
+        if self.selected is not None:
+            self.selected.removeAttribute("aria-selected")
+        self.selected = element
+        if element is not None:
+            element.setAttribute("aria-selected", "true")
 
     def _selection_changed(self, message: dict[str, Any]) -> None:
         """Tell the worker the selection changed (`select`, `clear`); with `share:
@@ -819,12 +833,7 @@ class Edge:
         if component_id not in self.components:
             self._refuse_event("select", "no data-pc-component=" + component_id + " on the page")
             return
-        component = self.components[component_id]
-        merged: dict[str, Any] = {}
-        _attr_values(component, merged)
-        for name in values:
-            merged[name] = values[name]
-        self._select(component_id, ref, merged)
+        self._select(component_id, ref, values)
 
     def _on_share_event(self, event: Any) -> None:
         self._to_worker({"kind": "share"})
@@ -832,9 +841,7 @@ class Edge:
     def _on_clear_event(self, event: Any) -> None:
         """`pagecontext:clear`: the user cleared the selection (shared at once with
         `share: "select"`, else on the next "Ask AI")."""
-        for objects in self.registry.values():
-            for element in objects.values():
-                element.removeAttribute("aria-selected")
+        self._mark_selected(None)
         self._selection_changed({"kind": "clear"})
 
     def _apply(self, message: dict[str, Any]) -> None:

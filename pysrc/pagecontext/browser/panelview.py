@@ -213,15 +213,28 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
 
 def receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
     """Return (status, text) for the last command: where it stands (the UI layer once it
-    settles, integration.command_standing)."""
+    settles, integration.command_standing). A Show me's `locate`, once it settled, is
+    named after it when it stands otherwise (the object could not take the focus)."""
     layer = command_standing(command, "ui")
     status = layer.get("state") or "pending"
-    text = command.get("action", "") + ": " + status
+    text = _standing_text(command, layer)
+    located = command.get("locate")
+    if isinstance(located, dict):
+        where = command_standing(located, "ui")
+        if where.get("state") not in (None, "pending") and (
+            (where.get("state"), where.get("reason")) != (status, layer.get("reason"))
+        ):
+            text += "; " + _standing_text(located, where)
+    return status, text
+
+
+def _standing_text(command: dict[str, Any], layer: dict[str, Any]) -> str:
+    text = str(command.get("action", "")) + ": " + str(layer.get("state") or "pending")
     if layer.get("reason"):
         text += " (" + str(layer.get("reason")) + ")"
     if layer.get("late"):
         text += ", late receipt: " + str(layer.get("lateStatus"))
-    return status, text
+    return text
 
 
 # The fields of `pagecontext:state`'s detail.

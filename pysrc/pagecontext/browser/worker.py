@@ -51,8 +51,10 @@ RUN_TIMEOUT_MS = 60_000
 ACTION_TIMEOUT_MS = 10_000
 # The code of an answer asked for with no agent configured (`agentUrl` "").
 NO_AGENT = "no-agent"
-# How much of a refused agent request's body the panel shows.
+# How much of a refused agent request's body the panel shows, and the types of body it
+# shows (an error page's markup, say, would read as noise).
 _ERROR_BODY_CHARS = 200
+_ERROR_BODY_TYPES = ("application/json", "application/problem+json", "text/plain")
 # How much of an HTTP answer is read at most: an agent's error page, the action API's
 # JSON (a few hundred bytes); what is past it is not read.
 _ANSWER_BYTES = 65_536
@@ -130,6 +132,18 @@ async def _read_text(response: Any, limit: int) -> str:
     finally:
         await _cancel(reader)
     return "".join(parts)
+
+
+async def _error_detail(response: Any) -> str:
+    """What the panel shows of a refused agent request: the start of its body if it is
+    JSON or plain text, else only its type (an error page's markup reads as noise)."""
+    kind = str(response.headers.get("content-type") or "").partition(";")[0].strip().lower()
+    if kind in _ERROR_BODY_TYPES:
+        return (await _read_text(response, _ANSWER_BYTES))[:_ERROR_BODY_CHARS]
+    body = _body(response)
+    if body is not None:
+        await _cancel(body.getReader())
+    return "its answer was " + (kind or "of no stated type") + ", not shown"
 
 
 async def _cancel(reader: Any) -> None:
@@ -673,7 +687,7 @@ class WorkerBinding:
         try:
             response = await _fetch(self.agent_url, start.body, headers, RUN_TIMEOUT_MS)
             if not response.ok:
-                detail = (await _read_text(response, _ANSWER_BYTES))[:_ERROR_BODY_CHARS]
+                detail = await _error_detail(response)
                 code = f"http-{int(response.status)}"
                 self._run(session.on_agent_failed(run_id, code, detail))
                 return
