@@ -5,6 +5,7 @@ and serves it."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from pagecontext.cli import main
 from pagecontext.server.bundle import Bundle, _rewrite, _write_pages, headers_file, manifest
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
-from pagecontext.server.site import OUTPUT_MARK, SiteError, sri
+from pagecontext.server.site import OUTPUT_MARK, SiteError, build_project_wheel, sri
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -326,3 +327,20 @@ def test_an_interrupted_command_says_so_and_exits_130(
     assert main(["build", str(out), "--root", str(ROOT)]) == 130
     assert capsys.readouterr().err == "pagecontext: interrupted\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_project_wheel_builds_from_a_root_named_relative_to_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--root repo` (a copy of the repository beside the current folder, as a read-only
+    checkout needs): the wheel is built from that folder, not looked up as a project
+    named `repo`."""
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, copy / name)
+    shutil.copytree(ROOT / "pysrc", copy / "pysrc", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    wheel = build_project_wheel(Path("repo"), tmp_path / "wheels")
+    assert wheel.name.startswith("pagecontext-")
+    assert wheel.parent == tmp_path / "wheels"

@@ -165,7 +165,9 @@ def compile_mpy(source: Path, target: Path) -> None:
 
 
 def build_project_wheel(root: Path, out_dir: Path) -> Path:
-    """Build the pure-Python wheel of pysrc into out_dir and return its path."""
+    """Build the pure-Python wheel of pysrc into out_dir and return its path. `root` may
+    be relative: pip is given it absolute, since it reads a bare name (`repo`) as a
+    project to find on an index, not as a folder."""
     out_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
@@ -178,7 +180,7 @@ def build_project_wheel(root: Path, out_dir: Path) -> Path:
             "--no-build-isolation",
             "--wheel-dir",
             str(out_dir),
-            str(root),
+            str(root.resolve()),
         ],
         check=True,
     )
