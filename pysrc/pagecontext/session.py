@@ -697,9 +697,9 @@ class AssistantSession:
         self._pinned: ContextMessage | None = None
         self._pinned_wire: dict[str, object] | None = None
         self.pinned_restored = False
-        # The highlight of the last "Show me": its receipt is what the panel shows.
-        # The last Show me's two commands: the receipt line follows the highlight, and
-        # names the locate when it settled otherwise (a row that cannot take the focus).
+        # The last "Show me"'s two commands: the panel's receipt line follows the
+        # highlight, and names the locate when it settled otherwise (a row that cannot
+        # take the focus).
         self.last_show: str | None = None
         self.last_locate: str | None = None
         self._composer = Composer()

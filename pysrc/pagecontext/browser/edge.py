@@ -770,7 +770,8 @@ class Edge:
         """Select object `ref` of a component: what the user sees of it, the component's
         values (a chart's title), the object's own (a mark's series, bucket and value),
         then its cells, if it is rendered, and `given` (a `pagecontext:select`'s) over
-        them; the object rendered is marked `aria-selected`, and no other."""
+        them. A rendered object is marked `aria-selected`; the one marked before is
+        unmarked."""
         component = self.components[component_id]
         row = self.registry.get(component_id, {}).get(ref)
         values: dict[str, Any] = {}
