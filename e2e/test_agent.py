@@ -302,6 +302,33 @@ def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
     expect(command).to_contain_text("refresh: applied (ok)")
 
 
+def test_a_refresh_the_page_took_and_could_not_do_says_so(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """The page takes the refresh, its reload fails, and it answers with
+    `pagecontext:command-done` (`not-found`, its reason) before any render: the command
+    is `not-found` with that reason, and the answer is taken, not refused."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    demo.evaluate(
+        """() => window.addEventListener("pagecontext:refresh", (event) => {
+             event.stopPropagation();
+             event.preventDefault();
+             const detail = {commandId: event.detail.commandId, status: "not-found",
+                             reason: "reload-failed"};
+             setTimeout(() => document.dispatchEvent(
+               new CustomEvent("pagecontext:command-done", {detail})), 0);
+           }, {capture: true})"""
+    )
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text("refresh: not-found (reload-failed)")
+    assert html(demo).get_attribute("data-pc-refused-command-done") is None
+
+
 def test_a_refresh_nobody_takes_is_not_found_at_once(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:

@@ -950,6 +950,13 @@ class Edge:
         if command_id == self.dispatching:
             self.early_answer = (status, reason)
             return
+        for waiting in self.pending_refresh.values():
+            if command_id in waiting:
+                # A refresh the page took (`pagecontext:refresh`), answered before the
+                # component's next render: a reload that failed says so.
+                waiting.remove(command_id)
+                self._ui_done(command_id, status, reason)
+                return
         if command_id not in self.delegated:
             self._refuse_event("command-done", command_id + " is not a command the page took")
             return
