@@ -370,6 +370,37 @@ def test_a_select_event_reads_the_rendered_row_as_a_click_does(demo: Page) -> No
     expect(demo.locator(f"{table} [aria-selected]")).to_have_count(0)
 
 
+def test_a_row_recycled_for_another_object_loses_its_marks(demo: Page) -> None:
+    """A long list reuses a row's element for another object and reports the render: the
+    element no longer carries the highlight and the selection it had for the old one, so
+    the user never sees the assistant point at an object it did not name. A row that
+    keeps its object keeps its marks."""
+    assistant = panel(demo)
+    select_and_ask(demo, ROW)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
+    expect(row).to_have_attribute("aria-selected", "true")
+    element = row.element_handle()
+    demo.evaluate(
+        """() => document.querySelector('[data-pc-component="sales-table"]')
+             .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}))"""
+    )
+    assert element.get_attribute("data-pc-highlight") == "focus"
+    demo.evaluate(
+        """element => {
+          element.setAttribute("data-pc-resource-ref", "sales-2026-12-recycled");
+          element.closest("[data-pc-component]")
+            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }""",
+        element,
+    )
+    recycled = demo.locator('tr[data-pc-resource-ref="sales-2026-12-recycled"]')
+    expect(recycled).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
+    expect(recycled).not_to_have_attribute("aria-selected", re.compile(".*"))
+
+
 def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> None:
     """Show me on a row that cannot take the focus (no `tabindex`): the row is
     highlighted (`applied`), and the panel's receipt line also says the locate was

@@ -725,6 +725,13 @@ class Edge:
             # A component nested in this one reports its own objects.
             if row.closest("[data-pc-component]") == component:
                 refs[row.getAttribute("data-pc-resource-ref")] = row
+        # An element that no longer stands for the object it stood for (a long list
+        # recycles its rows for other objects) loses the marks it had for that object.
+        for ref, element in self.registry.get(component_id, {}).items():
+            if refs.get(ref) != element:
+                element.removeAttribute("data-pc-highlight")
+                if element == self.selected:
+                    self._mark_selected(None)
         self.registry[component_id] = refs
         self.components[component_id] = component
         self.generations[component_id] = generation
