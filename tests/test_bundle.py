@@ -197,6 +197,11 @@ def _build_help(capsys: pytest.CaptureFixture[str]) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
+def test_build_help_says_the_agent_url_is_public(capsys: pytest.CaptureFixture[str]) -> None:
+    help_text = _build_help(capsys)
+    assert "written into the public assistant page: it must hold no secret" in help_text
+
+
 def _fake_assets(out: Path) -> dict[str, str]:
     """A boot script and a stylesheet under hashed names in `out`; their URL map."""
     (out / "web").mkdir(parents=True)
@@ -211,7 +216,7 @@ def test_the_pages_carry_the_agent_url_an_empty_one_included(tmp_path: Path) -> 
     urls = _fake_assets(tmp_path)
     origins = {"page": "https://sales.example.com", "assistant": "https://assistant.example.com"}
     for agent_url in ("", "/agent"):
-        _write_pages(ROOT, tmp_path, urls, origins, agent_url)
+        _write_pages(ROOT, tmp_path, manifest(tmp_path, urls), origins, agent_url)
         for name in ("assistant.html", "workbench.html"):
             text = (tmp_path / name).read_text()
             config = json.loads(text.split('id="pc-config">', 1)[1].split("</script>", 1)[0])

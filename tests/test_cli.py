@@ -285,13 +285,6 @@ def test_an_agent_url_with_a_user_or_password_is_refused(
     assert started == []
 
 
-def test_build_help_says_the_agent_url_is_public(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["build", "--help"])
-    help_text = " ".join(capsys.readouterr().out.split())
-    assert "written into the public assistant page: it must hold no secret" in help_text
-
-
 def test_the_two_origins_need_two_host_names(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

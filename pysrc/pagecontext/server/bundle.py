@@ -67,10 +67,9 @@ PAGES: Final = (
     ("assistant.html", "web/assistant.html", "assistant"),
     ("workbench.html", "web/workbench.html", "assistant"),
 )
-# The pages name these (attribute values), and get them with their integrity.
-PAGE_ASSETS: Final = (("src", "/web/boot.mjs"), ("href", "/web/styles.css"))
-# manifest.json: the files another page loads, under these keys.
-MANIFEST_ENTRIES: Final = (("boot", "/web/boot.mjs"), ("styles", "/web/styles.css"))
+# The files the pages load (by these attributes' values), each with its integrity, and
+# manifest.json names for another page to load, under these keys.
+PAGE_ASSETS: Final = (("boot", "src", "/web/boot.mjs"), ("styles", "href", "/web/styles.css"))
 MANIFEST_PATH: Final = "manifest.json"
 SALES_PATH: Final = "api/sales"
 IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
@@ -132,9 +131,14 @@ def _hash_names(root: Path, out: Path) -> dict[str, str]:
 
 
 def _write_pages(
-    root: Path, out: Path, urls: dict[str, str], origins: dict[str, str], agent_url: str
+    root: Path,
+    out: Path,
+    assets: dict[str, dict[str, str]],
+    origins: dict[str, str],
+    agent_url: str,
 ) -> dict[str, str]:
-    """Write the demo pages filled for `origins`; return each page's policy by path."""
+    """Write the demo pages filled for `origins`, loading `assets` (`manifest`'s) with
+    their integrity; return each page's policy by path."""
     policies: dict[str, str] = {}
     for name, template, origin in PAGES:
         text = fill_template(
@@ -150,13 +154,13 @@ def _write_pages(
             authorization="",
             agent_authorization="",
         )
-        for attribute, old in PAGE_ASSETS:
+        for key, attribute, old in PAGE_ASSETS:
             if f'{attribute}="{old}"' not in text:
                 raise SiteError(f"{template} no longer loads {old!r}: update PAGE_ASSETS")
-            new = urls[old]
-            integrity = sri((out / new.lstrip("/")).read_bytes())
+            asset = assets[key]
             text = text.replace(
-                f'{attribute}="{old}"', f'{attribute}="{new}" integrity="{integrity}"'
+                f'{attribute}="{old}"',
+                f'{attribute}="{asset["url"]}" integrity="{asset["integrity"]}"',
             )
         (out / name).write_text(text, encoding="utf-8")
         policy = (
@@ -179,11 +183,12 @@ def _write_sales(out: Path) -> None:
 
 
 def manifest(out: Path, urls: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Return manifest.json's content: for each of MANIFEST_ENTRIES, the URL the bundle
-    `out` serves it at (`urls`, from `_hash_names`) and its integrity. A page of the
-    integrator's own loads the boot script by it, whose name changes with every build."""
+    """Return manifest.json's content: for each of PAGE_ASSETS, the URL the bundle `out`
+    serves it at (`urls`, from `_hash_names`) and its integrity. The demo pages load them
+    so, and a page of the integrator's own loads the boot script by it, whose name
+    changes with every build."""
     entries = {}
-    for key, old in MANIFEST_ENTRIES:
+    for key, _attribute, old in PAGE_ASSETS:
         new = urls[old]
         entries[key] = {"url": new, "integrity": sri((out / new.lstrip("/")).read_bytes())}
     return entries
@@ -256,13 +261,16 @@ def build_bundle(
         step("content-hashed names, the pages and their headers")
         urls = _hash_names(root, folder)
         origins = {"page": page_origin, "assistant": assistant_origin}
+        assets = manifest(folder, urls)
         policies = _write_pages(
-            root, folder, urls, origins, agent_url if agent_url is not None else DEFAULT_AGENT_PATH
+            root,
+            folder,
+            assets,
+            origins,
+            agent_url if agent_url is not None else DEFAULT_AGENT_PATH,
         )
         _write_sales(folder)
-        (folder / MANIFEST_PATH).write_text(
-            json.dumps(manifest(folder, urls), indent=1), encoding="utf-8"
-        )
+        (folder / MANIFEST_PATH).write_text(json.dumps(assets, indent=1), encoding="utf-8")
         (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
         step("integrity hashes")
         integrity = {
