@@ -28,6 +28,15 @@ ROW = "sales-2026-03-north"
 OTHER_ROW = "sales-2026-05-east"
 
 
+def document_policy(frames: str, *, workers: str = "'self'") -> str:
+    """The documented policy of a page that frames, and is framed by, only `frames`."""
+    return (
+        f"script-src 'self' 'wasm-unsafe-eval'; worker-src {workers}; "
+        f"frame-src {frames}; frame-ancestors {frames}; object-src 'none'; base-uri 'none'; "
+        "require-trusted-types-for 'script'; trusted-types pagecontext"
+    )
+
+
 def panel(page: Page) -> FrameLocator:
     """The assistant panel of the demo page."""
     return page.frame_locator("iframe[data-pc-assistant]")
@@ -238,7 +247,7 @@ def expect_no_csp_violations(page: Page, workers: list[Worker]) -> None:
             expect(frame.locator("html")).to_have_attribute("data-csp-violations", "0")
     assert len(workers) == 2, "one core worker per frame"
     for worker in workers:
-        assert worker_violations(worker) == [], worker.url
+        assert worker_violations(worker) == [], (worker.url, worker_violations(worker))
 
 
 def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Worker]:

@@ -355,7 +355,10 @@ NOTES = """() => {
   const notes = document.createElement("div");
   Object.assign(notes.dataset, {pcComponent: "notes", pcPage: "notes", pcFilters: "{}",
     pcGeneration: "1", pcShareable: "name"});
-  notes.innerHTML = '<p data-pc-resource-ref="n:1" data-pc-values=\\'{"name": "n"}\\'>n</p>';
+  const note = document.createElement("p");
+  Object.assign(note.dataset, {pcResourceRef: "n:1", pcValues: JSON.stringify({name: "n"})});
+  note.textContent = "n";
+  notes.append(note);
   document.body.append(notes);
   notes.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
   document.addEventListener("pagecontext:refresh", (event) => event.preventDefault());

@@ -7,13 +7,14 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, Worker, expect
+from playwright.sync_api import BrowserContext, Page, Route, Worker, expect
 
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     ROW,
+    document_policy,
     expect_no_csp_violations,
     html,
     open_workbench,
@@ -28,14 +29,6 @@ from .helpers import (
 pytestmark = pytest.mark.e2e
 
 WORKER_POLICY = "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'"
-
-
-def document_policy(frames: str, *, workers: str = "'self'") -> str:
-    """The documented policy of a page that frames, and is framed by, only `frames`."""
-    return (
-        f"script-src 'self' 'wasm-unsafe-eval'; worker-src {workers}; "
-        f"frame-src {frames}; frame-ancestors {frames}; object-src 'none'; base-uri 'none'"
-    )
 
 
 def headers(url: str) -> dict[str, str]:
@@ -82,8 +75,9 @@ def test_a_full_demo_flow_raises_no_violation(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
     """Boot from the snapshot, bind, select, ask, show (`applied`): no frame and no
-    worker reports a CSP violation. The watch itself works: eval in a worker and a blob:
-    worker in the page are refused and counted."""
+    worker reports a CSP violation, Trusted Types enforced in both documents. The watch
+    itself works: eval in a worker and a worker started from a string in the page are
+    refused and counted."""
     workers = watched_demo_flow(page, context, origins.page + "/")
     expect_no_csp_violations(page, workers)
 
@@ -93,9 +87,71 @@ def test_a_full_demo_flow_raises_no_violation(
     )
     assert refused is True
     assert [v.split()[:2] for v in worker_violations(workers[0])] == [["script-src", "eval"]]
-    page.evaluate("new Worker(URL.createObjectURL(new Blob([''], {type: 'text/javascript'})))")
+    refused_worker = page.evaluate(
+        """() => { try { new Worker("/web/worker.mjs"); return false; } catch { return true; } }"""
+    )
+    assert refused_worker is True
     expect(html(page)).to_have_attribute("data-csp-violations", "1")
-    assert page.evaluate("window.__cspViolations[0]").startswith("worker-src blob")
+    assert page.evaluate("window.__cspViolations[0]").startswith("require-trusted-types-for")
+
+
+def test_a_script_in_the_page_can_neither_write_markup_nor_start_a_script(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Trusted Types, enforced in both documents of a bound demo: a script running there
+    (as an injected one would) cannot set innerHTML from a string, cannot start a worker
+    from a URL, and cannot make a policy of its own, neither a new name nor
+    pagecontext's, which the boot script has taken."""
+    workers = watched_demo_flow(page, context, origins.page + "/")
+    attempts = """() => {
+      const refused = (attempt) => { try { attempt(); return false; } catch { return true; } };
+      return [
+        refused(() => { document.body.innerHTML = "<p>x</p>"; }),
+        refused(() => new Worker("/web/worker.mjs", { type: "module" })),
+        refused(() => trustedTypes.createPolicy("other", { createHTML: (s) => s })),
+        refused(() => trustedTypes.createPolicy("pagecontext", { createHTML: (s) => s })),
+      ];
+    }"""
+    assistant = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    for frame in (page.main_frame, assistant):
+        assert frame.evaluate(attempts) == [True, True, True, True], frame.url
+        # Each refusal was reported as a violation of the document's policy, and the
+        # flow before them raised none.
+        expect(frame.locator("html")).to_have_attribute("data-csp-violations", "4")
+        directives = [v.split()[0] for v in frame.evaluate("window.__cspViolations")]
+        assert directives == ["require-trusted-types-for"] * 2 + ["trusted-types"] * 2
+    assert len(workers) == 2
+
+
+def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
+    page: Page, origins: Origins
+) -> None:
+    """A page that enforces Trusted Types and allows other policy names only: the worker
+    cannot start, and the page says why and how to allow it (failed, data-pc-error,
+    console.error) instead of staying `booting`; its own apps still draw its rows."""
+    url = origins.page + "/"
+
+    def other_policy_names(route: Route) -> None:
+        response = route.fetch()
+        sent = response.headers["content-security-policy"]
+        assert "trusted-types pagecontext" in sent
+        policy = sent.replace("trusted-types pagecontext", "trusted-types dashboard")
+        route.fulfill(
+            response=response, headers={**response.headers, "content-security-policy": policy}
+        )
+
+    page.route(url, other_policy_names)
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.goto(url)
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=STEP_TIMEOUT_MS)
+    reason = html(page).get_attribute("data-pc-error") or ""
+    assert reason.startswith("worker: the browser refused to start the worker")
+    assert "its trusted-types directive must allow the name pagecontext" in reason
+    assert f"pagecontext: {reason}" in errors
+    expect(page.locator("tbody [data-pc-resource-ref]")).to_have_count(60, timeout=STEP_TIMEOUT_MS)
 
 
 def test_the_fresh_boot_raises_no_violation(

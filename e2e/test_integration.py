@@ -598,15 +598,24 @@ def test_a_component_that_renders_again_before_the_highlight_gets_stale_context(
 
 # An outer component with one object, and a component nested in it with another.
 NESTED = """() => {
-  const outer = document.createElement("div");
-  Object.assign(outer.dataset, {pcComponent: "outer", pcPage: "nested", pcFilters: "{}",
-    pcGeneration: "1", pcShareable: "name"});
-  outer.innerHTML = '<p data-pc-resource-ref="o:1" data-pc-values=\\'{"name": "o"}\\'>o</p>'
-    + '<div data-pc-component="inner" data-pc-page="nested" data-pc-filters="{}"'
-    + ' data-pc-generation="1" data-pc-shareable="name">'
-    + '<p data-pc-resource-ref="i:1" data-pc-values=\\'{"name": "i"}\\'>i</p></div>';
+  const component = (name) => {
+    const element = document.createElement("div");
+    Object.assign(element.dataset, {pcComponent: name, pcPage: "nested", pcFilters: "{}",
+      pcGeneration: "1", pcShareable: "name"});
+    return element;
+  };
+  const object = (ref, name) => {
+    const element = document.createElement("p");
+    Object.assign(element.dataset, {pcResourceRef: ref, pcValues: JSON.stringify({name})});
+    element.textContent = name;
+    return element;
+  };
+  const outer = component("outer");
+  const inner = component("inner");
+  inner.append(object("i:1", "i"));
+  outer.append(object("o:1", "o"), inner);
   document.body.append(outer);
-  for (const element of [outer, outer.querySelector('[data-pc-component="inner"]')]) {
+  for (const element of [outer, inner]) {
     element.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
   }
 }"""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from clients import assistant_client, page_client
 from pagecontext.server.app import ServerConfig
-from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
+from pagecontext.server.csp import TRUSTED_TYPES, WORKER_POLICY, assistant_policy, page_policy
 
 PAGE = "http://127.0.0.1:8000"
 ASSISTANT = "http://localhost:8001"
@@ -28,18 +28,23 @@ def _root(tmp_path: Path) -> Path:
 
 def test_the_policies_name_exact_origins_and_nothing_unsafe() -> None:
     """The page frames and is framed by the assistant only, and the reverse; scripts and
-    workers come from 'self', wasm may compile, nothing else is allowed."""
+    workers come from 'self', wasm may compile, nothing else is allowed; both documents
+    enforce Trusted Types and allow one policy name, pagecontext's."""
+    assert TRUSTED_TYPES == "require-trusted-types-for 'script'; trusted-types pagecontext"
     assert page_policy(ASSISTANT) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
-        f"frame-src {ASSISTANT}; frame-ancestors {ASSISTANT}; object-src 'none'; base-uri 'none'"
+        f"frame-src {ASSISTANT}; frame-ancestors {ASSISTANT}; object-src 'none'; base-uri 'none'; "
+        f"{TRUSTED_TYPES}"
     )
     assert assistant_policy(PAGE) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
-        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'"
+        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'; "
+        f"{TRUSTED_TYPES}"
     )
     assert assistant_policy(PAGE, sandboxed=True) == (
         "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' data:; "
-        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'"
+        f"frame-src {PAGE}; frame-ancestors {PAGE}; object-src 'none'; base-uri 'none'; "
+        f"{TRUSTED_TYPES}"
     )
     for policy in (page_policy(ASSISTANT), assistant_policy(PAGE), WORKER_POLICY):
         assert "unsafe-eval'" not in policy.replace("'wasm-unsafe-eval'", "")

@@ -166,19 +166,56 @@ async function loadEdgeRuntime() {
   return { runtime, mp, edge };
 }
 
+// The one URL this document starts its worker from. A sandboxed frame has an opaque
+// origin, and a worker script must be same-origin with its document: such a frame starts
+// the worker from a data: URL that imports the real one (Chromium refuses module workers
+// from blob: URLs there).
+function workerScriptURL() {
+  const url = new URL("/web/worker.mjs", import.meta.url).href;
+  return self.origin === "null" ? `data:text/javascript,import ${encodeURIComponent(JSON.stringify(url))};` : url;
+}
+
+// A page that enforces Trusted Types (its policy says `require-trusted-types-for
+// 'script'`) lets a script start a worker only from a TrustedScriptURL, which only a
+// policy the page allows by name can make. pagecontext's policy is named "pagecontext"
+// and makes one URL: its worker's, refusing any other. Made once per document, when the
+// browser has Trusted Types; `null` when the page's `trusted-types` directive does not
+// allow the name (then the worker starts from the plain URL, which only a page that does
+// not enforce Trusted Types accepts).
+let scriptURLPolicy;
+
+function trustedWorkerURL() {
+  const url = workerScriptURL();
+  if (scriptURLPolicy === undefined) {
+    scriptURLPolicy = null;
+    try {
+      scriptURLPolicy = globalThis.trustedTypes?.createPolicy("pagecontext", {
+        createScriptURL: (given) => {
+          if (given !== workerScriptURL()) throw new TypeError(`pagecontext: not the worker's URL: ${given}`);
+          return given;
+        },
+      }) ?? null;
+    } catch { /* the page's trusted-types directive does not name "pagecontext" */ }
+  }
+  return scriptURLPolicy ? scriptURLPolicy.createScriptURL(url) : url;
+}
+
 // The worker's `error` event (its script did not load, or it stopped on an uncaught
-// error) before the edge listens: handed to the edge once it has begun.
+// error) before the edge listens: handed to the edge once it has begun. Throws when the
+// page's policy refuses the worker (Trusted Types, above).
 function startWorker(role, onError) {
-  const workerURL = new URL("/web/worker.mjs", import.meta.url).href;
-  const options = { type: "module", name: `pagecontext-${role}` };
-  // A sandboxed frame has an opaque origin, and a worker script must be same-origin with
-  // its document: such a frame starts the worker from a data: URL that imports the real
-  // one (Chromium refuses module workers from blob: URLs there).
-  const worker = self.origin === "null"
-    ? new Worker(`data:text/javascript,import ${encodeURIComponent(JSON.stringify(workerURL))};`, options)
-    : new Worker(workerURL, options);
+  const worker = new Worker(trustedWorkerURL(), { type: "module", name: `pagecontext-${role}` });
   worker.addEventListener("error", (event) => onError(event.message || ""));
   return worker;
+}
+
+// Why a worker could not be started, and what the page's author can do about it.
+function workerRefused(error) {
+  const enforced = globalThis.trustedTypes && scriptURLPolicy === null;
+  const hint = enforced
+    ? "; the page requires Trusted Types: its trusted-types directive must allow the name pagecontext, and no other script may take it"
+    : "";
+  return `worker: the browser refused to start the worker (${error && error.message})${hint}`;
 }
 
 let mounted = null;
@@ -220,9 +257,18 @@ export async function mount(config) {
   document.documentElement.dataset.pcState = "booting";
   document.documentElement.dataset.pcPosition = config.position;
   let workerError = null;
-  const worker = startWorker(config.role, (message) => {
-    if (workerError === null) workerError = message;
-  });
+  let worker;
+  try {
+    worker = startWorker(config.role, (message) => {
+      if (workerError === null) workerError = message;
+    });
+  } catch (error) {
+    // Loudly, as a refused config: nothing stays mounted, the handle's edge is null.
+    const reason = workerRefused(error);
+    fail(reason);
+    console.error(`pagecontext: ${reason}`);
+    return { edge: null, worker: null, unmount() {} };
+  }
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;

@@ -484,6 +484,13 @@ try {
     lockFileURL: here(runtime.lockFileURL),
     packageBaseUrl: here("/wheels/"),
   };
+  // Pyodide tells a classic worker from a module worker by calling importScripts, which
+  // throws in a module worker. Under Trusted Types (the sandboxed panel's data: worker
+  // keeps its document's policy) that call with a string is also reported as a
+  // violation; this one throws as a module worker's does, and reports nothing.
+  globalThis.importScripts = () => {
+    throw new TypeError("a module worker has no importScripts");
+  };
   const pyodideModule = import(indexURL + "pyodide.mjs");
   pyodideModule.catch(() => {});
   let pyodide = null;

@@ -10,6 +10,10 @@ One policy per HTML document, chosen by where the document runs:
   only the page (the workbench) and be framed only by it.
 - No plugins (`object-src 'none'`) and no `<base>` (`base-uri 'none'`): nothing a
   document could be made to load or resolve against another place.
+- Trusted Types enforced (`require-trusted-types-for 'script'`): a string never reaches
+  an HTML or script sink. The only policy a document may make is pagecontext's
+  (`trusted-types pagecontext`), and it makes one URL, the worker's (web/boot.mjs), so a
+  script injected into either document cannot write markup or start a script by URL.
 - A sandboxed panel (an opaque origin) cannot start a worker from its own origin's URL,
   so its document alone also allows `data:` workers (docs/security.md says what that
   costs).
@@ -26,7 +30,14 @@ from typing import Final
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["WORKER_POLICY", "CspMiddleware", "assistant_policy", "page_policy", "policy"]
+__all__ = [
+    "TRUSTED_TYPES",
+    "WORKER_POLICY",
+    "CspMiddleware",
+    "assistant_policy",
+    "page_policy",
+    "policy",
+]
 
 SCRIPT_SRC: Final = "script-src 'self' 'wasm-unsafe-eval'"
 WORKER_SRC: Final = "worker-src 'self'"
@@ -35,8 +46,13 @@ SANDBOXED_WORKER_SRC: Final = "worker-src 'self' data:"
 # The policy of every JavaScript response: a worker started from a URL runs under the
 # policy of its script's response (frames mean nothing in a worker).
 WORKER_POLICY: Final = f"{SCRIPT_SRC}; {WORKER_SRC}"
-# What every document's policy adds (a worker has neither plugins nor a base URL to set).
-DOCUMENT_ONLY: Final = "object-src 'none'; base-uri 'none'"
+# Trusted Types: no string reaches a script or HTML sink of the document (innerHTML,
+# a script's src, a worker's URL, ...); the one policy allowed, pagecontext's own
+# (web/boot.mjs), makes one TrustedScriptURL, its worker's.
+TRUSTED_TYPES: Final = "require-trusted-types-for 'script'; trusted-types pagecontext"
+# What every document's policy adds (a worker has neither plugins nor a base URL to set,
+# and no DOM for Trusted Types to guard).
+DOCUMENT_ONLY: Final = f"object-src 'none'; base-uri 'none'; {TRUSTED_TYPES}"
 
 
 def policy(*, frames: str, framed_by: str, data_workers: bool = False) -> str:
