@@ -8,7 +8,9 @@ third-party agents often do. The test controls it:
 - `gate`: while cleared, an answer waits before streaming (an answer "still running");
 - `mode`: "answer", "forbidden" (HTTP 403, a JSON body), "html-error" (HTTP 501, an
   HTML error page), "malformed" (a content event for a message
-  never started), or "no-cors" (no CORS headers: the browser cannot read it);
+  never started), "split-character" (`SPLIT_DELTAS`: a character cut in two between
+  two deltas, and a lone half, as JSON escapes), or "no-cors" (no CORS headers: the
+  browser cannot read it);
 - `inputs`: every `RunAgentInput` it received, in order;
 - `tool`: the page tool its answer calls on the pinned object ("highlight", or "refresh"
   of its component).
@@ -38,7 +40,10 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-Mode = Literal["answer", "forbidden", "html-error", "malformed", "no-cors"]
+Mode = Literal["answer", "forbidden", "html-error", "malformed", "split-character", "no-cors"]
+# An answer whose character U+1F4C8 is cut between its two deltas (JavaScript's halves),
+# with a lone low half after it; read as "Sales \U0001f4c8 up, a stray \ufffd half."
+SPLIT_DELTAS = ("Sales \ud83d", "\udcc8 up, a stray \udc00 half.")
 
 
 async def _wait(gate: threading.Event) -> None:
@@ -100,6 +105,13 @@ class ExternalAgent:
         if self.mode == "malformed":
             orphan = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "never-started", "delta": "x"}
             yield f"data: {json.dumps(orphan)}\n\n"
+            return
+        if self.mode == "split-character":
+            for delta in SPLIT_DELTAS:
+                # json.dumps escapes each half as \uXXXX, as JavaScript's JSON does.
+                chunk = {"type": "TEXT_MESSAGE_CHUNK", "messageId": f"{run}-m"}
+                yield f"data: {json.dumps(chunk | {'role': 'assistant', 'delta': delta})}\n\n"
+            yield encoder.encode(RunFinishedEvent(thread_id=thread, run_id=run))
             return
         await _wait(self.gate)
         task = next(

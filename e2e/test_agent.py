@@ -382,6 +382,30 @@ def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAg
     expect(command).to_contain_text("refresh: not-found (no-refresh)")
 
 
+def test_a_character_cut_between_two_deltas_is_shown_whole(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """An agent that cuts a character in two between two text deltas, and sends a lone
+    half: the answer shows the character whole and the half as U+FFFD, and the
+    assistant's worker reads nothing it left out of its snapshot to do so."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.mode = "split-character"
+    answer = ask(assistant, QUESTION)
+    expect(answer.locator("[data-pc-answer-text]")).to_have_text(
+        "Sales \U0001f4c8 up, a stray \ufffd half."
+    )
+    expect(answer).to_have_attribute("data-pc-answer-state", "done")
+    # The assistant's worker: the one not on the page's origin.
+    worker = next(w for w in demo.workers if not w.url.startswith(demo.url))
+    read = worker.evaluate(
+        "() => ['stdlib-loaded', 'site-packages-loaded']"
+        ".filter((step) => performance.getEntriesByName(`pagecontext:${step}`).length)"
+    )
+    assert read == []
+
+
 @pytest.mark.parametrize(
     ("mode", "error", "shown", "note"),
     [

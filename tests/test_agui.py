@@ -36,6 +36,7 @@ from pagecontext.agui import (
     TaskContext,
     ToolCallError,
     VerifierState,
+    paired_surrogates,
 )
 from pagecontext.errors import LocalProtocolError
 from pagecontext.models import Quantity, Target
@@ -516,3 +517,26 @@ def test_any_well_formed_run_passes(events: list[BaseEvent]) -> None:
     """Every interleaving of closed spans between RUN_STARTED and its end is accepted."""
     ended = "errored" if isinstance(events[-1], RunErrorEvent) else "finished"
     assert feed_all(events) == ended
+
+
+# Characters and UTF-16 halves, mixed: pairs, stray halves, halves in the wrong order.
+_WITH_SURROGATES = st.lists(
+    st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)), max_size=40
+).map("".join)
+
+
+@given(_WITH_SURROGATES)
+def test_paired_surrogates_joins_pairs_and_replaces_lone_halves(text: str) -> None:
+    """Whatever mix of characters and surrogates: each high-low pair becomes the
+    character it encodes and each lone half U+FFFD, as the UTF-16 codec reads them; the
+    result is text UTF-8 can carry."""
+    expected = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    assert paired_surrogates(text) == expected
+    paired_surrogates(text).encode("utf-8")
+
+
+def test_paired_surrogates_on_a_character_cut_in_two_and_stray_halves() -> None:
+    assert paired_surrogates("up \ud83d\udcc8 then \udcc8\ud83d and \ud83d") == (
+        "up \U0001f4c8 then \ufffd\ufffd and \ufffd"
+    )
+    assert paired_surrogates("plain ascii, é, \U0001f4c8") == "plain ascii, é, \U0001f4c8"

@@ -45,6 +45,7 @@ Pure: no I/O, no clock, no randomness; ids are the caller's.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -454,14 +455,26 @@ def _event_adapter() -> TypeAdapter[Any]:
     return TypeAdapter(Event)
 
 
+# A surrogate pair (high, then low), or a surrogate on its own.
+_SURROGATES: Final = re.compile(r"[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _joined(match: re.Match[str]) -> str:
+    found = match.group()
+    if len(found) == 1:
+        return "\ufffd"
+    high, low = ord(found[0]), ord(found[1])
+    return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+
+
 def paired_surrogates(text: str) -> str:
     """Return `text` with each surrogate pair joined into the character it encodes and
-    each lone surrogate replaced by U+FFFD: text that JSON and UTF-8 can carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
+    each lone surrogate replaced by U+FFFD: text that JSON and UTF-8 can carry.
+
+    Done with a pattern rather than the UTF-16 codec, whose module the browser worker's
+    snapshot leaves out: the codec would be read from the standard library's archive,
+    downloaded for it, the first time an answer cuts a character in two."""
+    return _SURROGATES.sub(_joined, text)
 
 
 def parse_event(data: str) -> BaseEvent:
