@@ -280,6 +280,28 @@ def test_an_app_the_build_names_no_digest_for_is_never_fetched_nor_run(
     assert not [url for url in requested if url.endswith("/sales.mpy")], requested
 
 
+def test_a_server_without_this_builds_files_is_named_in_the_failure(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The page's versioned files are gone from the server (a new build deployed over the
+    one the page was loaded from): the snapshot answers 404, so the worker boots without
+    it, and the wheels' lock answers with an error page. The worker fails naming the
+    lock's URL and status, not with the error page read as JSON."""
+    context.route(f"{origins.page}/vendor/snapshot/*", lambda route: route.fulfill(status=404))
+    context.route(
+        re.compile(r"/py/pyodide-lock[^/]*\.json$"),
+        lambda route: route.fulfill(
+            status=404, content_type="text/html", body="<!doctype html><title>Not found</title>"
+        ),
+    )
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute(
+        "data-pc-error",
+        re.compile(r"^worker: Error: http://[^ ]+/py/pyodide-lock[^ ]*\.json: HTTP 404"),
+    )
+
+
 def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

@@ -273,11 +273,7 @@ async function bundleStream(urls, sha256, signal, cache) {
     verified.catch(() => {});
     return { body, verified, keep: null };
   }
-  const responses = urls.map(async (url) => {
-    const response = await fetch(url, { signal });
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-    return response;
-  });
+  const responses = urls.map((url) => fetchOK(url, { signal }));
   for (const response of responses) response.catch(() => {});
   await responses[0];
   mark("snapshot-opened", "network");
@@ -470,14 +466,20 @@ async function withTimeout(ms, start) {
   }
 }
 
+// `fetch(url, init)`'s response, or a rejection naming the URL and the status when it is
+// not a success.
+async function fetchOK(url, init) {
+  const response = await fetch(url, init);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return response;
+}
+
 // Loaded alongside runtime.json.
 const snapshotHelpers = import(here("/web/snapshot.mjs"));
 snapshotHelpers.catch(() => {});
 
 try {
-  const answer = await fetch(here("/py/runtime.json"));
-  if (!answer.ok) throw new Error(`/py/runtime.json: HTTP ${answer.status}`);
-  const runtime = await answer.json();
+  const runtime = await (await fetchOK(here("/py/runtime.json"))).json();
   const indexURL = here(runtime.pyodide.indexURL);
   const options = {
     indexURL,
@@ -516,7 +518,12 @@ try {
   }
   if (!pyodide) {
     const { loadPyodide } = await pyodideModule;
-    pyodide = await loadPyodide(options);
+    // The lock is read here rather than by Pyodide, so that a missing one is named by
+    // its URL and status (from a server that no longer has this build's files, Pyodide
+    // would report only an error page that is not JSON).
+    const { lockFileURL, ...fresh } = options;
+    const lockFileContents = fetchOK(lockFileURL).then((response) => response.json());
+    pyodide = await loadPyodide({ ...fresh, lockFileContents });
     mark("runtime-loaded", "fresh");
     announceRuntime();
   }
