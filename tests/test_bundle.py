@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from pagecontext.cli import main
-from pagecontext.server.bundle import Bundle, _rewrite, _write_pages, headers_file, manifest
+from pagecontext.server.bundle import (
+    Bundle,
+    Kept,
+    _rewrite,
+    _write_pages,
+    headers_file,
+    keep_previous,
+    manifest,
+)
 from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.site import OUTPUT_MARK, SiteError, build_project_wheel, sri
 
@@ -349,3 +357,91 @@ def test_the_project_wheel_builds_from_a_root_named_relative_to_here(
     wheel = build_project_wheel(Path("repo"), tmp_path / "wheels")
     assert wheel.name.startswith("pagecontext-")
     assert wheel.parent == tmp_path / "wheels"
+
+
+def _bundle_with(folder: Path, files: dict[str, bytes]) -> None:
+    """A bundle in `folder` as far as keep_previous reads one: its files, and
+    integrity.json listing them."""
+    for name, data in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    listing = {"/" + name: sri(data) for name, data in files.items()}
+    (folder / "integrity.json").write_text(json.dumps(listing))
+
+
+def test_keep_previous_keeps_the_earlier_builds_versioned_files_and_no_others(
+    tmp_path: Path,
+) -> None:
+    """The earlier bundle's versioned files the new one lacks are copied in; its pages,
+    data and lists are not, a file both have keeps the new bytes, and files the earlier
+    bundle had kept from the one before it (not in its integrity.json) are dropped."""
+    previous, new = tmp_path / "previous", tmp_path / "new"
+    _bundle_with(
+        previous,
+        {
+            "index.html": b"old page",
+            "api/sales": b"old rows",
+            "manifest.json": b"{}",
+            "web/boot-aaaa.mjs": b"old boot",
+            "web/worker-same.mjs": b"shared, old copy",
+            "py/runtime-aaaa.json": b"{}",
+            "py/edge-aaaa/edge.mpy": b"old edge",
+            "vendor/snapshot/pagecontext-aaaa-0.bin": b"old snapshot",
+            "vendor/snapshot/pagecontext-aaaa-0.bin.br": b"old snapshot, brotli",
+            "wheels/pagecontext-aaaa.whl": b"old wheel",
+        },
+    )
+    # Kept by the earlier build from the one before it: on disk, not in its list.
+    (previous / "web" / "boot-older.mjs").write_bytes(b"older boot")
+    _bundle_with(new, {"index.html": b"new page", "web/worker-same.mjs": b"shared"})
+    kept = keep_previous(previous, new)
+    files = sorted(p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file())
+    assert files == [
+        "index.html",
+        "integrity.json",
+        "py/edge-aaaa/edge.mpy",
+        "py/runtime-aaaa.json",
+        "vendor/snapshot/pagecontext-aaaa-0.bin",
+        "vendor/snapshot/pagecontext-aaaa-0.bin.br",
+        "web/boot-aaaa.mjs",
+        "web/worker-same.mjs",
+        "wheels/pagecontext-aaaa.whl",
+    ]
+    assert (new / "index.html").read_bytes() == b"new page"
+    assert (new / "web" / "worker-same.mjs").read_bytes() == b"shared"
+    assert (new / "web" / "boot-aaaa.mjs").read_bytes() == b"old boot"
+    kept_bytes = [b"old boot", b"{}", b"old edge", b"old snapshot", b"old snapshot, brotli"]
+    assert kept == Kept(found=True, files=6, bytes=sum(map(len, [*kept_bytes, b"old wheel"])))
+    # The new list names the new build's own files only.
+    assert json.loads((new / "integrity.json").read_text()) == {
+        "/index.html": sri(b"new page"),
+        "/web/worker-same.mjs": sri(b"shared"),
+    }
+
+
+def test_keep_previous_never_copies_from_outside_the_versioned_folders(tmp_path: Path) -> None:
+    """A list naming paths that climb out of the bundle, or absolute ones, copies nothing;
+    a folder with no list is no earlier bundle; a list that is not one is refused."""
+    previous, new = tmp_path / "previous", tmp_path / "new"
+    (tmp_path / "secret").write_text("not the bundle's")
+    previous.mkdir()
+    new.mkdir()
+    assert keep_previous(previous, new) == Kept(found=False)
+    (previous / "integrity.json").write_text(
+        json.dumps({"/web/../../secret": "x", "web/relative.mjs": "x", "/web//x": "x"})
+    )
+    assert keep_previous(previous, new) == Kept(found=True)
+    assert list(new.iterdir()) == []
+    (previous / "integrity.json").write_text("[1, 2]")
+    with pytest.raises(SiteError, match="is not a bundle's file list"):
+        keep_previous(previous, new)
+
+
+def test_build_keeps_the_earlier_bundle_only_when_asked(
+    tmp_path: Path, built: list[dict[str, object]]
+) -> None:
+    out = str(tmp_path / "out")
+    assert main(["build", out]) == 0
+    assert main(["build", out, "--keep-previous"]) == 0
+    assert [call["keep"] for call in built] == [False, True]

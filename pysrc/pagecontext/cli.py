@@ -274,6 +274,14 @@ def _build_parser() -> argparse.ArgumentParser:
         "rest of the panel works as with one",
     )
     build.add_argument(
+        "--keep-previous",
+        action="store_true",
+        help="keep the versioned files (web/, py/, vendor/, wheels/) of the bundle OUTDIR "
+        "held before, beside the new ones, so that pages loaded from it keep working "
+        "after the new bundle replaces it; only that one earlier build is kept "
+        "(docs/deploy.md, Deploying a new version)",
+    )
+    build.add_argument(
         "--wheels",
         type=Path,
         default=None,
@@ -387,11 +395,21 @@ def _build(args: argparse.Namespace) -> int:
             assistant_origin=args.assistant_origin,
             agent_url="" if args.no_agent else args.agent_url,
             brotli_cache=root / "build" / "cache" / "brotli",
+            keep=args.keep_previous,
             progress=_step,
         )
     except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot build the bundle: {error}", file=sys.stderr)
         return 1
+    if bundle.kept is not None:
+        if bundle.kept.found:
+            print(
+                f"pagecontext: kept {bundle.kept.files:,} files "
+                f"({bundle.kept.bytes / 1e6:.1f} MB) of the earlier bundle, for its pages "
+                "still open"
+            )
+        else:
+            print(f"pagecontext: {out} held no earlier bundle: nothing kept")
     print(
         f"pagecontext: wrote {bundle.out}: serve it on {bundle.page_origin} and "
         f"{bundle.assistant_origin} with the headers in {bundle.out / '_headers'}"

@@ -15,8 +15,10 @@ they do under the demo server, so that every URL is the same:
     _headers                        the headers a host sends: the Content-Security-Policy
                                     of each page and of the scripts, the caching, and
                                     `X-Content-Type-Options: nosniff` on every file
-    integrity.json                  the sha384 of every file (the pages' script and
-                                    stylesheet carry theirs as `integrity`)
+    integrity.json                  the sha384 of every file the build wrote (the pages'
+                                    script and stylesheet carry theirs as `integrity`);
+                                    with `--keep-previous`, the earlier bundle's
+                                    versioned files are kept beside them, unlisted
     manifest.json                   the boot script's and the stylesheet's URL and
                                     integrity, under fixed keys, for an integrator's own
                                     page to load them by
@@ -34,10 +36,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final
 
 from pagecontext.server.api import SALES_UNITS
@@ -47,7 +50,7 @@ from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.site import SiteError, assemble_into, replacing, sri
 
-__all__ = ["Bundle", "build_bundle", "headers_file", "manifest"]
+__all__ = ["Bundle", "Kept", "build_bundle", "headers_file", "keep_previous", "manifest"]
 
 # The files served under their own names, with the references each holds to others, in
 # an order where every file comes after those it names.
@@ -73,19 +76,71 @@ PAGE_ASSETS: Final = (("boot", "src", "/web/boot.mjs"), ("styles", "href", "/web
 MANIFEST_PATH: Final = "manifest.json"
 SALES_PATH: Final = "api/sales"
 IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
+# The folders whose every file is named by its content (or its version): those a page of
+# an earlier build, still open in a browser, may load after a new build replaced it.
+VERSIONED_FOLDERS: Final = ("web", "py", "vendor", "wheels")
+INTEGRITY_PATH: Final = "integrity.json"
 # The folders that serve JavaScript: the boot script and the worker, and the runtimes.
 SCRIPT_FOLDERS: Final = ("/web/*", "/vendor/*")
 
 
 @dataclass(frozen=True)
+class Kept:
+    """The versioned files of an earlier bundle that a new one kept (`keep_previous`):
+    how many, and their bytes. `found` is False when there was no earlier bundle."""
+
+    found: bool
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
 class Bundle:
-    """What `build_bundle` wrote: the folder, the page and assistant origins, and each
-    page's Content-Security-Policy by URL path."""
+    """What `build_bundle` wrote: the folder, the page and assistant origins, each page's
+    Content-Security-Policy by URL path, and what it kept of the earlier bundle (None
+    when it was not asked to)."""
 
     out: Path
     page_origin: str
     assistant_origin: str
     policies: dict[str, str]
+    kept: Kept | None = None
+
+
+def keep_previous(previous: Path, folder: Path) -> Kept:
+    """Copy into the new bundle `folder` the versioned files of the earlier bundle
+    `previous` (its integrity.json's files under VERSIONED_FOLDERS) that `folder` does
+    not have, so that a page loaded from the earlier build still finds every file it may
+    yet load. The new bundle's integrity.json lists its own files only, so the next
+    build keeps this one's, not those it kept: one earlier build is kept, not all.
+
+    Raises SiteError if `previous` holds an integrity.json that is not a bundle's."""
+    listing = previous / INTEGRITY_PATH
+    if not listing.is_file():
+        return Kept(found=False)
+    try:
+        urls = json.loads(listing.read_text(encoding="utf-8"))
+        if not isinstance(urls, dict):
+            raise ValueError("not an object")
+    except ValueError as error:
+        raise SiteError(f"{listing} is not a bundle's file list ({error})") from None
+    files = size = 0
+    for url in urls:
+        parts = PurePosixPath(str(url)).parts
+        # "/web/x.mjs" -> ("/", "web", "x.mjs"); nothing outside the versioned folders,
+        # nothing that climbs out of them.
+        if len(parts) < 3 or parts[0] != "/" or parts[1] not in VERSIONED_FOLDERS:
+            continue
+        if any(part in ("", ".", "..") for part in parts[1:]):
+            continue
+        source, target = previous.joinpath(*parts[1:]), folder.joinpath(*parts[1:])
+        if target.exists() or not source.is_file():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+        files += 1
+        size += target.stat().st_size
+    return Kept(found=True, files=files, bytes=size)
 
 
 def _digest(data: bytes) -> str:
@@ -236,13 +291,15 @@ def build_bundle(
     assistant_origin: str,
     agent_url: str | None = None,
     brotli_cache: Path | None = None,
+    keep: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Bundle:
     """Write the static bundle for the two origins into `out` and return what was
     written. `agent_url` is the agent the assistant calls (default: ``/agent`` on the
     assistant origin, which a static host does not serve; ``""`` for none: the assistant
     then answers every question `no-agent` and asks nothing). `brotli_cache` keeps the
-    brotli variants of the runtime between builds (default: no variants). `progress` is
+    brotli variants of the runtime between builds (default: no variants). `keep` keeps
+    the versioned files of the bundle `out` held before (`keep_previous`). `progress` is
     told each step as it starts.
 
     `out` is replaced only once the whole bundle is written (`site.replacing`): a build
@@ -278,5 +335,9 @@ def build_bundle(
             for path in sorted(folder.rglob("*"))
             if path.is_file()
         }
-        (folder / "integrity.json").write_text(json.dumps(integrity, indent=1), encoding="utf-8")
-    return Bundle(out, page_origin, assistant_origin, policies)
+        (folder / INTEGRITY_PATH).write_text(json.dumps(integrity, indent=1), encoding="utf-8")
+        kept = None
+        if keep:
+            step("the earlier bundle's versioned files, for its pages still open")
+            kept = keep_previous(out, folder)
+    return Bundle(out, page_origin, assistant_origin, policies, kept)
