@@ -290,21 +290,27 @@ def test_a_busy_panel_gets_the_latest_state_not_a_queue_of_them(
 def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     page: Page, origins: Origins
 ) -> None:
-    """The workbench's page reloads; Show me pressed before the new page is bound gets no
-    answer: it becomes `unconfirmed` at its deadline, and nothing is applied to the new page."""
+    """The workbench's page takes Show me's commands over (it cancels
+    `pagecontext:command`) and reloads before it answers them: nobody will answer, so
+    they become `unconfirmed` when the connection ends, and nothing is applied to the new
+    page. (Show me is off while no page is bound: nothing would answer it.)"""
     page.goto(origins.assistant + "/workbench.html")
     child = page.frame_locator("iframe[data-pc-child]")
     wait_bound(page)
     select_and_ask(child, ROW)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     old_page = page.frames[1]
-    # Show me once the new document has replaced the old one (so the old page cannot
-    # answer) and before it is bound: the reload's commit is the event waited for.
-    with page.expect_event("framenavigated", lambda frame: frame == old_page):
-        old_page.evaluate("location.reload()")
-    expect(html(page)).to_have_attribute("data-pc-connection", "1")
+    old_page.evaluate(
+        """() => document.addEventListener("pagecontext:command", (event) => {
+             window.__taken = (window.__taken || 0) + 1;
+             event.preventDefault();
+           })"""
+    )
     page.get_by_role("button", name="Show me").click()
+    old_page.wait_for_function("window.__taken === 2")
     receipt = page.locator("[data-pc-receipt]")
+    expect(receipt).to_have_attribute("data-pc-receipt-status", "pending")
+    old_page.evaluate("location.reload()")
     expect(receipt).to_have_attribute(
         "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
     )

@@ -9,8 +9,19 @@ from collections.abc import Callable
 
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
-from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, ask, html, open_workbench, panel, pin, saved_state_key
+from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
+from .helpers import (
+    OTHER_ROW,
+    ROW,
+    ask,
+    html,
+    open_workbench,
+    panel,
+    pin,
+    receipt,
+    saved_state_key,
+    show_and_expect,
+)
 
 
 def test_an_agent_answering_with_no_body_ends_the_answer(
@@ -103,6 +114,82 @@ def test_a_value_that_reads_as_an_infinity_is_shared_as_its_text(demo: Page) -> 
     expect(html(demo)).to_have_attribute("data-pc-state", "bound")
     expect(html(assistant)).to_have_attribute("data-pc-state", "bound")
     pin(demo, assistant, OTHER_ROW)  # and the next selection goes as usual
+
+
+# The text a panel's connection line shows (styles.css writes it after the element).
+CONNECTION_TEXT = "(element) => getComputedStyle(element, '::after').content"
+
+
+def test_an_assistant_whose_page_never_binds_says_it_waits_for_it(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The page's worker script does not load: the assistant answered the page's edge and
+    stays `connecting`; it says it is waiting for the page, and its Show me is off."""
+    context.route(
+        f"{origins.page}/web/worker.mjs",
+        lambda route: route.fulfill(status=404, body="not here"),
+    )
+    page.goto(origins.page + "/")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    assistant = panel(page)
+    expect(html(assistant)).to_have_attribute(
+        "data-pc-state", "connecting", timeout=BOOT_TIMEOUT_MS
+    )
+    expect(assistant.get_by_role("button", name="Show me")).to_have_attribute(
+        "aria-disabled", "true"
+    )
+    shown = assistant.locator(".pc-connection-text")
+    assert shown.evaluate(CONNECTION_TEXT) == '"Waiting for the page…"'
+
+
+def test_a_restored_conversation_waiting_for_its_page_sends_no_show_me(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """Workbench (it keeps its conversation): reloaded while the business page's worker
+    script does not load, it keeps its restored chip and says it is waiting for the page;
+    its Show me is off, and a press sends nothing. Once the page binds, Show me works."""
+    business = open_workbench(page, origins)
+    pin(business, page, ROW)
+    saved = "([key, ref]) => (sessionStorage.getItem(key) || '').includes(ref)"
+    page.wait_for_function(saved, arg=[saved_state_key(page), ROW])
+    worker = f"{origins.page}/web/worker.mjs"
+    context.route(worker, lambda route: route.fulfill(status=404, body="not here"))
+    page.reload()
+    expect(html(business)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-state", "ready", timeout=BOOT_TIMEOUT_MS)
+    chip = page.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-restored", "true", timeout=STEP_TIMEOUT_MS)
+    show = page.get_by_role("button", name="Show me")
+    expect(show).to_have_attribute("aria-disabled", "true")
+    shown = page.locator(".pc-connection-text")
+    assert shown.evaluate(CONNECTION_TEXT) == '"Waiting for the page…"'
+    show.click(force=True)  # looks off, and is: nothing is recorded or sent
+
+    context.unroute(worker)
+    next(f for f in page.frames if f.url.startswith(origins.page)).evaluate("location.reload()")
+    expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=BOOT_TIMEOUT_MS)
+    # Drawn from a state after the press: a command it sent would be in the log by now.
+    expect(show).to_have_attribute("aria-disabled", "false", timeout=STEP_TIMEOUT_MS)
+    expect(page.locator('[data-pc-log-kind="command"]')).to_have_count(0)
+    expect(receipt(page)).to_have_text("")
+    show_and_expect(page, "stale-context")
+
+
+def test_an_assistant_whose_boot_script_does_not_load_says_it_is_starting(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The assistant's boot script does not load (a 404 during a deploy): its panel's own
+    markup says the assistant is starting, and offers no control as if it worked."""
+    boot = f"{origins.assistant}/web/boot.mjs"
+    context.route(boot, lambda route: route.fulfill(status=404, body="not here"))
+    with page.expect_response(boot, timeout=BOOT_TIMEOUT_MS):
+        page.goto(origins.page + "/")
+    assistant = panel(page)
+    expect(assistant.locator("[data-pc-chips]")).to_have_text("The assistant is starting…")
+    expect(html(assistant)).to_have_attribute("data-pc-state", "booting")
+    for name in ("Show me", "Send"):
+        expect(assistant.get_by_role("button", name=name)).to_be_disabled()
+    expect(assistant.get_by_role("textbox", name="Your question")).to_be_disabled()
 
 
 # Damages the workbench's saved state (under the key given) once, before its boot.

@@ -28,7 +28,7 @@ from .helpers import (
 )
 
 # Every `pagecontext:state` detail carries these keys, in this order.
-STATE_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
+STATE_KEYS = ("state", "connection", "revision", "sharedRevision", "child", "error")
 RECORD_STATES = """
 window.__pcStates = [];
 document.addEventListener("pagecontext:state", (event) => window.__pcStates.push(event.detail));
@@ -225,14 +225,54 @@ def test_a_child_that_loads_before_its_nonce_binds_once_given_one(
     assert states == ["booting", "ready", "bound"], states
 
 
+def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The assistant's document does not come (held here, as a server that is down): past
+    `timeouts.childMs` the page says so, in the console (naming the frame's URL), on
+    `<html data-pc-child-state="silent">` and in `pagecontext:state`, without failing.
+    When the document comes, the frames bind as usual and the report is withdrawn."""
+    page.add_init_script(RECORD_STATES)
+    documents: list[Route] = []
+    child_url = origins.assistant + "/assistant.html"
+    context.route(child_url, lambda route: documents.append(route))
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": child_url,
+        "timeouts": {"childMs": 500},
+    }
+    query = quote(json.dumps(config))
+    silent = lambda message: message.type == "warning" and child_url in message.text  # noqa: E731
+    with page.expect_console_message(silent, timeout=BOOT_TIMEOUT_MS):
+        page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={query}", wait_until="commit")
+        expect(html(page)).to_have_attribute(
+            "data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS
+        )
+    expect(html(page)).to_have_attribute("data-pc-state", "ready")
+    expect(html(page)).not_to_have_attribute("data-pc-error", re.compile(".*"))
+    last = page.evaluate("window.__pcStates.at(-1)")
+    assert (last["state"], last["child"], last["error"]) == ("ready", "silent", None), last
+    assert len(documents) == 1, documents
+    documents[0].fallback()
+    wait_bound(page)
+    wait_bound(panel(page))
+    expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
+    states = page.evaluate("window.__pcStates")
+    reported = [
+        s["child"] for i, s in enumerate(states) if i == 0 or states[i - 1]["child"] != s["child"]
+    ]
+    assert reported == [None, "silent", None], states
+
+
 def test_a_page_whose_core_fails_still_loads_its_assistant(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
     """The assistant never waits for a runtime that will not come: when the page's worker
     cannot load Pyodide, the page reports `failed` (the worker fails before the page's
     edge listens; its message waits for the edge) and its assistant frame loads and
-    boots all the same. The assistant does not claim to be bound: nothing acknowledged
-    its `connected`."""
+    boots all the same. The assistant does not claim to be bound (nothing acknowledged
+    its `connected`): it says it waits for the page."""
     context.route(f"{origins.page}/vendor/**/pyodide.mjs", lambda route: route.abort())
     page.add_init_script(RECORD_CHILD_LOAD)
     page.goto(origins.page + "/")
@@ -244,7 +284,7 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     assert child.get_attribute("data-pc-connection") is None
     shown = panel(page).locator(".pc-connection-text")
     text = "(element) => getComputedStyle(element, '::after').content"
-    assert shown.evaluate(text) == '"Connecting…"'
+    assert shown.evaluate(text) == '"Waiting for the page…"'
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 

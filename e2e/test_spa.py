@@ -14,6 +14,7 @@ from .helpers import html, open_workbench, panel, show_and_expect
 
 ROUNDS = 100
 ROW = "sales-2026-03-north"
+OTHER_ROW = "sales-2026-03-west"
 # JS heap growth allowed over the rounds, after a garbage collection: each round builds
 # a table, an iframe and a worker, so a leak of any of them would pass this quickly.
 MAX_HEAP_GROWTH_BYTES = 8 * 1024 * 1024
@@ -93,6 +94,44 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
     expect(page.locator('[data-pc-highlight="focus"]')).to_have_attribute(
         "data-pc-resource-ref", ROW
     )
+
+
+def test_an_unmounted_embed_leaves_no_marks_on_the_page(page: Page, origins: Origins) -> None:
+    """A page that keeps its view when it unmounts the embed (and mounts it again later)
+    keeps no mark of it: the selected row is no longer `aria-selected`, the assistant's
+    highlight is gone; mounted again, a row selected then is the only one selected."""
+    page.goto(origins.page + "/examples/spa.html")
+    page.get_by_role("button", name="Sales").click()
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    page.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    page.get_by_role("button", name="Ask AI").click()
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    rows = page.locator("tr[data-pc-resource-ref]")
+    expect(rows.and_(page.locator('[data-pc-highlight="focus"]'))).to_have_count(1)
+    expect(rows.and_(page.locator('[aria-selected="true"]'))).to_have_count(1)
+
+    # The module's own unmount: the route's view (the table, the frame) stays.
+    page.evaluate("async () => (await import('/web/boot.mjs')).unmount()")
+    expect(html(page)).to_have_attribute("data-pc-state", "closed")
+    expect(rows).to_have_count(3)
+    expect(rows.and_(page.locator("[aria-selected]"))).to_have_count(0)
+    expect(rows.and_(page.locator("[data-pc-highlight]"))).to_have_count(0)
+
+    page.evaluate(
+        """async () => {
+             const { mount } = await import("/web/boot.mjs");
+             const origin = document.documentElement.dataset.assistantOrigin;
+             const childUrl = `${origin}/assistant.html`;
+             await mount({ role: "page", peerOrigin: origin, childUrl });
+           }"""
+    )
+    other = page.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    other.click()
+    expect(other).to_have_attribute("aria-selected", "true")
+    expect(rows.and_(page.locator('[aria-selected="true"]'))).to_have_count(1)
 
 
 def test_a_page_unmounted_in_a_workbench_says_bye_to_its_assistant(

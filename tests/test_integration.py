@@ -59,7 +59,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
             share="select",
             limits={"maxStringChars": 512, "maxSnapshotFields": 16},
             history=64,
-            timeouts={"bootMs": 5000},
+            timeouts={"bootMs": 5000, "childMs": 2000},
             apps=["orders", "_shop2"],
         )
     )
@@ -68,7 +68,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
     assert checked["share"] == "select"
     assert checked["limits"] == {"max_string_chars": 512, "max_snapshot_fields": 16}
     assert checked["history"] == 64
-    assert checked["timeouts"] == {"bootMs": 5000}
+    assert checked["timeouts"] == {"bootMs": 5000, "childMs": 2000}
     assert checked["apps"] == ["orders", "_shop2"]
     limits = Limits(**checked["limits"])
     assert (limits.max_string_chars, limits.max_snapshot_fields) == (512, 16)
@@ -168,6 +168,9 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(limits={"maxIdChars": 2.5}), "limits.maxIdChars", "whole number"),
         (config_with(history=0), "history", "from 1 to"),
         (config_with(timeouts={"bootMs": -1}), "timeouts.bootMs", "from 1 to"),
+        (config_with(timeouts={"childMs": 0}), "timeouts.childMs", "from 1 to"),
+        (config_with(timeouts={"childMs": 600001}), "timeouts.childMs", "from 1 to"),
+        (config_with(timeouts={"childMs": True}), "timeouts.childMs", "whole number"),
         (config_with(timeouts={"ackMs": 5}), "timeouts.ackMs", "unknown timeout"),
         (config_with(apps="sales"), "apps", "list of module names"),
         (config_with(apps=["sales; import os"]), "apps[0]", "not a module name"),

@@ -99,7 +99,7 @@ globalThis.pagecontextHost = {
 
 function fail(reason) {
   Object.assign(document.documentElement.dataset, { pcState: "failed", pcError: reason });
-  const detail = { state: "failed", connection: null, revision: null, sharedRevision: null, error: reason };
+  const detail = { state: "failed", connection: null, revision: null, sharedRevision: null, child: null, error: reason };
   document.dispatchEvent(new CustomEvent("pagecontext:state", { detail }));
 }
 

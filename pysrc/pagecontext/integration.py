@@ -55,7 +55,7 @@ LIMIT_MAX = 1048576
 DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
 # Timeouts in milliseconds, with their defaults.
-TIMEOUTS = {"bootMs": 60000}
+TIMEOUTS = {"bootMs": 60000, "childMs": 30000}
 TIMEOUT_MAX = 600000
 UI_STATUSES = ("applied", "not-found")
 UI_REASONS = {"applied": "ok", "not-found": "not-rendered"}

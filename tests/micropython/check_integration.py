@@ -17,7 +17,7 @@ CONFIGS = (
         "share": "select",
         "limits": {"maxStringChars": 512},
         "history": 32,
-        "timeouts": {"bootMs": 5000},
+        "timeouts": {"bootMs": 5000, "childMs": 2000},
         "apps": ["sales"],
     },
     {"role": "page", "position": "embedder", "peerOrigin": "*"},

@@ -248,6 +248,8 @@ class Edge:
         self.frame: Any = None
         self.opaque_child = False
         self.child_src: str = ""
+        # Armed when the child is loaded with a nonce, until its `ready` comes.
+        self.child_timer: int | None = None
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
         self.components: dict[str, Any] = {}  # componentId -> component element
@@ -435,6 +437,35 @@ class Edge:
         self.nonce = _random_id()
         self.connect_sent = False
         self.frame.src = child_url(self.child_src, self.nonce)
+        if self.child_timer is not None:
+            self.owner.cancel(self.child_timer)
+        self.child_timer = self.owner.later(
+            self.config["timeouts"]["childMs"], self._on_child_silent
+        )
+
+    def _on_child_silent(self) -> None:
+        """The child loaded with a nonce has not announced itself by `timeouts.childMs`
+        (its server is down, its boot script did not load): said, not failed, since it
+        may still come, and then binds as usual (`_child_answered`)."""
+        self.child_timer = None
+        ms = self.config["timeouts"]["childMs"]
+        js.console.warn(
+            "pagecontext: the child frame "
+            + self.child_src
+            + " has not answered within "
+            + str(ms)
+            + " ms; still waiting for it"
+        )
+        self.root.setAttribute("data-pc-child-state", "silent")
+        self._publish(child="silent")
+
+    def _child_answered(self) -> None:
+        """The child loaded with a nonce announced itself (`ready`)."""
+        if self.child_timer is not None:
+            self.owner.cancel(self.child_timer)
+            self.child_timer = None
+        self.root.removeAttribute("data-pc-child-state")
+        self._publish(child=None)
 
     def _from_window(self, event: Any) -> None:
         source = event.source
@@ -480,6 +511,7 @@ class Edge:
             # navigation), or the page gave the iframe a `src` of its own. Its `ready`
             # binds nothing. Loaded with a nonce (`_load_child`), it announces itself again.
             return
+        self._child_answered()
         if self.connect_sent:
             # The child loaded a new document: its nonce is spent. Drop the old binding
             # and navigate it again with a new nonce; it never gets a second connect.
@@ -999,6 +1031,9 @@ class Edge:
                 self._on_preview_toggle()
 
     def _on_show(self, event: Any) -> None:
+        # Unbound, nobody would answer its commands: it is off (`_render_panel`).
+        if not self.state.get("bound"):
+            return
         self._to_worker({"kind": "show"})
 
     def _on_chip_click(self, event: Any) -> None:
@@ -1075,12 +1110,23 @@ class Edge:
         chip = state.get("chip")
         # Where the keyboard's focus was, if a part redrawn or hidden here held it.
         refocus = False
+        if not self.drawn:
+            # The first state: until now the panel's markup (web/panel.html) said the
+            # assistant is starting, its composer off.
+            for hook in ("[data-pc-question]", "[data-pc-send]"):
+                control = doc.querySelector(hook)
+                if control is not None:
+                    control.disabled = False
+        show = doc.querySelector("[data-pc-show]")
+        # Off until bound (aria-disabled, as Send: a press does nothing, `_on_show`): a
+        # Show me sent then would reach no page.
+        show.setAttribute("aria-disabled", "false" if state.get("bound") else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
         if self._changed("chip", chip):
             chips = doc.querySelector("[data-pc-chips]")
             refocus = _holds_focus(chips)
             chips.replaceChildren()
-            doc.querySelector("[data-pc-show]").disabled = chip is None
+            show.disabled = chip is None
             if chip is not None:
                 chips.append(chip_element(chip))
             else:
@@ -1198,8 +1244,16 @@ class Edge:
     def close(self) -> None:
         """Remove every listener and drop every proxy, and end the worker: a bound (or
         binding) one is retired (the boot host's `retire`: it says `bye` to the peer,
-        then ends), any other terminated at once. This edge is no longer `current()`."""
+        then ends), any other terminated at once. The marks it set on the page's elements
+        (`aria-selected`, `data-pc-highlight`) are removed. This edge is no longer
+        `current()`."""
         self.owner.release()
+        self._mark_selected(None)
+        for objects in self.registry.values():
+            for element in objects.values():
+                element.removeAttribute("data-pc-highlight")
+        self.root.removeAttribute("data-pc-child-state")
+        self.public["child"] = None
         if self.public.get("state") in ("bound", "connecting"):
             self.host.retire(self.worker)
         else:
@@ -1250,7 +1304,7 @@ def _saved_conversation(text: str) -> str | None:
     return found if is_b64url(found, 1, 64) else None
 
 
-_PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "error")
+_PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "child", "error")
 
 
 def _public_detail(state: str, **known: Any) -> dict[str, Any]:
