@@ -523,6 +523,7 @@ try {
     // would report only an error page that is not JSON).
     const { lockFileURL, ...fresh } = options;
     const lockFileContents = fetchOK(lockFileURL).then((response) => response.json());
+    lockFileContents.catch(() => {}); // Pyodide awaits it later; its failure is reported then
     pyodide = await loadPyodide({ ...fresh, lockFileContents });
     mark("runtime-loaded", "fresh");
     announceRuntime();
