@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -209,3 +211,33 @@ def test_the_static_data_is_stored_as_its_difference_from_the_instantiated_memor
     assert result["restored"] is True
     assert "is not the snapshot's" in str(result["refused"])
     assert result["untouched"] is True
+
+
+def _make_snapshot(out: Path, tar: Path, modules: list[str]) -> tuple[bytes, bytes]:
+    """Run web/make-snapshot.mjs with npm's Pyodide; return memory.pages and meta.json."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node and the npm runtime packages are needed: run `make unit`")
+    pyodide = ROOT / "node_modules" / "pyodide"
+    command = [node, str(ROOT / site.SNAPSHOT_SCRIPT), str(pyodide)]
+    command += [str(pyodide / "pyodide-lock.json"), str(tar), str(out), *modules]
+    subprocess.run(command, capture_output=True, timeout=120, check=True)
+    return (out / "memory.pages").read_bytes(), (out / "meta.json").read_bytes()
+
+
+def test_equal_inputs_make_an_equal_snapshot_and_other_inputs_another(tmp_path: Path) -> None:
+    """Made twice from the same files, the snapshot is the same bytes (its randomness and
+    clocks come from its inputs, web/make-snapshot.mjs), so a build of unchanged sources
+    keeps its name; other files make another (the string-hash secret among them)."""
+    tar = tmp_path / "site-packages.tar"
+    tar.write_bytes(
+        tar_bytes({"tiny.py": b"import random\nTABLE = {str(i): i for i in range(99)}\n"})
+    )
+    modules = ["json", "tiny"]
+    first = _make_snapshot(tmp_path / "first", tar, modules)
+    assert _make_snapshot(tmp_path / "second", tar, modules) == first
+    tar.write_bytes(
+        tar_bytes({"tiny.py": b"import random\nTABLE = {str(i): i for i in range(98)}\n"})
+    )
+    other = _make_snapshot(tmp_path / "other", tar, modules)
+    assert other[0] != first[0]

@@ -10,6 +10,7 @@
 // bytecode (`__pycache__/*.pyc`, unchecked hashes) under <out dir>, by path: the build
 // adds it to the snapshot's site-packages, so that the imports load bytecode and leave
 // no compiler's garbage in the memory (the browser gets the sources only, lazily).
+import nodeCrypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -35,6 +36,41 @@ if (!outDir) {
 }
 // time.timezone and friends are fixed at import; make them UTC, not this machine's zone.
 process.env.TZ = "UTC";
+
+// Equal inputs make equal bytes, so that a build of unchanged sources keeps the
+// snapshot's name (a returning visitor keeps its copy) and anyone can rebuild a bundle
+// and compare it. Python reads randomness and clocks as it starts and imports (its
+// string-hash secret, `random`'s first state, pydantic-core's hash keys, file times),
+// and the memory keeps what it read: while it is made, the randomness is a stream seeded
+// by the inputs' digest, and the clocks stand still. None of it is a secret in the
+// browser: the snapshot is a public file either way, the worker seeds `random` again as
+// it starts, and `secrets` and `os.urandom` read the browser's randomness at each call.
+{
+  const seed = nodeCrypto.createHash("sha256");
+  for (const file of [tarPath, lockFile]) seed.update(fs.readFileSync(file));
+  seed.update(JSON.stringify([bytecode, modules]));
+  const key = seed.digest();
+  let counter = 0;
+  let block = Buffer.alloc(0);
+  let used = 0;
+  const fill = (view) => {
+    const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+    for (let i = 0; i < bytes.length; i += 1) {
+      if (used === block.length) {
+        block = nodeCrypto.createHash("sha256").update(key).update(String(counter++)).digest();
+        used = 0;
+      }
+      bytes[i] = block[used++];
+    }
+    return view;
+  };
+  // Emscripten's randomness in Node.js (getentropy, /dev/urandom), and the Web's.
+  nodeCrypto.randomFillSync = fill;
+  globalThis.crypto.getRandomValues = fill;
+  const time = Date.UTC(1980, 0, 1); // the zips' and tars' fixed time (pagecontext.server.site)
+  Date.now = () => time;
+  performance.now = () => 0;
+}
 
 const files = readTar(new Uint8Array(fs.readFileSync(tarPath)));
 const dynlibFiles = [...files.keys()].filter((name) => name.endsWith(".so")).sort();
