@@ -15,7 +15,7 @@ import brotli
 import pytest
 
 from node import run_node
-from pagecontext.server import site
+from pagecontext.server import compress, site
 from pagecontext.server.site import (
     SiteError,
     bundle_zip,
@@ -154,18 +154,39 @@ def test_the_bundle_is_served_in_parts_small_enough_for_any_http_cache(
     all are named by the bundle's hash."""
     data = bytes(range(256)) * 4096 + hashlib.sha256(b"seed").digest() * 20_000
     monkeypatch.setattr(site, "SNAPSHOT_PART_MAX", 64 << 10)
-    entry = write_parts(data, tmp_path, "/vendor/snapshot/")
+    entry = write_parts(data, tmp_path / "out", "/vendor/snapshot/", tmp_path / "cache")
     urls = entry["parts"]
     assert isinstance(urls, list)
     assert len(urls) > 1
     names = [url.removeprefix("/vendor/snapshot/") for url in urls]
     assert names == [f"pagecontext-{_sha(data)[:16]}-{i}.bin" for i in range(len(names))]
-    assert b"".join((tmp_path / name).read_bytes() for name in names) == data
+    out = tmp_path / "out"
+    assert b"".join((out / name).read_bytes() for name in names) == data
     for name in names:
-        packed = (tmp_path / (name + ".br")).read_bytes()
+        packed = (out / (name + ".br")).read_bytes()
         assert len(packed) <= 64 << 10
-        assert brotli.decompress(packed) == (tmp_path / name).read_bytes()
+        assert brotli.decompress(packed) == (out / name).read_bytes()
     assert entry["bytes"] == len(data)
+
+
+def test_a_snapshot_made_again_is_not_compressed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts' brotli variants are kept in the cache by content: the same bytes written
+    again (a build of unchanged sources) take them from there."""
+    data = hashlib.sha256(b"seed").digest() * 10_000
+    cache = tmp_path / "cache"
+    first = write_parts(data, tmp_path / "first", "/vendor/snapshot/", cache)
+
+    def refuse(*_args: object, **_kwargs: object) -> bytes:
+        raise AssertionError("compressed again")
+
+    monkeypatch.setattr(compress.brotli, "compress", refuse)
+    again = write_parts(data, tmp_path / "again", "/vendor/snapshot/", cache)
+    assert again == first
+    for url in again["parts"]:  # type: ignore[attr-defined]  # a list of URLs
+        name = str(url).removeprefix("/vendor/snapshot/") + ".br"
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "first" / name).read_bytes()
 
 
 def test_lazy_files_load_at_the_first_import_that_reads_them(tmp_path: Path) -> None:

@@ -358,7 +358,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _assemble(args: argparse.Namespace) -> int:
     import subprocess
 
-    from pagecontext.server.compress import precompress
+    from pagecontext.server.compress import brotli_cache, precompress
     from pagecontext.server.site import SiteError, assemble
 
     root: Path = args.root if args.root is not None else find_repo_root()
@@ -367,7 +367,7 @@ def _assemble(args: argparse.Namespace) -> int:
     except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
-    cache = root / "build" / "cache" / "brotli"
+    cache = brotli_cache(root)
     print(f"pagecontext: brotli variants of the runtime files (cached in {cache})...")
     for path, size, packed in precompress(args.out, cache):
         print(f"  {path.name}: {size:,} -> {packed:,} bytes")
@@ -378,6 +378,7 @@ def _build(args: argparse.Namespace) -> int:
     import subprocess
 
     from pagecontext.server.bundle import build_bundle
+    from pagecontext.server.compress import brotli_cache
     from pagecontext.server.site import SiteError
 
     if args.page_origin == args.assistant_origin:
@@ -394,7 +395,7 @@ def _build(args: argparse.Namespace) -> int:
             page_origin=args.page_origin,
             assistant_origin=args.assistant_origin,
             agent_url="" if args.no_agent else args.agent_url,
-            brotli_cache=root / "build" / "cache" / "brotli",
+            brotli_cache=brotli_cache(root),
             keep=args.keep_previous,
             progress=_step,
         )

@@ -3,7 +3,8 @@
 The server sends `<file>.br` with `Content-Encoding: br` to a browser that accepts it
 (see `app._BuildStaticFiles`), so the runtime costs its brotli size on the wire, not its
 gzip size. Compressing the 9.6 MB Pyodide wasm at quality 11 takes most of a minute,
-so results are cached by content hash and reused while the input is unchanged.
+so results are cached by content hash and reused while the input is unchanged
+(`cached_brotli`, which the boot snapshot's variants use too).
 
 Pyodide's standard library zip is stored deflated; it is first rewritten with its
 members stored, which brotli then compresses far better than deflate did (the browser
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
 import zipfile
 from pathlib import Path
 
@@ -53,12 +53,26 @@ def precompress(site: Path, cache: Path) -> list[tuple[Path, int, int]]:
         data = path.read_bytes()
         if len(data) < MIN_BYTES:
             continue
-        cached = cache / (hashlib.sha256(data).hexdigest() + ".br")
-        if not cached.is_file():
-            partial = cached.with_suffix(".partial")
-            partial.write_bytes(brotli.compress(data, quality=11))
-            partial.replace(cached)
         target = path.with_name(path.name + ".br")
-        shutil.copyfile(cached, target)
+        target.write_bytes(cached_brotli(data, cache))
         done.append((path, len(data), target.stat().st_size))
     return done
+
+
+def brotli_cache(root: Path) -> Path:
+    """The folder of the repository `root` where brotli variants are kept between builds."""
+    return root / "build" / "cache" / "brotli"
+
+
+def cached_brotli(data: bytes, cache: Path, *, lgwin: int | None = None) -> bytes:
+    """`data` compressed with brotli at quality 11 (and window `lgwin`, if given), kept in
+    the folder `cache` under the input's sha256 and reused while the input is unchanged."""
+    cache.mkdir(parents=True, exist_ok=True)
+    window = "" if lgwin is None else f"-w{lgwin}"
+    cached = cache / f"{hashlib.sha256(data).hexdigest()}{window}.br"
+    if not cached.is_file():
+        options = {"quality": 11} if lgwin is None else {"quality": 11, "lgwin": lgwin}
+        partial = cached.with_suffix(".partial")
+        partial.write_bytes(brotli.compress(data, **options))
+        partial.replace(cached)
+    return cached.read_bytes()

@@ -57,9 +57,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-import brotli
-
-from pagecontext.server.compress import STORED_ZIPS, restore_stored
+from pagecontext.server.compress import STORED_ZIPS, brotli_cache, cached_brotli, restore_stored
 
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
@@ -93,11 +91,13 @@ SNAPSHOT_SCRIPT = "web/make-snapshot.mjs"
 SNAPSHOT_URL = "/vendor/snapshot/"
 # A fixed zip and tar timestamp, so that equal inputs give equal bytes.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
-# Quality 11, the runtime's: 6.2 MB for a bundle that quality 8 made 7.1 MB (10: 6.5 MB),
-# 0.9 MB less on the wire for each frame's first visit. It is the slowest (about 40 s of
-# CPU per 9 MB part, the parts compressed side by side), and the snapshot's bytes change
-# with every build, so no cache spares it.
-SNAPSHOT_BROTLI_QUALITY = 11
+# Quality 11, the runtime's (compress.cached_brotli), with a 16 MB window: 6.2 MB for a
+# bundle that quality 8 made 7.1 MB (10: 6.5 MB), 0.9 MB less on the wire for each
+# frame's first visit. It is the slowest (about 40 s of CPU per 9 MB part, the parts
+# compressed side by side), so the variants are kept in the brotli cache: equal inputs
+# make an equal snapshot (web/make-snapshot.mjs), which a later build then does not
+# compress again.
+SNAPSHOT_BROTLI_WINDOW = 24
 SNAPSHOT_PART_MAX = 4 << 20
 
 
@@ -259,8 +259,9 @@ def build_snapshot(
     prefix = meta["sitePackages"] + "/"
     eager = {lib["path"].removeprefix(prefix) for lib in meta["dynlibs"]}
     lazy = {name: data for name, data in files.items() if name not in eager}
+    cache = brotli_cache(root)
     meta["lazyFiles"] = {
-        "url": write_lazy_files(tar_bytes(lazy), folder, SNAPSHOT_URL),
+        "url": write_lazy_files(tar_bytes(lazy), folder, SNAPSHOT_URL, cache),
         "files": [[name, len(lazy[name])] for name in sorted(lazy)],
     }
     data = bundle_zip(
@@ -270,7 +271,7 @@ def build_snapshot(
             ("memory.pages", memory),
         ]
     )
-    return write_parts(data, folder, SNAPSHOT_URL)
+    return write_parts(data, folder, SNAPSHOT_URL, cache)
 
 
 def _run_node(command: list[str]) -> None:
@@ -279,25 +280,24 @@ def _run_node(command: list[str]) -> None:
         raise SiteError(f"the boot snapshot failed: {made.stderr.strip()[-4000:]}")
 
 
-def write_lazy_files(data: bytes, folder: Path, url: str) -> str:
+def write_lazy_files(data: bytes, folder: Path, url: str, cache: Path) -> str:
     """Write the tar of the files the bundle leaves out as `pagecontext-files-<sha>.tar`,
-    with its brotli variant, and return its URL."""
+    with its brotli variant (kept in `cache`), and return its URL."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"pagecontext-files-{hashlib.sha256(data).hexdigest()[:16]}.tar"
     path.write_bytes(data)
-    path.with_name(path.name + ".br").write_bytes(_brotli(data))
+    path.with_name(path.name + ".br").write_bytes(_brotli(data, cache))
     return url + path.name
 
 
-def _brotli(data: bytes) -> bytes:
-    packed: bytes = brotli.compress(data, quality=SNAPSHOT_BROTLI_QUALITY, lgwin=24)
-    return packed
+def _brotli(data: bytes, cache: Path) -> bytes:
+    return cached_brotli(data, cache, lgwin=SNAPSHOT_BROTLI_WINDOW)
 
 
-def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
+def write_parts(data: bytes, folder: Path, url: str, cache: Path) -> dict[str, object]:
     """Write `data` as `pagecontext-<sha>-<n>.bin` parts, each with a brotli variant of at
-    most SNAPSHOT_PART_MAX bytes, and return the runtime.json entry: the parts' URLs, in
-    order, and the sizes."""
+    most SNAPSHOT_PART_MAX bytes (kept in `cache`), and return the runtime.json entry: the
+    parts' URLs, in order, and the sizes."""
     name = f"pagecontext-{hashlib.sha256(data).hexdigest()[:16]}"
     # A first guess from the usual ratio (about 3.5 to 1), then one more part at a time.
     count = max(1, -(-len(data) // (SNAPSHOT_PART_MAX * 3)))
@@ -306,7 +306,7 @@ def write_parts(data: bytes, folder: Path, url: str) -> dict[str, object]:
         parts = [data[start : start + size] for start in range(0, len(data), size)]
         # Side by side: brotli lets go of the GIL while it compresses.
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            packed = list(pool.map(_brotli, parts))
+            packed = list(pool.map(lambda part: _brotli(part, cache), parts))
         if max(len(p) for p in packed) <= SNAPSHOT_PART_MAX:
             break
         count += 1
