@@ -1117,16 +1117,18 @@ class Edge:
                 control = doc.querySelector(hook)
                 if control is not None:
                     control.disabled = False
-        show = doc.querySelector("[data-pc-show]")
-        # Off until bound (aria-disabled, as Send: a press does nothing, `_on_show`): a
-        # Show me sent then would reach no page.
-        show.setAttribute("aria-disabled", "false" if state.get("bound") else "true")
+        bound = bool(state.get("bound"))
+        if self._changed("bound", bound):
+            # Off until bound (aria-disabled, as Send: a press does nothing, `_on_show`):
+            # a Show me sent then would reach no page.
+            show = doc.querySelector("[data-pc-show]")
+            show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
         if self._changed("chip", chip):
             chips = doc.querySelector("[data-pc-chips]")
             refocus = _holds_focus(chips)
             chips.replaceChildren()
-            show.disabled = chip is None
+            doc.querySelector("[data-pc-show]").disabled = chip is None
             if chip is not None:
                 chips.append(chip_element(chip))
             else:
