@@ -36,6 +36,7 @@ if (!outDir) {
 }
 // time.timezone and friends are fixed at import; make them UTC, not this machine's zone.
 process.env.TZ = "UTC";
+const tarBytes = fs.readFileSync(tarPath);
 
 // Equal inputs make equal bytes, so that a build of unchanged sources keeps the
 // snapshot's name (a returning visitor keeps its copy) and anyone can rebuild a bundle
@@ -47,7 +48,7 @@ process.env.TZ = "UTC";
 // it starts, and `secrets` and `os.urandom` read the browser's randomness at each call.
 {
   const seed = nodeCrypto.createHash("sha256");
-  for (const file of [tarPath, lockFile]) seed.update(fs.readFileSync(file));
+  seed.update(tarBytes).update(fs.readFileSync(lockFile));
   seed.update(JSON.stringify([bytecode, modules]));
   const key = seed.digest();
   let counter = 0;
@@ -72,7 +73,7 @@ process.env.TZ = "UTC";
   performance.now = () => 0;
 }
 
-const files = readTar(new Uint8Array(fs.readFileSync(tarPath)));
+const files = readTar(new Uint8Array(tarBytes));
 const dynlibFiles = [...files.keys()].filter((name) => name.endsWith(".so")).sort();
 const compiled = await Promise.all(dynlibFiles.map((name) => WebAssembly.compile(files.get(name))));
 const index = path.resolve(indexDir);

@@ -241,7 +241,7 @@ def manifest(out: Path, urls: dict[str, str]) -> dict[str, dict[str, str]]:
     """Return manifest.json's content: for each of PAGE_ASSETS, the URL the bundle `out`
     serves it at (`urls`, from `_hash_names`) and its integrity. The demo pages load them
     so, and a page of the integrator's own loads the boot script by it, whose name
-    changes with every build."""
+    changes with its content."""
     entries = {}
     for key, _attribute, old in PAGE_ASSETS:
         new = urls[old]

@@ -24,6 +24,8 @@ import brotli
 SUFFIXES = (".wasm", ".mjs", ".js", ".zip", ".json")
 MIN_BYTES = 50_000
 STORED_ZIPS = ("python_stdlib.zip",)
+# brotli's own default window (4 MB).
+DEFAULT_WINDOW = 22
 
 
 def restore_stored(path: Path) -> None:
@@ -64,15 +66,15 @@ def brotli_cache(root: Path) -> Path:
     return root / "build" / "cache" / "brotli"
 
 
-def cached_brotli(data: bytes, cache: Path, *, lgwin: int | None = None) -> bytes:
-    """`data` compressed with brotli at quality 11 (and window `lgwin`, if given), kept in
-    the folder `cache` under the input's sha256 and reused while the input is unchanged."""
+def cached_brotli(data: bytes, cache: Path, *, lgwin: int = DEFAULT_WINDOW) -> bytes:
+    """`data` compressed with brotli at quality 11 and window `lgwin`, kept in the folder
+    `cache` under the input's sha256 (and the window, when not the default) and reused
+    while the input is unchanged."""
     cache.mkdir(parents=True, exist_ok=True)
-    window = "" if lgwin is None else f"-w{lgwin}"
+    window = "" if lgwin == DEFAULT_WINDOW else f"-w{lgwin}"
     cached = cache / f"{hashlib.sha256(data).hexdigest()}{window}.br"
     if not cached.is_file():
-        options = {"quality": 11} if lgwin is None else {"quality": 11, "lgwin": lgwin}
         partial = cached.with_suffix(".partial")
-        partial.write_bytes(brotli.compress(data, **options))
+        partial.write_bytes(brotli.compress(data, quality=11, lgwin=lgwin))
         partial.replace(cached)
     return cached.read_bytes()
