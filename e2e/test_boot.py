@@ -54,20 +54,25 @@ def test_both_workers_restore_the_snapshot(
     a whole conversation (a selection, a command and its receipt, a question and the
     agent's streamed answer) never reads the standard library zip or the installed files
     the bundle leaves out, so neither is downloaded. The page keeps the bundle and the
-    runtime's wasm in the Cache API, and its next visit reads both from there (the
-    panel, a third-party frame here, has no Cache API and reads the HTTP cache). The page
-    requests the wasm once: what it keeps is the response it compiled."""
+    runtime's wasm in the Cache API, and its next visit reads both from there. The
+    panel, a frame of another site, takes both from the page (`peer`) on each visit:
+    the assistant's server is never asked for them. The page requests the wasm once:
+    what it keeps is the response it compiled."""
     lazy: list[str] = []
     context.on("request", lambda r: lazy.append(r.url) if any(n in r.url for n in LAZY) else None)
     page_wasm: list[str] = []
-    context.on(
-        "request",
-        lambda r: (
-            page_wasm.append(r.url)
-            if r.url.startswith(origins.page) and r.url.endswith("/pyodide.asm.wasm")
-            else None
-        ),
+    runtime_files = re.compile(
+        r"/pyodide\.asm\.wasm$|/vendor/snapshot/pagecontext-[0-9a-f]+-[0-9]+\.bin$"
     )
+    assistant_runtime: list[str] = []
+
+    def runtime_request(url: str) -> None:
+        if url.startswith(origins.page) and url.endswith("/pyodide.asm.wasm"):
+            page_wasm.append(url)
+        if url.startswith(origins.assistant) and runtime_files.search(url):
+            assistant_runtime.append(url)
+
+    context.on("request", lambda r: runtime_request(r.url))
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     first = _visit(page, origins)
@@ -90,11 +95,11 @@ def test_both_workers_restore_the_snapshot(
     assert len(page_wasm) == 1, page_wasm
     again = context.new_page()
     second = _visit(again, origins)
-    assert {steps["snapshot-opened"] for steps in second} <= {"cache", "network"}
-    assert "cache" in {steps["snapshot-opened"] for steps in second}
-    assert sorted(str(steps.get("wasm-opened")) for steps in first) == ["None", "network"]
-    assert sorted(str(steps.get("wasm-opened")) for steps in second) == ["None", "cache"]
+    for visit, page_copy in ((first, "network"), (second, "cache")):
+        for file in ("snapshot-opened", "wasm-opened"):
+            assert sorted(steps[file] for steps in visit) == sorted([page_copy, "peer"])
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
+    assert assistant_runtime == []
 
 
 # From the page's main thread: each copy the worker kept in the Cache API changed, as a
@@ -137,6 +142,53 @@ def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
     assert steps["runtime-loaded"] == "snapshot"
     select_and_ask(again, ROW)
     show_and_expect(panel(again), "applied")
+
+
+def _child_boot(page: Page, origins: Origins, mode: str) -> dict[str, Any]:
+    """The assistant's worker's boot steps, framed by e2e/pages/runtime-embedder.html,
+    which answers its request for the runtime's files as `mode` says."""
+    with page.expect_worker() as started:
+        page.goto(
+            f"{origins.page}/e2e/runtime-embedder.html?assistant={origins.assistant}&mode={mode}"
+        )
+    expect(html(page)).to_have_attribute("data-asked", "1")
+    worker = started.value
+    worker.evaluate(MARK_DETAIL_JS, "pagecontext:worker-started")
+    marks: dict[str, Any] = worker.evaluate(MARKS)
+    return marks
+
+
+@pytest.mark.parametrize("mode", ["flipped", "garbage"])
+def test_an_embedders_copy_that_is_not_the_pinned_bytes_is_never_used(
+    page: Page, origins: Origins, mode: str
+) -> None:
+    """An embedder answers its child's request for the runtime's files with the pins of
+    the build and then other bytes: its own files with one byte changed, or bytes that
+    are not even a bundle or a wasm. The child's worker refuses both copies
+    (`peer-refused`: their SHA-256 is not the one its own runtime.json pins), reads both
+    from its own server, and restores."""
+    steps = _child_boot(page, origins, mode)
+    expect(html(page)).to_have_attribute("data-answered", "bytes")
+    assert "peer-offered" in steps
+    assert "peer-refused" in steps
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
+    assert steps["runtime-loaded"] == "snapshot"
+
+
+@pytest.mark.parametrize("mode", ["silent", "withheld"])
+def test_an_embedder_that_sends_nothing_is_not_waited_for(
+    page: Page, origins: Origins, mode: str
+) -> None:
+    """An embedder that never answers its child's request (one of an earlier version),
+    or offers the files and then never sends them: the child's worker reads both from
+    its own server once it has waited for the offer (500 ms) or for the bytes (10 s), and
+    restores."""
+    steps = _child_boot(page, origins, mode)
+    assert ("peer-silent" in steps) == (mode == "silent")
+    assert ("peer-offered" in steps) == (mode == "withheld")
+    assert "peer-refused" not in steps
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
+    assert steps["runtime-loaded"] == "snapshot"
 
 
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(

@@ -41,6 +41,7 @@ from .helpers import (
     select_and_ask,
     show_and_expect,
     swap_assistant,
+    use_scripted_assistant,
 )
 
 pytestmark = pytest.mark.e2e
@@ -98,6 +99,52 @@ def test_a_hostile_frame_on_any_origin_is_refused_by_source(
     expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
     expect(html(panel(demo))).to_have_attribute("data-pc-connection", "1")
     expect_working(demo)
+
+
+# The page's worker's `runtime-wanted` marks: one for each port its boot script handed
+# it to send the runtime's files on (web/worker.mjs).
+RUNTIME_WANTED = """() => performance.getEntriesByName("pagecontext:runtime-wanted").length"""
+
+
+@BEYOND_FRAME_SRC
+@pytest.mark.parametrize("where", ["third", "assistant"])
+def test_only_the_child_frame_is_sent_the_runtimes_files(
+    demo: Page, origins: Origins, where: str
+) -> None:
+    """A frame that is not the page's child frame, on a third origin or on the
+    assistant's own, asks the page for the runtime's files as the child does: it is
+    offered nothing, its request never reaches the page's worker (which was asked once,
+    by the real child), the edge counts it as any message from that window, and the
+    bound channel keeps working."""
+    base = {"third": origins.third, "assistant": origins.assistant}[where]
+    attacker = add_frame(demo, base + "/e2e/attacker.html?mode=runtime")
+    expect(html(attacker)).to_have_attribute("data-attack", "sent")
+    # Its request and the `ready` after it, each refused by the edge as coming from a
+    # window that is not the child's: the request was handled before the second.
+    expect(html(demo)).to_have_attribute("data-pc-rejected-source", "2")
+    # The worker reads messages in order: one forwarded with the request would have come
+    # before the selection this commits.
+    expect_working(demo)
+    [page_worker] = [w for w in demo.workers if w.url.startswith(origins.page)]
+    assert page_worker.evaluate(RUNTIME_WANTED) == 1
+    assert html(attacker).get_attribute("data-offers") == "0"
+
+
+def test_the_page_sends_its_child_only_its_own_pinned_files_it_asks_for(
+    demo: Page, origins: Origins
+) -> None:
+    """The page's child frame asks for the runtime's files, and for a file that is not
+    one of them: the page offers the SHA-256s its runtime.json pins, answers the other
+    with no bytes, and sends the one asked for, whose bytes are the pinned ones."""
+    child = use_scripted_assistant(demo, origins)
+    other = "0" * 64
+    html(child).evaluate("(_, wants) => window.askRuntime(wants)", [other, "offered:1"])
+    expect(html(child)).to_have_attribute("data-runtime", re.compile("answers"))
+    runtime = demo.evaluate("async () => (await fetch('/py/runtime.json')).json()")
+    pins = [runtime["snapshot"]["sha256"], runtime["pyodide"]["wasmSha256"]]
+    found = json.loads(html(child).get_attribute("data-runtime") or "")
+    assert found["offer"] == pins
+    assert sorted(map(tuple, found["answers"])) == sorted([(other, None), (pins[1], pins[1])])
 
 
 def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
@@ -364,9 +411,10 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
 ) -> None:
     """Through a whole session (bind, select, ask, show), every window message either
     frame receives is a handshake message (recorded by a listener in each frame, whatever
-    posted it); the library's window posts (`pagecontextHost.post`, spied on) are those,
-    and only `connect` to an opaque child ever names "*" as its target origin, which
-    `post` hands to the browser as it is given."""
+    posted it), or the child's one request for the runtime's files, which carries nothing
+    else (docs/protocol.md 8.13); the library's window posts (`pagecontextHost.post`,
+    spied on) are those, and only `connect` to an opaque child ever names "*" as its
+    target origin, which `post` hands to the browser as it is given."""
     origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
     context.add_init_script(SPY)
     page = context.new_page()
@@ -374,16 +422,24 @@ def test_no_selection_or_command_data_is_posted_to_a_window(
     wait_bound(page)
     wait_bound(panel(page))
     expect_working(page)
-    records: list[dict[str, Any]] = [
+    wanted = {"pagecontextRuntime": "wanted"}
+    sent: list[dict[str, Any]] = [
         *page.evaluate("window.__pcSent"),
         *page.frames[1].evaluate("window.__pcSent"),
     ]
+    asked = [r for r in sent if r["message"] == wanted]
+    assert asked == [{"targetOrigin": origins.page, "message": wanted}], json.dumps(sent)
+    records = [r for r in sent if r["message"] != wanted]
     types = sorted(r["message"]["type"] for r in records)
     assert types == ["connect", "ready"], json.dumps(records)
     received: list[dict[str, Any]] = [
         *page.evaluate("window.__pcReceived"),
         *page.frames[1].evaluate("window.__pcReceived"),
     ]
+    assert [r for r in received if r["data"] == wanted] == [
+        {"origin": "null" if sandboxed else origins.assistant, "data": wanted}
+    ], json.dumps(received)
+    received = [r for r in received if r["data"] != wanted]
     assert sorted(r["data"]["type"] for r in received) == types, json.dumps(received)
     # `post` gives the browser the target origin it is given, not another.
     given = page.evaluate(

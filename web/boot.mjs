@@ -218,6 +218,59 @@ function workerRefused(error) {
   return `worker: the browser refused to start the worker (${error && error.message})${hint}`;
 }
 
+// One download of the runtime for the two frames (docs/architecture.md): the two frames
+// are two sites, whose HTTP caches the browser keeps apart, so each would download the
+// same 9 MB. A child frame asks its embedder for its copies of the runtime's wasm and
+// the snapshot bundle: it posts `{pagecontextRuntime: "wanted"}` with a port to its
+// parent (on `peerOrigin`) and hands the other end to its worker. The embedder answers
+// its own child frame only, RUNTIME_ANSWERS times at most per mount: at once with the
+// SHA-256s of its two files (the pins of its runtime.json), then, from its worker, with
+// the bytes of those the child asks for. The child's worker uses a file only if its bytes are the ones its own
+// runtime.json pins, as it uses the Cache API's copies; otherwise, or when the embedder
+// says nothing, it reads its own server's (web/worker.mjs, peerCopies).
+const RUNTIME_ANSWERS = 4;
+
+function askForRuntime(config, worker) {
+  if (window.parent === window || typeof config.peerOrigin !== "string") return;
+  const channel = new MessageChannel();
+  if (globalThis.pagecontextHost.post(window.parent, { pagecontextRuntime: "wanted" }, config.peerOrigin, [channel.port2])) {
+    worker.postMessage({ kind: "runtime-offered" }, [channel.port1]);
+  } else {
+    channel.port1.close();
+  }
+}
+
+// Listens until `handle` is unmounted (or no longer mounted: a refused config, a runtime
+// that did not load); returns what stops it.
+function answerRuntimeRequests(handle) {
+  let left = RUNTIME_ANSWERS;
+  const stop = () => window.removeEventListener("message", answer);
+  const answer = (event) => {
+    if (mounted !== handle || !handle.worker) {
+      stop();
+      return;
+    }
+    const frame = document.querySelector("[data-pc-child]");
+    const data = event.data;
+    if (!event.isTrusted || !frame || event.source === null || event.source !== frame.contentWindow) return;
+    if (data === null || typeof data !== "object" || data.pagecontextRuntime !== "wanted") return;
+    const [port] = event.ports;
+    if (!port || event.ports.length !== 1) return;
+    if (left <= 0) {
+      port.close();
+      return;
+    }
+    left -= 1;
+    const { worker } = handle;
+    edgeRuntime().then(({ runtime }) => {
+      port.postMessage({ offer: [runtime.snapshot?.sha256, runtime.pyodide.wasmSha256].filter((pin) => typeof pin === "string") });
+      worker.postMessage({ kind: "runtime-wanted" }, [port]);
+    }, () => port.close());
+  };
+  window.addEventListener("message", answer);
+  return stop;
+}
+
 let mounted = null;
 
 // What the user does on a page before its edge listens (MicroPython loads meanwhile):
@@ -269,9 +322,11 @@ export async function mount(config) {
     console.error(`pagecontext: ${reason}`);
     return { edge: null, worker: null, unmount() {} };
   }
+  if (config.position === "child") askForRuntime(config, worker);
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;
+  if (config.position === "embedder") handle.stopAnswering = answerRuntimeRequests(handle);
   try {
     return await mountSteps(config, handle, () => workerError);
   } finally {
@@ -331,6 +386,7 @@ async function mountSteps(config, handle, workerError) {
 function unmountHandle(handle) {
   if (mounted !== handle) return;
   mounted = null;
+  handle.stopAnswering?.();
   if (handle.edge) handle.edge.close(); // listeners, proxies; the worker says bye, then ends
   else handle.worker.terminate();
   handle.edge = null;

@@ -5,15 +5,35 @@
 // The boot restores a memory snapshot made at build time (web/snapshot.mjs), with the
 // packages installed and the core imported; if there is none, or it fails, the worker
 // logs why and boots Pyodide normally. performance.mark()s in this worker's timeline
-// name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache" or
+// name the steps: pagecontext:worker-start, snapshot-opened (detail: "cache", "peer" or
 // "network"), snapshot-unpacked; on a restore, runtime-imported (pyodide.asm.mjs),
-// wasm-opened ("cache" or "network"), wasm-instantiated, prerun, snapshot-placed (the
-// bundle's memory and library in place); runtime-loaded ("snapshot" or "fresh"),
+// wasm-opened ("cache", "peer" or "network"), wasm-instantiated, prerun, snapshot-placed
+// (the bundle's memory and library in place); runtime-loaded ("snapshot" or "fresh"),
 // snapshot-failed (why), packages-loaded, module-imported, worker-started,
 // snapshot-kept once the bundle and the wasm are in the Cache API; and stdlib-loaded or
 // site-packages-loaded if Python, restored, reads the standard library zip or an
-// installed file that the bundle leaves out (see lazyFile in snapshot.mjs).
+// installed file that the bundle leaves out (see lazyFile in snapshot.mjs). Between the
+// frames (peerCopies, sendRuntime): runtime-offered and peer-offered or peer-silent in a
+// child's worker, runtime-wanted in an embedder's; cache-refused and peer-refused (the
+// URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
+// The runtime's files between the two frames' workers (docs/architecture.md, "One
+// download of the runtime"). The boot script hands over a port: a child's worker is
+// offered its embedder's copies on it (`runtime-offered`), an embedder's worker sends its
+// copies on it (`runtime-wanted`). Taken here, before any other listener sees them:
+// they are not the edge's messages.
+let peer = null;
+self.addEventListener("message", (event) => {
+  const kind = event.data && event.data.kind;
+  if (kind !== "runtime-offered" && kind !== "runtime-wanted") return;
+  event.stopImmediatePropagation();
+  mark(kind);
+  const [port] = event.ports;
+  if (!port) return;
+  if (kind === "runtime-wanted") sendRuntime(port);
+  else if (peer === null) peer = peerCopies(port);
+  else port.close();
+});
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
 self.onmessage = (event) => early.push(event);
@@ -207,17 +227,101 @@ async function sha256Hex(bytes) {
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-// The bytes of the Cache API's copy of `url` if they are the ones runtime.json pins
-// (`sha256`), else undefined (and a copy that is not is deleted). Any script of this
-// origin can write to its Cache API: a copy it wrote would otherwise run in this worker
-// on every later visit.
-async function verifiedCopy(cache, url, sha256) {
-  const cached = await cache.match(url).catch(() => undefined);
-  if (!cached) return undefined;
-  const bytes = await cached.arrayBuffer().catch(() => undefined);
-  if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return bytes;
-  await cache.delete(url).catch(() => {});
-  mark("cache-refused", url);
+// Where a restore may find a copy of a file instead of asking the server: each has a
+// `name` (the detail of the marks that say which it came from), match(url, sha256) (a
+// Response, or undefined) and delete(url). Neither is trusted: a copy is used only if
+// its bytes are the ones runtime.json, read from this worker's own server, pins.
+//
+// The Cache API's copies: any script of this origin can write to its Cache API, and a
+// copy it wrote would otherwise run in this worker on every later visit.
+function cacheCopies(cache) {
+  return {
+    name: "cache",
+    match: (url) => cache.match(url),
+    delete: (url) => cache.delete(url),
+  };
+}
+
+// A child frame's copies from its embedder (web/boot.mjs asks the embedder; its worker's
+// sendRuntime answers), on `port`: first the SHA-256s of the files the embedder has (its
+// own runtime.json's pins, sent by its boot script at once); then, for each file this
+// worker has no copy of its own and the embedder has the pinned one, {want: sha256},
+// answered with the file's bytes once the embedder's own boot is over. An embedder that
+// offers nothing within PEER_OFFER_MS (one of an earlier version, say), or whose bytes
+// do not come within PEER_BYTES_MS of asking, is not waited for: the worker asks its
+// server. close() drops the port and whatever came on it unused.
+const PEER_OFFER_MS = 500;
+const PEER_BYTES_MS = 10_000;
+function peerCopies(port) {
+  let offered;
+  const offer = new Promise((resolve) => {
+    offered = resolve;
+  });
+  const silent = setTimeout(() => {
+    mark("peer-silent");
+    offered([]);
+  }, PEER_OFFER_MS);
+  const arrived = new Map(); // SHA-256 -> resolve(ArrayBuffer or null)
+  const waits = new Map(); // SHA-256 -> its promise
+  port.onmessage = ({ data }) => {
+    if (data === null || typeof data !== "object") return;
+    if (Array.isArray(data.offer)) {
+      clearTimeout(silent);
+      mark("peer-offered");
+      offered(data.offer);
+      return;
+    }
+    const resolve = arrived.get(data.sha256);
+    if (resolve) resolve(data.bytes instanceof ArrayBuffer ? data.bytes : null);
+  };
+  offer.then((hashes) => {
+    for (const sha256 of hashes) {
+      if (typeof sha256 === "string" && !waits.has(sha256)) {
+        waits.set(sha256, new Promise((resolve) => arrived.set(sha256, resolve)));
+      }
+    }
+  });
+  return {
+    name: "peer",
+    async match(_url, sha256) {
+      await offer;
+      const wait = waits.get(sha256);
+      if (!wait) return undefined;
+      waits.delete(sha256);
+      port.postMessage({ want: sha256 });
+      let timer;
+      const late = new Promise((resolve) => {
+        timer = setTimeout(() => resolve(null), PEER_BYTES_MS);
+      });
+      const bytes = await Promise.race([wait, late]);
+      clearTimeout(timer);
+      arrived.delete(sha256);
+      return bytes ? new Response(bytes) : undefined;
+    },
+    async delete() {},
+    close() {
+      clearTimeout(silent);
+      offered([]);
+      port.onmessage = null;
+      port.close();
+      arrived.clear();
+      waits.clear();
+    },
+  };
+}
+
+// The bytes of the first copy of `url` among `copies` whose bytes are the ones
+// runtime.json pins (`sha256`), with where it came from, else undefined. A copy that is
+// not the pinned one is deleted where it was, and marked (`cache-refused`, `peer-refused`).
+async function verifiedCopy(copies, url, sha256) {
+  for (const copy of copies) {
+    const found = await copy.match(url, sha256).catch(() => undefined);
+    if (!found) continue;
+    const bytes = await found.arrayBuffer().catch(() => undefined);
+    if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return { bytes, from: copy.name };
+    await copy.delete(url).catch(() => {});
+    mark(`${copy.name}-refused`, url);
+  }
   return undefined;
 }
 
@@ -227,6 +331,43 @@ async function snapshotCache() {
   } catch {
     return null;
   }
+}
+
+// What an embedder's worker sends its child's worker on `port` (see peerCopies): each
+// file the child asks for ({want: sha256}) that is one of the two its own runtime.json
+// pins, the snapshot bundle and the runtime's wasm, as {sha256, bytes}, once per file,
+// once its own boot is over, so that the child's restore never competes with its own
+// for the cores; bytes null for any other, or if it has none. From the Cache API where
+// its boot kept them, else from its server (the HTTP cache). Nothing else is ever sent,
+// whatever the child asks: the child checks each file against its own pins.
+function sendRuntime(port) {
+  const asked = new Set();
+  port.onmessage = async ({ data }) => {
+    const sha256 = data !== null && typeof data === "object" ? data.want : undefined;
+    if (typeof sha256 !== "string" || asked.has(sha256) || asked.size >= 2) return;
+    asked.add(sha256);
+    let bytes = null;
+    try {
+      const runtime = await runtimeRead;
+      await booted;
+      const pinned = new Map([[runtime.pyodide.wasmSha256, [new URL(here(runtime.pyodide.indexURL) + "pyodide.asm.wasm").href]]]);
+      if (runtime.snapshot) pinned.set(runtime.snapshot.sha256, runtime.snapshot.parts.map(here));
+      const urls = pinned.get(sha256);
+      if (urls) bytes = await ownCopy(urls, await snapshotCache());
+    } catch {
+      // runtime.json did not load, or the file is not to be had: the child asks its server.
+    }
+    port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
+  };
+}
+
+// The whole of a file this worker's boot read (its parts, `urls`, concatenated): the
+// Cache API's copy if it kept one, else the server's.
+async function ownCopy(urls, cache) {
+  const kept = cache && (await cache.match(urls[0]).catch(() => undefined));
+  if (kept) return kept.arrayBuffer();
+  const parts = await Promise.all(urls.map(async (url) => (await fetchOK(url)).blob()));
+  return new Blob(parts).arrayBuffer();
 }
 
 // The parts' bodies, one after the other, as one stream (all parts are fetched at once).
@@ -252,33 +393,34 @@ function concatenated(responses) {
   });
 }
 
-// A copy in the Cache API that is not the one runtime.json pins.
-class CacheRefused extends Error {}
+// A copy (the Cache API's, the embedder's) that is not the one runtime.json pins.
+class CopyRefused extends Error {}
 
-// The bundle's bytes: from the Cache API, else from the server (its parts, under the
-// first one's URL). Returns {body, verified, keep}: the cache's copy streams in at once,
-// while `verified` (null for the server's bytes) checks its SHA-256 against `sha256`
-// and rejects with CacheRefused if it is not the pinned one; the restore places nothing
-// before it resolves. keep() (after the boot, off its critical path) stores what the
-// server sent.
-async function bundleStream(urls, sha256, signal, cache) {
+// The bundle's bytes: from the first of `copies` that has one, else from the server
+// (its parts, under the first one's URL). Returns {body, verified, keep}: a copy streams
+// in at once, while `verified` (null for the server's bytes) checks its SHA-256 against
+// `sha256` and rejects with CopyRefused if it is not the pinned one; the restore places
+// nothing before it resolves; `from` names the copy (null: the server's). keep() (after
+// the boot, off its critical path) stores in `cache` what the server sent.
+async function bundleStream(urls, sha256, signal, copies, cache) {
   const key = urls[0];
-  const cached = cache && (await cache.match(key).catch(() => undefined));
-  if (cached && cached.body) {
-    mark("snapshot-opened", "cache");
-    const [body, copy] = cached.body.tee();
-    const verified = new Response(copy).arrayBuffer().then(sha256Hex).then((found) => {
-      if (found !== sha256) throw new CacheRefused(`the Cache API's copy of ${key} is not the pinned one`);
+  for (const copy of copies) {
+    const found = await copy.match(key, sha256).catch(() => undefined);
+    if (!found || !found.body) continue;
+    mark("snapshot-opened", copy.name);
+    const [body, tee] = found.body.tee();
+    const verified = new Response(tee).arrayBuffer().then(sha256Hex).then((hash) => {
+      if (hash !== sha256) throw new CopyRefused(`the ${copy.name} copy of ${key} is not the pinned one`);
     });
     verified.catch(() => {});
-    return { body, verified, keep: null };
+    return { body, verified, keep: null, from: copy.name };
   }
   const responses = urls.map((url) => fetchOK(url, { signal }));
   for (const response of responses) response.catch(() => {});
   await responses[0];
   mark("snapshot-opened", "network");
   const whole = concatenated(responses);
-  if (!cache) return { body: whole, verified: null, keep: null };
+  if (!cache) return { body: whole, verified: null, keep: null, from: null };
   const chunks = [];
   const body = whole.pipeThrough(
     new TransformStream({
@@ -293,27 +435,26 @@ async function bundleStream(urls, sha256, signal, cache) {
     chunks.length = 0;
     await cache.put(key, new Response(blob, { headers: { "Content-Type": "application/octet-stream" } }));
   };
-  return { body, verified: null, keep };
+  return { body, verified: null, keep, from: null };
 }
 
 // While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
-// worker's global fetch) is answered from `cache` when the cache has it, else from the
-// server; the cache's copy only if its bytes are the ones pinned (`sha256`). Returns
-// {done() (the global fetch as it was), keep() (stores the wasm, unless the restore read
-// it from the cache)}.
-function runtimeWasm(url, sha256, cache) {
+// worker's global fetch) is answered from the first of `copies` that has it, else from
+// the server; a copy only if its bytes are the ones pinned (`sha256`). Returns {done()
+// (the global fetch as it was), keep() (stores the server's wasm in `cache`, if any)}.
+function runtimeWasm(url, sha256, copies, cache) {
   const fetchFromServer = self.fetch;
   // Read (and checked) now, while the runtime's JavaScript loads, so that the bytes are
   // in memory by the time Pyodide asks for them.
-  let early = verifiedCopy(cache, url, sha256);
+  let early = verifiedCopy(copies, url, sha256);
   // The server's response, a second reader of the body Pyodide compiles: the Cache API
   // gets the bytes decoded once, not a second decode from the HTTP cache.
   let fetched = null;
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
-    const bytes = await early;
-    mark("wasm-opened", bytes ? "cache" : "network");
-    if (bytes) return new Response(bytes, { headers: { "Content-Type": "application/wasm" } });
+    const copy = await early;
+    mark("wasm-opened", copy ? copy.from : "network");
+    if (copy) return new Response(copy.bytes, { headers: { "Content-Type": "application/wasm" } });
     const response = await fetchFromServer(input, init);
     if (response.ok) fetched = response.clone();
     return response;
@@ -326,7 +467,7 @@ function runtimeWasm(url, sha256, cache) {
     async keep() {
       const response = fetched;
       fetched = null;
-      if (!response) return; // read from the cache, or never answered by the server
+      if (!response || !cache) return; // read from a copy, never answered by the server, or no cache
       await cache.put(url, new Response(response.body, { headers: { "Content-Type": "application/wasm" } }));
     },
   };
@@ -374,7 +515,7 @@ async function restoreSnapshot(body, verified, options, loadPyodide, createModul
       settings.preRun.push((Module) => {
         mark("prerun");
         Module.addRunDependency("pagecontext-snapshot");
-        // Nothing of a copy from the Cache API is placed (its library instantiated, its
+        // Nothing of a copy (the Cache API's, the embedder's) is placed (its library instantiated, its
         // memory restored) before its bytes are known to be the pinned ones.
         Promise.all([bundle.complete, verified])
           .then(([{ meta, libs, memory }]) => {
@@ -420,11 +561,14 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   const urls = snapshot.parts.map(here);
   const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
   const cache = useCache ? await snapshotCache() : null;
-  const wasm = cache && runtimeWasm(wasmURL, wasmSha256, cache);
+  // The Cache API's copies first (this origin's own), then the embedder's.
+  const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
+  const wasm = runtimeWasm(wasmURL, wasmSha256, copies, cache);
   let verified = null;
+  let from = null;
   try {
     let body, keepBundle;
-    ({ body, verified, keep: keepBundle } = await bundleStream(urls, snapshot.sha256, signal, cache));
+    ({ body, verified, keep: keepBundle, from } = await bundleStream(urls, snapshot.sha256, signal, copies, cache));
     const pyodide = await restoreSnapshot(body, verified, options, loadPyodide, createModule, helpers, signal);
     const keep = cache && (async () => {
       await keepBundle?.();
@@ -437,14 +581,14 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   } catch (error) {
     await cache?.delete(urls[0]).catch(() => {});
     await cache?.delete(wasmURL).catch(() => {});
-    // A copy from the cache that failed in any way (it may not even parse) is refused
-    // if its bytes are not the pinned ones: the boot starts again from the server.
-    const refused = error instanceof CacheRefused || (verified && (await verified.then(() => false, () => true)));
+    // A copy that failed in any way (it may not even parse) is refused if its bytes are
+    // not the pinned ones: the boot starts again from the server.
+    const refused = error instanceof CopyRefused || (verified && (await verified.then(() => false, () => true)));
     if (!refused) throw error;
-    mark("cache-refused", urls[0]);
+    mark(`${from}-refused`, urls[0]);
     return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
-    wasm?.done();
+    wasm.done();
   }
 }
 
@@ -477,9 +621,17 @@ async function fetchOK(url, init) {
 // Loaded alongside runtime.json.
 const snapshotHelpers = import(here("/web/snapshot.mjs"));
 snapshotHelpers.catch(() => {});
+const runtimeRead = fetchOK(here("/py/runtime.json")).then((response) => response.json());
+runtimeRead.catch(() => {});
+// This worker's boot is over (it has its runtime, or has failed), and what it keeps is
+// in the Cache API: what sendRuntime waits for.
+let bootEnded;
+const booted = new Promise((resolve) => {
+  bootEnded = resolve;
+});
 
 try {
-  const runtime = await (await fetchOK(here("/py/runtime.json"))).json();
+  const runtime = await runtimeRead;
   const indexURL = here(runtime.pyodide.indexURL);
   const options = {
     indexURL,
@@ -516,6 +668,7 @@ try {
       mark("snapshot-failed", String(error));
     }
   }
+  peer?.close();
   if (!pyodide) {
     const { loadPyodide } = await pyodideModule;
     // The lock is read here rather than by Pyodide, so that a missing one is named by
@@ -542,8 +695,10 @@ try {
   mark("module-imported");
   worker.start(self, early, listenPort);
   mark("worker-started");
-  keep?.().then(() => mark("snapshot-kept"), () => {});
+  (keep ? keep().then(() => mark("snapshot-kept"), () => {}) : Promise.resolve()).then(bootEnded);
 } catch (error) {
+  peer?.close();
+  bootEnded();
   toEdge({ kind: "failed", error: String((error && error.stack) || error) });
   // Nothing will read what the edge sends from now on: it is no longer kept, and a port
   // it hands over is closed, so its peer is not left talking to nobody.

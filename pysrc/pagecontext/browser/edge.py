@@ -132,6 +132,11 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
+# What a child frame posts to ask its embedder for the runtime's files (web/boot.mjs,
+# askForRuntime): not a handshake message, and answered by the boot script.
+_RUNTIME_WANTED = {"pagecontextRuntime": "wanted"}
+
+
 def _plain(value: Any, *, flat: bool = False, detail: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
@@ -494,6 +499,8 @@ class Edge:
                 self._to_worker({"kind": "child-reloaded"})
             return
         data = _plain(event.data, flat=True)
+        if self.position == "embedder" and data == _RUNTIME_WANTED:
+            return  # the child asks for the runtime's files: the boot script answers
         kind = handshake_type(data)
         wanted = "ready" if self.position == "embedder" else "connect"
         if kind != wanted or data["role"] == self.role:
