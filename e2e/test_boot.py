@@ -144,9 +144,14 @@ def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
     show_and_expect(panel(again), "applied")
 
 
-def _child_boot(page: Page, origins: Origins, mode: str) -> dict[str, Any]:
+# Each mark of the worker's named `pagecontext:<name>`: [startTime, detail].
+MARKS_NAMED = """(name) => performance.getEntriesByName("pagecontext:" + name)
+  .map((m) => [m.startTime, m.detail])"""
+
+
+def _child_boot(page: Page, origins: Origins, mode: str) -> tuple[dict[str, Any], Worker]:
     """The assistant's worker's boot steps, framed by e2e/pages/runtime-embedder.html,
-    which answers its request for the runtime's files as `mode` says."""
+    which answers its request for the runtime's files as `mode` says; and the worker."""
     with page.expect_worker() as started:
         page.goto(
             f"{origins.page}/e2e/runtime-embedder.html?assistant={origins.assistant}&mode={mode}"
@@ -155,7 +160,7 @@ def _child_boot(page: Page, origins: Origins, mode: str) -> dict[str, Any]:
     worker = started.value
     worker.evaluate(MARK_DETAIL_JS, "pagecontext:worker-started")
     marks: dict[str, Any] = worker.evaluate(MARKS)
-    return marks
+    return marks, worker
 
 
 @pytest.mark.parametrize("mode", ["flipped", "garbage"])
@@ -164,14 +169,19 @@ def test_an_embedders_copy_that_is_not_the_pinned_bytes_is_never_used(
 ) -> None:
     """An embedder answers its child's request for the runtime's files with the pins of
     the build and then other bytes: its own files with one byte changed, or bytes that
-    are not even a bundle or a wasm. The child's worker refuses both copies
-    (`peer-refused`: their SHA-256 is not the one its own runtime.json pins), reads both
-    from its own server, and restores."""
-    steps = _child_boot(page, origins, mode)
+    are not even a bundle or a wasm. The child's worker refuses both copies before
+    reading them (`peer-refused`, with each URL: their SHA-256 is not the one its own
+    runtime.json pins), reads both from its own server, and restores."""
+    steps, worker = _child_boot(page, origins, mode)
     expect(html(page)).to_have_attribute("data-answered", "bytes")
+    runtime = page.evaluate("async () => (await fetch('/py/runtime.json')).json()")
+    own = [origins.assistant + runtime["snapshot"]["parts"][0]]
+    own.append(origins.assistant + runtime["pyodide"]["indexURL"] + "pyodide.asm.wasm")
+    refused = sorted(detail for _at, detail in worker.evaluate(MARKS_NAMED, "peer-refused"))
+    assert refused == sorted(own)
     assert "peer-offered" in steps
-    assert "peer-refused" in steps
-    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
+    opened = [detail for _at, detail in worker.evaluate(MARKS_NAMED, "snapshot-opened")]
+    assert (opened, steps["wasm-opened"]) == (["network"], "network")
     assert steps["runtime-loaded"] == "snapshot"
 
 
@@ -180,15 +190,23 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
     page: Page, origins: Origins, mode: str
 ) -> None:
     """An embedder that never answers its child's request (one of an earlier version),
-    or offers the files and then never sends them: the child's worker reads both from
-    its own server once it has waited for the offer (500 ms) or for the bytes (10 s), and
-    restores."""
-    steps = _child_boot(page, origins, mode)
+    or offers the files and then never sends them: the child's worker waits for the
+    offer (500 ms) or for the bytes (10 s), no longer, then reads both from its own
+    server, and restores."""
+    steps, worker = _child_boot(page, origins, mode)
     assert ("peer-silent" in steps) == (mode == "silent")
     assert ("peer-offered" in steps) == (mode == "withheld")
     assert "peer-refused" not in steps
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
+    # It did wait: timers never fire early.
+    [[asked, _]] = worker.evaluate(MARKS_NAMED, "runtime-offered")
+    [[gave_up, _]] = worker.evaluate(
+        MARKS_NAMED, "peer-silent" if mode == "silent" else "peer-offered"
+    )
+    [[opened, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
+    assert gave_up - asked >= (499 if mode == "silent" else 0)
+    assert opened - gave_up >= (0 if mode == "silent" else 9_999)
 
 
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(

@@ -133,18 +133,34 @@ def test_only_the_child_frame_is_sent_the_runtimes_files(
 def test_the_page_sends_its_child_only_its_own_pinned_files_it_asks_for(
     demo: Page, origins: Origins
 ) -> None:
-    """The page's child frame asks for the runtime's files, and for a file that is not
-    one of them: the page offers the SHA-256s its runtime.json pins, answers the other
-    with no bytes, and sends the one asked for, whose bytes are the pinned ones."""
+    """The page's child frame asks for the runtime's files, for a file that is not one of
+    them, and for one file twice: the page offers the SHA-256s its runtime.json pins,
+    sends the file asked for once, its bytes the pinned ones, and answers the other
+    two wants with no bytes (so the child never waits for them)."""
     child = use_scripted_assistant(demo, origins)
     other = "0" * 64
-    html(child).evaluate("(_, wants) => window.askRuntime(wants)", [other, "offered:1"])
+    wants = [other, "offered:1", "offered:1"]
+    html(child).evaluate("(_, wants) => window.askRuntime(wants)", wants)
     expect(html(child)).to_have_attribute("data-runtime", re.compile("answers"))
     runtime = demo.evaluate("async () => (await fetch('/py/runtime.json')).json()")
     pins = [runtime["snapshot"]["sha256"], runtime["pyodide"]["wasmSha256"]]
     found = json.loads(html(child).get_attribute("data-runtime") or "")
     assert found["offer"] == pins
-    assert sorted(map(tuple, found["answers"])) == sorted([(other, None), (pins[1], pins[1])])
+    answers = sorted(found["answers"], key=json.dumps)
+    assert answers == sorted([[other, None], [pins[1], pins[1]], [pins[1], None]], key=json.dumps)
+
+
+def test_the_page_answers_four_requests_for_the_runtime_per_mount(
+    demo: Page, origins: Origins
+) -> None:
+    """The page answers its child's requests for the runtime's files four times per
+    mount: the assistant it loaded asked once, and again as it reloaded before the page
+    loaded the scripted assistant in its place (a child asks as its boot script starts,
+    before its edge can announce itself); of four more, two are offered the files, and
+    the fifth and sixth nothing, at once."""
+    child = use_scripted_assistant(demo, origins)
+    html(child).evaluate("() => window.askOffers(4)")
+    expect(html(child)).to_have_attribute("data-offers", "[2,2,0,0]")
 
 
 def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(

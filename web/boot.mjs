@@ -223,17 +223,31 @@ function workerRefused(error) {
 // same 9 MB. A child frame asks its embedder for its copies of the runtime's wasm and
 // the snapshot bundle: it posts `{pagecontextRuntime: "wanted"}` with a port to its
 // parent (on `peerOrigin`) and hands the other end to its worker. The embedder answers
-// its own child frame only, RUNTIME_ANSWERS times at most per mount: at once with the
-// SHA-256s of its two files (the pins of its runtime.json), then, from its worker, with
-// the bytes of those the child asks for. The child's worker uses a file only if its bytes are the ones its own
-// runtime.json pins, as it uses the Cache API's copies; otherwise, or when the embedder
-// says nothing, it reads its own server's (web/worker.mjs, peerCopies).
+// its own child frame only, from `peerOrigin` (or an opaque origin, if it sandboxed the
+// frame), RUNTIME_ANSWERS times at most per mount: at once with the SHA-256s of its two
+// files (the pins of its runtime.json), then, from its worker, with the bytes of those
+// the child asks for; a request past that number gets an empty offer. The child's
+// worker uses a file only if its bytes are the ones its own runtime.json pins;
+// otherwise, or when the embedder says nothing, it reads its own server's
+// (web/worker.mjs, peerCopies and sendRuntime).
 const RUNTIME_ANSWERS = 4;
 
+// `value` if it is an exact origin ("https://host[:port]", as the edge requires of
+// `peerOrigin`), else null: the request is posted to that origin only.
+function exactOrigin(value) {
+  try {
+    const origin = new URL(value).origin;
+    return origin !== "null" && origin === value ? origin : null;
+  } catch {
+    return null;
+  }
+}
+
 function askForRuntime(config, worker) {
-  if (window.parent === window || typeof config.peerOrigin !== "string") return;
+  const parentOrigin = exactOrigin(config.peerOrigin);
+  if (window.parent === window || parentOrigin === null) return;
   const channel = new MessageChannel();
-  if (globalThis.pagecontextHost.post(window.parent, { pagecontextRuntime: "wanted" }, config.peerOrigin, [channel.port2])) {
+  if (globalThis.pagecontextHost.post(window.parent, { pagecontextRuntime: "wanted" }, parentOrigin, [channel.port2])) {
     worker.postMessage({ kind: "runtime-offered" }, [channel.port1]);
   } else {
     channel.port1.close();
@@ -241,8 +255,9 @@ function askForRuntime(config, worker) {
 }
 
 // Listens until `handle` is unmounted (or no longer mounted: a refused config, a runtime
-// that did not load); returns what stops it.
-function answerRuntimeRequests(handle) {
+// that did not load); returns what stops it. A message's data is read only once its
+// window and origin are the child's (structured clone reads it then, not before).
+function answerRuntimeRequests(handle, config) {
   let left = RUNTIME_ANSWERS;
   const stop = () => window.removeEventListener("message", answer);
   const answer = (event) => {
@@ -251,20 +266,26 @@ function answerRuntimeRequests(handle) {
       return;
     }
     const frame = document.querySelector("[data-pc-child]");
-    const data = event.data;
     if (!event.isTrusted || !frame || event.source === null || event.source !== frame.contentWindow) return;
+    const opaque = frame.hasAttribute("sandbox") && !frame.sandbox.contains("allow-same-origin");
+    if (event.origin !== (opaque ? "null" : config.peerOrigin)) return;
+    const data = event.data;
     if (data === null || typeof data !== "object" || data.pagecontextRuntime !== "wanted") return;
     const [port] = event.ports;
     if (!port || event.ports.length !== 1) return;
     if (left <= 0) {
+      port.postMessage({ offer: [] });
       port.close();
       return;
     }
     left -= 1;
-    const { worker } = handle;
     edgeRuntime().then(({ runtime }) => {
+      if (mounted !== handle || !handle.worker) {
+        port.close();
+        return;
+      }
       port.postMessage({ offer: [runtime.snapshot?.sha256, runtime.pyodide.wasmSha256].filter((pin) => typeof pin === "string") });
-      worker.postMessage({ kind: "runtime-wanted" }, [port]);
+      handle.worker.postMessage({ kind: "runtime-wanted" }, [port]);
     }, () => port.close());
   };
   window.addEventListener("message", answer);
@@ -326,7 +347,7 @@ export async function mount(config) {
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;
-  if (config.position === "embedder") handle.stopAnswering = answerRuntimeRequests(handle);
+  if (config.position === "embedder") handle.stopAnswering = answerRuntimeRequests(handle, config);
   try {
     return await mountSteps(config, handle, () => workerError);
   } finally {

@@ -22,7 +22,16 @@ performance.mark("pagecontext:worker-start");
 // offered its embedder's copies on it (`runtime-offered`), an embedder's worker sends its
 // copies on it (`runtime-wanted`). Taken here, before any other listener sees them:
 // they are not the edge's messages.
+// The boot script posts `runtime-offered` right after starting this worker, so it is
+// queued before this script runs, and taken before the boot looks for copies (after
+// runtime.json has come from the server); one that comes later is of no use.
 let peer = null;
+let peerLooked = false;
+// Done with the embedder's copies (the boot looked, or has no snapshot to restore).
+function dropPeer() {
+  peerLooked = true;
+  peer?.close();
+}
 self.addEventListener("message", (event) => {
   const kind = event.data && event.data.kind;
   if (kind !== "runtime-offered" && kind !== "runtime-wanted") return;
@@ -31,7 +40,7 @@ self.addEventListener("message", (event) => {
   const [port] = event.ports;
   if (!port) return;
   if (kind === "runtime-wanted") sendRuntime(port);
-  else if (peer === null) peer = peerCopies(port);
+  else if (peer === null && !peerLooked) peer = peerCopies(port);
   else port.close();
 });
 const early = [];
@@ -229,8 +238,9 @@ async function sha256Hex(bytes) {
 
 // Where a restore may find a copy of a file instead of asking the server: each has a
 // `name` (the detail of the marks that say which it came from), match(url, sha256) (a
-// Response, or undefined) and delete(url). Neither is trusted: a copy is used only if
-// its bytes are the ones runtime.json, read from this worker's own server, pins.
+// Response, or undefined), delete(url), and `checked`: whether match() answers only
+// with bytes it has checked. Neither is trusted: a copy is used only if its bytes are
+// the ones runtime.json, read from this worker's own server, pins.
 //
 // The Cache API's copies: any script of this origin can write to its Cache API, and a
 // copy it wrote would otherwise run in this worker on every later visit.
@@ -239,6 +249,7 @@ function cacheCopies(cache) {
     name: "cache",
     match: (url) => cache.match(url),
     delete: (url) => cache.delete(url),
+    checked: false,
   };
 }
 
@@ -246,7 +257,10 @@ function cacheCopies(cache) {
 // sendRuntime answers), on `port`: first the SHA-256s of the files the embedder has (its
 // own runtime.json's pins, sent by its boot script at once); then, for each file this
 // worker has no copy of its own and the embedder has the pinned one, {want: sha256},
-// answered with the file's bytes once the embedder's own boot is over. An embedder that
+// answered with the file's bytes once the embedder's own boot is over. The bytes come
+// whole, so they are checked before anything reads them (a copy that is not the pinned
+// one is refused: `peer-refused`), unlike the Cache API's, which stream in as they are
+// checked. Only the first offer counts, and of it two SHA-256s at most. An embedder that
 // offers nothing within PEER_OFFER_MS (one of an earlier version, say), or whose bytes
 // do not come within PEER_BYTES_MS of asking, is not waited for: the worker asks its
 // server. close() drops the port and whatever came on it unused.
@@ -263,12 +277,15 @@ function peerCopies(port) {
   }, PEER_OFFER_MS);
   const arrived = new Map(); // SHA-256 -> resolve(ArrayBuffer or null)
   const waits = new Map(); // SHA-256 -> its promise
+  let heard = false;
   port.onmessage = ({ data }) => {
     if (data === null || typeof data !== "object") return;
     if (Array.isArray(data.offer)) {
+      if (heard) return;
+      heard = true;
       clearTimeout(silent);
       mark("peer-offered");
-      offered(data.offer);
+      offered(data.offer.slice(0, 2));
       return;
     }
     const resolve = arrived.get(data.sha256);
@@ -283,7 +300,8 @@ function peerCopies(port) {
   });
   return {
     name: "peer",
-    async match(_url, sha256) {
+    checked: true,
+    async match(url, sha256) {
       await offer;
       const wait = waits.get(sha256);
       if (!wait) return undefined;
@@ -296,7 +314,19 @@ function peerCopies(port) {
       const bytes = await Promise.race([wait, late]);
       clearTimeout(timer);
       arrived.delete(sha256);
-      return bytes ? new Response(bytes) : undefined;
+      if (!bytes) return undefined;
+      if ((await sha256Hex(bytes)) !== sha256) {
+        mark("peer-refused", url);
+        return undefined;
+      }
+      // A stream of the bytes as they came: `new Response(bytes)` would copy them (38 MB
+      // more for the collector to free while the conversation starts).
+      return new Response(new ReadableStream({
+        start(controller) {
+          controller.enqueue(new Uint8Array(bytes));
+          controller.close();
+        },
+      }));
     },
     async delete() {},
     close() {
@@ -310,15 +340,16 @@ function peerCopies(port) {
   };
 }
 
-// The bytes of the first copy of `url` among `copies` whose bytes are the ones
+// The body of the first copy of `url` among `copies` whose bytes are the ones
 // runtime.json pins (`sha256`), with where it came from, else undefined. A copy that is
 // not the pinned one is deleted where it was, and marked (`cache-refused`, `peer-refused`).
 async function verifiedCopy(copies, url, sha256) {
   for (const copy of copies) {
     const found = await copy.match(url, sha256).catch(() => undefined);
     if (!found) continue;
+    if (copy.checked) return { body: found.body, from: copy.name };
     const bytes = await found.arrayBuffer().catch(() => undefined);
-    if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return { bytes, from: copy.name };
+    if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return { body: bytes, from: copy.name };
     await copy.delete(url).catch(() => {});
     mark(`${copy.name}-refused`, url);
   }
@@ -333,32 +364,45 @@ async function snapshotCache() {
   }
 }
 
-// What an embedder's worker sends its child's worker on `port` (see peerCopies): each
-// file the child asks for ({want: sha256}) that is one of the two its own runtime.json
-// pins, the snapshot bundle and the runtime's wasm, as {sha256, bytes}, once per file,
-// once its own boot is over, so that the child's restore never competes with its own
-// for the cores; bytes null for any other, or if it has none. From the Cache API where
-// its boot kept them, else from its server (the HTTP cache). Nothing else is ever sent,
-// whatever the child asks: the child checks each file against its own pins.
+// What an embedder's worker sends its child's worker on `port` (see peerCopies): for
+// each file the child asks for ({want: sha256}) that is one of the two its own
+// runtime.json pins, the snapshot bundle and the runtime's wasm, what it holds of it,
+// as {sha256, bytes}, once its own boot is over, so that the child's restore never
+// competes with its own for the cores. From the Cache API where its boot kept them,
+// else from its server (the HTTP cache). Each of the two is sent once per port; any
+// other want (another file, one asked again, more than two) is answered with bytes
+// null at once, so that the child never waits for it. The port is closed once two
+// files are answered. Nothing else is ever sent: the child checks each file against
+// its own pins.
 function sendRuntime(port) {
   const asked = new Set();
+  let sent = 0;
   port.onmessage = async ({ data }) => {
     const sha256 = data !== null && typeof data === "object" ? data.want : undefined;
-    if (typeof sha256 !== "string" || asked.has(sha256) || asked.size >= 2) return;
-    asked.add(sha256);
+    if (typeof sha256 !== "string") return;
     let bytes = null;
-    try {
-      const runtime = await runtimeRead;
-      await booted;
-      const pinned = new Map([[runtime.pyodide.wasmSha256, [new URL(here(runtime.pyodide.indexURL) + "pyodide.asm.wasm").href]]]);
-      if (runtime.snapshot) pinned.set(runtime.snapshot.sha256, runtime.snapshot.parts.map(here));
-      const urls = pinned.get(sha256);
-      if (urls) bytes = await ownCopy(urls, await snapshotCache());
-    } catch {
-      // runtime.json did not load, or the file is not to be had: the child asks its server.
+    if (!asked.has(sha256) && asked.size < 2) {
+      asked.add(sha256);
+      try {
+        const runtime = await runtimeRead;
+        await booted;
+        const urls = pinnedFiles(runtime).get(sha256);
+        if (urls) bytes = await ownCopy(urls, await snapshotCache());
+      } catch {
+        // runtime.json did not load, or the file is not to be had: the child asks its server.
+      }
+      sent += 1;
     }
     port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
+    if (sent === 2) port.close();
   };
+}
+
+// The two files runtime.json pins, by their SHA-256: the URLs of their parts.
+function pinnedFiles(runtime) {
+  const files = new Map([[runtime.pyodide.wasmSha256, [new URL(here(runtime.pyodide.indexURL) + "pyodide.asm.wasm").href]]]);
+  if (runtime.snapshot) files.set(runtime.snapshot.sha256, runtime.snapshot.parts.map(here));
+  return files;
 }
 
 // The whole of a file this worker's boot read (its parts, `urls`, concatenated): the
@@ -408,6 +452,7 @@ async function bundleStream(urls, sha256, signal, copies, cache) {
     const found = await copy.match(key, sha256).catch(() => undefined);
     if (!found || !found.body) continue;
     mark("snapshot-opened", copy.name);
+    if (copy.checked) return { body: found.body, verified: null, keep: null, from: copy.name };
     const [body, tee] = found.body.tee();
     const verified = new Response(tee).arrayBuffer().then(sha256Hex).then((hash) => {
       if (hash !== sha256) throw new CopyRefused(`the ${copy.name} copy of ${key} is not the pinned one`);
@@ -453,8 +498,11 @@ function runtimeWasm(url, sha256, copies, cache) {
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
     const copy = await early;
-    mark("wasm-opened", copy ? copy.from : "network");
-    if (copy) return new Response(copy.bytes, { headers: { "Content-Type": "application/wasm" } });
+    const body = copy?.body;
+    // A stream is read once: a second fetch of the wasm, if any, asks the server.
+    if (body instanceof ReadableStream) copy.body = null;
+    mark("wasm-opened", body ? copy.from : "network");
+    if (body) return new Response(body, { headers: { "Content-Type": "application/wasm" } });
     const response = await fetchFromServer(input, init);
     if (response.ok) fetched = response.clone();
     return response;
@@ -563,7 +611,8 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   const cache = useCache ? await snapshotCache() : null;
   // The Cache API's copies first (this origin's own), then the embedder's.
   const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
-  const wasm = runtimeWasm(wasmURL, wasmSha256, copies, cache);
+  peerLooked = true;
+  const wasm = copies.length ? runtimeWasm(wasmURL, wasmSha256, copies, cache) : null;
   let verified = null;
   let from = null;
   try {
@@ -586,9 +635,11 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
     const refused = error instanceof CopyRefused || (verified && (await verified.then(() => false, () => true)));
     if (!refused) throw error;
     mark(`${from}-refused`, urls[0]);
+    // The global fetch as it was, before the retry (which needs no answer from a copy).
+    wasm?.done();
     return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
-    wasm.done();
+    wasm?.done();
   }
 }
 
@@ -668,7 +719,7 @@ try {
       mark("snapshot-failed", String(error));
     }
   }
-  peer?.close();
+  dropPeer();
   if (!pyodide) {
     const { loadPyodide } = await pyodideModule;
     // The lock is read here rather than by Pyodide, so that a missing one is named by
@@ -697,7 +748,7 @@ try {
   mark("worker-started");
   (keep ? keep().then(() => mark("snapshot-kept"), () => {}) : Promise.resolve()).then(bootEnded);
 } catch (error) {
-  peer?.close();
+  dropPeer();
   bootEnded();
   toEdge({ kind: "failed", error: String((error && error.stack) || error) });
   // Nothing will read what the edge sends from now on: it is no longer kept, and a port
