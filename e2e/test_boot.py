@@ -129,7 +129,7 @@ def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
     """The bundle and the runtime's wasm the page's worker kept in the Cache API, each
     changed by one byte, or replaced by bytes that do not even parse: the next visit
     refuses both copies (their SHA-256 is not the one runtime.json pins), reads both
-    from the server, still restores, and works."""
+    from the server, still restores (its global fetch the browser's again), and works."""
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     _visit(page, origins)
@@ -140,6 +140,9 @@ def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
     [steps] = [m for m in _visit(again, origins) if "cache-refused" in m]
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
+    # The boot that refused them left the worker's fetch as it found it, the browser's.
+    [refusing] = [w for w in again.workers if w.url.startswith(origins.page)]
+    assert refusing.evaluate("() => String(self.fetch).includes('[native code]')")
     select_and_ask(again, ROW)
     show_and_expect(panel(again), "applied")
 
