@@ -15,7 +15,7 @@ from pagecontext.server import site
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
 from .conftest import BOOT_TIMEOUT_MS, Origins, wait_bound
-from .helpers import ROW, ask, html, panel, select_and_ask, show_and_expect
+from .helpers import ROW, ask, html, open_workbench, panel, select_and_ask, show_and_expect
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
 MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
@@ -145,6 +145,37 @@ def test_a_cached_copy_that_is_not_the_pinned_bytes_is_never_used(
     assert refusing.evaluate("() => String(self.fetch).includes('[native code]')")
     select_and_ask(again, ROW)
     show_and_expect(panel(again), "applied")
+
+
+@pytest.mark.parametrize("layout", ["sandboxed-panel", "workbench"])
+def test_every_child_takes_its_embedders_copies(
+    page: Page, request: pytest.FixtureRequest, layout: str
+) -> None:
+    """The panel sandboxed in an opaque origin, and the business page framed by the
+    assistant's workbench (the page the child, the assistant the embedder): each child's
+    worker takes both files from its embedder, which its own server never sends."""
+    sandboxed = layout == "sandboxed-panel"
+    origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
+    child_origin = origins.assistant if sandboxed else origins.page
+    runtime_file = re.compile(
+        r"/pyodide\.asm\.wasm$|/vendor/snapshot/pagecontext-[0-9a-f]+-[0-9]+\.bin$"
+    )
+    served: list[str] = []
+    page.context.on(
+        "request", lambda r: served.append(r.url) if runtime_file.search(r.url) else None
+    )
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    if sandboxed:
+        page.goto(origins.page + "/")
+        wait_bound(page)
+        wait_bound(panel(page))
+    else:
+        open_workbench(page, origins)
+    [child] = [w for w in workers if w.url.startswith(child_origin) or w.url.startswith("data:")]
+    steps = child.evaluate(MARKS)
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("peer", "peer")
+    assert [url for url in served if url.startswith(child_origin)] == []
 
 
 # Each mark of the worker's named `pagecontext:<name>`: [startTime, detail].

@@ -243,15 +243,29 @@ function exactOrigin(value) {
   }
 }
 
-function askForRuntime(config, worker) {
+// A child's request to its parent; the port its worker reads the answer on, or null.
+function askForRuntime(config) {
   const parentOrigin = exactOrigin(config.peerOrigin);
-  if (window.parent === window || parentOrigin === null) return;
+  if (window.parent === window || parentOrigin === null) return null;
   const channel = new MessageChannel();
   if (globalThis.pagecontextHost.post(window.parent, { pagecontextRuntime: "wanted" }, parentOrigin, [channel.port2])) {
-    worker.postMessage({ kind: "runtime-offered" }, [channel.port1]);
-  } else {
-    channel.port1.close();
+    return channel.port1;
   }
+  channel.port1.close();
+  return null;
+}
+
+// The worker asks, as it starts, for the port on which its embedder offers the
+// runtime's files (`runtime-peer`): answered `runtime-offered`, with `port` (a child's
+// that asked) or with none, and never seen by the edge.
+function givePeerPort(worker, port) {
+  const answer = (event) => {
+    if (!event.data || event.data.kind !== "runtime-peer") return;
+    event.stopImmediatePropagation();
+    worker.removeEventListener("message", answer);
+    worker.postMessage({ kind: "runtime-offered" }, port ? [port] : []);
+  };
+  worker.addEventListener("message", answer);
 }
 
 // Listens until `handle` is unmounted (or no longer mounted: a refused config, a runtime
@@ -343,7 +357,7 @@ export async function mount(config) {
     console.error(`pagecontext: ${reason}`);
     return { edge: null, worker: null, unmount() {} };
   }
-  if (config.position === "child") askForRuntime(config, worker);
+  givePeerPort(worker, config.position === "child" ? askForRuntime(config) : null);
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;

@@ -18,15 +18,21 @@
 // URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
 // The runtime's files between the two frames' workers (docs/architecture.md, "One
-// download of the runtime"). The boot script hands over a port: a child's worker is
-// offered its embedder's copies on it (`runtime-offered`), an embedder's worker sends its
-// copies on it (`runtime-wanted`). Taken here, before any other listener sees them:
-// they are not the edge's messages.
-// The boot script posts `runtime-offered` right after starting this worker, so it is
-// queued before this script runs, and taken before the boot looks for copies (after
-// runtime.json has come from the server); one that comes later is of no use.
+// download of the runtime"). This worker asks its boot script at once (`runtime-peer`;
+// the boot script listens from the worker's creation, the edge only later), and the
+// boot looks for copies only once it has the answer: `runtime-offered`, with the port on
+// which a child's embedder offers its copies, or with none. An embedder's worker is
+// handed a port to send its copies on (`runtime-wanted`). Taken here, before any other
+// listener sees them: they are not the edge's messages. A page that starts this worker
+// without web/boot.mjs never answers: the boot waits PEER_PORT_MS for it, no longer.
+const PEER_PORT_MS = 1000;
 let peer = null;
 let peerLooked = false;
+let givePeer;
+const peerKnown = new Promise((resolve) => {
+  givePeer = resolve;
+});
+setTimeout(() => givePeer(), PEER_PORT_MS);
 // Done with the embedder's copies (the boot looked, or has no snapshot to restore).
 function dropPeer() {
   peerLooked = true;
@@ -38,11 +44,15 @@ self.addEventListener("message", (event) => {
   event.stopImmediatePropagation();
   mark(kind);
   const [port] = event.ports;
-  if (!port) return;
-  if (kind === "runtime-wanted") sendRuntime(port);
-  else if (peer === null && !peerLooked) peer = peerCopies(port);
-  else port.close();
+  if (kind === "runtime-wanted") {
+    if (port) sendRuntime(port);
+    return;
+  }
+  if (port && peer === null && !peerLooked) peer = peerCopies(port);
+  else port?.close();
+  givePeer();
 });
+self.postMessage({ kind: "runtime-peer" });
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
 self.onmessage = (event) => early.push(event);
@@ -609,6 +619,7 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   const urls = snapshot.parts.map(here);
   const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
   const cache = useCache ? await snapshotCache() : null;
+  if (useCache) await peerKnown;
   // The Cache API's copies first (this origin's own), then the embedder's.
   const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
   peerLooked = true;
