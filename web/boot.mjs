@@ -202,9 +202,11 @@ function trustedWorkerURL() {
 
 // The worker's `error` event (its script did not load, or it stopped on an uncaught
 // error) before the edge listens: handed to the edge once it has begun. Throws when the
-// page's policy refuses the worker (Trusted Types, above).
-function startWorker(role, onError) {
-  const worker = new Worker(trustedWorkerURL(), { type: "module", name: `pagecontext-${role}` });
+// page's policy refuses the worker (Trusted Types, above). A child frame's worker is
+// named so (`pagecontext-assistant-child`): only it waits for its embedder's port.
+function startWorker(role, position, onError) {
+  const name = `pagecontext-${role}${position === "child" ? "-child" : ""}`;
+  const worker = new Worker(trustedWorkerURL(), { type: "module", name });
   worker.addEventListener("error", (event) => onError(event.message || ""));
   return worker;
 }
@@ -255,9 +257,9 @@ function askForRuntime(config) {
   return null;
 }
 
-// The worker asks, as it starts, for the port on which its embedder offers the
-// runtime's files (`runtime-peer`): answered `runtime-offered`, with `port` (a child's
-// that asked) or with none, and never seen by the edge.
+// A child's worker asks, as it starts, for the port on which its embedder offers the
+// runtime's files (`runtime-peer`): answered `runtime-offered`, with `port` (null if the
+// request could not be posted: then with none), and never seen by the edge.
 function givePeerPort(worker, port) {
   const answer = (event) => {
     if (!event.data || event.data.kind !== "runtime-peer") return;
@@ -347,7 +349,7 @@ export async function mount(config) {
   let workerError = null;
   let worker;
   try {
-    worker = startWorker(config.role, (message) => {
+    worker = startWorker(config.role, config.position, (message) => {
       if (workerError === null) workerError = message;
     });
   } catch (error) {
@@ -357,7 +359,7 @@ export async function mount(config) {
     console.error(`pagecontext: ${reason}`);
     return { edge: null, worker: null, unmount() {} };
   }
-  givePeerPort(worker, config.position === "child" ? askForRuntime(config) : null);
+  if (config.position === "child") givePeerPort(worker, askForRuntime(config));
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
   mounted = handle;

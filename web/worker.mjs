@@ -18,13 +18,14 @@
 // URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
 // The runtime's files between the two frames' workers (docs/architecture.md, "One
-// download of the runtime"). This worker asks its boot script at once (`runtime-peer`;
-// the boot script listens from the worker's creation, the edge only later), and the
-// boot looks for copies only once it has the answer: `runtime-offered`, with the port on
-// which a child's embedder offers its copies, or with none. An embedder's worker is
-// handed a port to send its copies on (`runtime-wanted`). Taken here, before any other
-// listener sees them: they are not the edge's messages. A page that starts this worker
-// without web/boot.mjs never answers: the boot waits PEER_PORT_MS for it, no longer.
+// download of the runtime"). A child frame's worker (web/boot.mjs names it
+// `pagecontext-<role>-child`) asks its boot script at once (`runtime-peer`; the boot
+// script listens from the worker's creation, the edge only later), and its boot looks
+// for copies only once it has the answer: `runtime-offered`, with the port on which its
+// embedder offers its copies, or with none; never longer than PEER_PORT_MS. Any other
+// worker looks at once. An embedder's worker is handed a port to send its copies on
+// (`runtime-wanted`). Taken here, before any other listener sees them: they are not the
+// edge's messages.
 const PEER_PORT_MS = 1000;
 let peer = null;
 let peerLooked = false;
@@ -32,7 +33,9 @@ let givePeer;
 const peerKnown = new Promise((resolve) => {
   givePeer = resolve;
 });
-setTimeout(() => givePeer(), PEER_PORT_MS);
+const isChild = self.name.endsWith("-child");
+if (isChild) setTimeout(() => givePeer(), PEER_PORT_MS);
+else givePeer();
 // Done with the embedder's copies (the boot looked, or has no snapshot to restore).
 function dropPeer() {
   peerLooked = true;
@@ -52,7 +55,7 @@ self.addEventListener("message", (event) => {
   else port?.close();
   givePeer();
 });
-self.postMessage({ kind: "runtime-peer" });
+if (isChild) self.postMessage({ kind: "runtime-peer" });
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
 self.onmessage = (event) => early.push(event);

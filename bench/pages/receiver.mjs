@@ -176,12 +176,7 @@ class Session {
     const t0 = performance.now();
     const url = WORKERS[this.kind];
     this.worker = new Worker(workerURLs ? workerURLs.createScriptURL(url) : url, { type: "module", name: "pagecontext-assistant" });
-    this.worker.onmessage = (event) => {
-      // The worker asks for its embedder's port as web/boot.mjs would answer it: a
-      // receiver has no embedder offering the runtime's files.
-      if (event.data?.kind === "runtime-peer") this.worker.postMessage({ kind: "runtime-offered" });
-      else this.deliver("worker", event.data);
-    };
+    this.worker.onmessage = (event) => this.deliver("worker", event.data);
     this.worker.onerror = (event) => this.deliver("worker", { kind: "failed", error: event.message || "error" });
     const channel = new MessageChannel();
     this.port = channel.port1;
