@@ -27,6 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LAZY = (STDLIB, "/vendor/snapshot/pagecontext-files-")
 # The steps only a restore has (the bench times them).
 RESTORE_STEPS = ["runtime-imported", "wasm-instantiated", "prerun", "snapshot-placed"]
+# The two files a child's worker may take from its embedder: the runtime's wasm and the
+# snapshot bundle's parts.
+RUNTIME_FILES = re.compile(
+    r"/pyodide\.asm\.wasm$|/vendor/snapshot/pagecontext-[0-9a-f]+-[0-9]+\.bin$"
+)
 STEPS = ["worker-start", "runtime-loaded", "packages-loaded", "module-imported", "worker-started"]
 
 
@@ -61,15 +66,12 @@ def test_both_workers_restore_the_snapshot(
     lazy: list[str] = []
     context.on("request", lambda r: lazy.append(r.url) if any(n in r.url for n in LAZY) else None)
     page_wasm: list[str] = []
-    runtime_files = re.compile(
-        r"/pyodide\.asm\.wasm$|/vendor/snapshot/pagecontext-[0-9a-f]+-[0-9]+\.bin$"
-    )
     assistant_runtime: list[str] = []
 
     def runtime_request(url: str) -> None:
         if url.startswith(origins.page) and url.endswith("/pyodide.asm.wasm"):
             page_wasm.append(url)
-        if url.startswith(origins.assistant) and runtime_files.search(url):
+        if url.startswith(origins.assistant) and RUNTIME_FILES.search(url):
             assistant_runtime.append(url)
 
     context.on("request", lambda r: runtime_request(r.url))
@@ -157,12 +159,9 @@ def test_every_child_takes_its_embedders_copies(
     sandboxed = layout == "sandboxed-panel"
     origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
     child_origin = origins.assistant if sandboxed else origins.page
-    runtime_file = re.compile(
-        r"/pyodide\.asm\.wasm$|/vendor/snapshot/pagecontext-[0-9a-f]+-[0-9]+\.bin$"
-    )
     served: list[str] = []
     page.context.on(
-        "request", lambda r: served.append(r.url) if runtime_file.search(r.url) else None
+        "request", lambda r: served.append(r.url) if RUNTIME_FILES.search(r.url) else None
     )
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))

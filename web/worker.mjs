@@ -411,9 +411,14 @@ function sendRuntime(port) {
   };
 }
 
+// The runtime's wasm in Pyodide's folder `indexURL` (absolute), as Pyodide fetches it.
+function wasmURLIn(indexURL) {
+  return new URL(indexURL + "pyodide.asm.wasm").href;
+}
+
 // The two files runtime.json pins, by their SHA-256: the URLs of their parts.
 function pinnedFiles(runtime) {
-  const files = new Map([[runtime.pyodide.wasmSha256, [new URL(here(runtime.pyodide.indexURL) + "pyodide.asm.wasm").href]]]);
+  const files = new Map([[runtime.pyodide.wasmSha256, [wasmURLIn(here(runtime.pyodide.indexURL))]]]);
   if (runtime.snapshot) files.set(runtime.snapshot.sha256, runtime.snapshot.parts.map(here));
   return files;
 }
@@ -620,7 +625,7 @@ async function restoreSnapshot(body, verified, options, loadPyodide, createModul
 // again from the server's bytes (`useCache` false).
 async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, useCache = true) {
   const urls = snapshot.parts.map(here);
-  const wasmURL = new URL(options.indexURL + "pyodide.asm.wasm").href;
+  const wasmURL = wasmURLIn(options.indexURL);
   const cache = useCache ? await snapshotCache() : null;
   if (useCache) await peerKnown;
   // The Cache API's copies first (this origin's own), then the embedder's.
