@@ -232,14 +232,18 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
     assert "peer-refused" not in steps
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
-    # It did wait: timers never fire early.
+    # It did wait (timers never fire early), and gave up on its own timer: the bounds
+    # leave a loaded machine seconds of slack, and stay far below the 30 s after which
+    # the whole restore would be given up.
     [[asked, _]] = worker.evaluate(MARKS_NAMED, "runtime-offered")
     [[gave_up, _]] = worker.evaluate(
         MARKS_NAMED, "peer-silent" if mode == "silent" else "peer-offered"
     )
     [[opened, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
-    assert gave_up - asked >= (499 if mode == "silent" else 0)
-    assert opened - gave_up >= (0 if mode == "silent" else 9_999)
+    if mode == "silent":
+        assert 499 <= gave_up - asked < 5_000
+    else:
+        assert 9_999 <= opened - gave_up < 20_000
 
 
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(

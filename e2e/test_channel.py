@@ -133,13 +133,14 @@ def test_only_the_child_frame_is_sent_the_runtimes_files(
 def test_the_page_sends_its_child_only_its_own_pinned_files_it_asks_for(
     demo: Page, origins: Origins
 ) -> None:
-    """The page's child frame asks for the runtime's files, for a file that is not one of
-    them, and for one file twice: the page offers the SHA-256s its runtime.json pins,
-    sends the file asked for once, its bytes the pinned ones, and answers the other
-    two wants with no bytes (so the child never waits for them)."""
+    """The page's child frame asks for a file that is not one of the runtime's files,
+    then for both of them, and for one of them twice: the page offers the SHA-256s its
+    runtime.json pins, sends each of the two once, its bytes the pinned ones, and
+    answers the other two wants with no bytes (so the child never waits for them). A
+    want it does not answer with bytes does not use up one of the two files."""
     child = use_scripted_assistant(demo, origins)
     other = "0" * 64
-    wants = [other, "offered:1", "offered:1"]
+    wants = [other, "offered:0", "offered:1", "offered:1"]
     html(child).evaluate("(_, wants) => window.askRuntime(wants)", wants)
     expect(html(child)).to_have_attribute("data-runtime", re.compile("answers"))
     runtime = demo.evaluate("async () => (await fetch('/py/runtime.json')).json()")
@@ -147,7 +148,8 @@ def test_the_page_sends_its_child_only_its_own_pinned_files_it_asks_for(
     found = json.loads(html(child).get_attribute("data-runtime") or "")
     assert found["offer"] == pins
     answers = sorted(found["answers"], key=json.dumps)
-    assert answers == sorted([[other, None], [pins[1], pins[1]], [pins[1], None]], key=json.dumps)
+    expected = [[other, None], [pins[0], pins[0]], [pins[1], pins[1]], [pins[1], None]]
+    assert answers == sorted(expected, key=json.dumps)
 
 
 def test_the_page_answers_four_requests_for_the_runtime_per_mount(

@@ -233,6 +233,7 @@ function workerRefused(error) {
 // otherwise, or when the embedder says nothing, it reads its own server's
 // (web/worker.mjs, peerCopies and sendRuntime).
 const RUNTIME_ANSWERS = 4;
+const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 
 // `value` if it is an exact origin ("https://host[:port]", as the edge requires of
 // `peerOrigin`), else null: the request is posted to that origin only.
@@ -250,7 +251,7 @@ function askForRuntime(config) {
   const parentOrigin = exactOrigin(config.peerOrigin);
   if (window.parent === window || parentOrigin === null) return null;
   const channel = new MessageChannel();
-  if (globalThis.pagecontextHost.post(window.parent, { pagecontextRuntime: "wanted" }, parentOrigin, [channel.port2])) {
+  if (globalThis.pagecontextHost.post(window.parent, JSON.parse(RUNTIME_REQUEST), parentOrigin, [channel.port2])) {
     return channel.port1;
   }
   channel.port1.close();
@@ -285,8 +286,9 @@ function answerRuntimeRequests(handle, config) {
     if (!event.isTrusted || !frame || event.source === null || event.source !== frame.contentWindow) return;
     const opaque = frame.hasAttribute("sandbox") && !frame.sandbox.contains("allow-same-origin");
     if (event.origin !== (opaque ? "null" : config.peerOrigin)) return;
-    const data = event.data;
-    if (data === null || typeof data !== "object" || data.pagecontextRuntime !== "wanted") return;
+    // Exactly the request a child's boot script posts, the one its edge leaves to this
+    // listener (any other message there is the edge's to count).
+    if (globalThis.pagecontextHost.flat(event.data) !== RUNTIME_REQUEST) return;
     const [port] = event.ports;
     if (!port || event.ports.length !== 1) return;
     if (left <= 0) {

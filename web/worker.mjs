@@ -272,7 +272,7 @@ function cacheCopies(cache) {
 // worker has no copy of its own and the embedder has the pinned one, {want: sha256},
 // answered with the file's bytes once the embedder's own boot is over. The bytes come
 // whole, so they are checked before anything reads them (a copy that is not the pinned
-// one is refused: `peer-refused`), unlike the Cache API's, which stream in as they are
+// one, by its length, then its SHA-256, is refused: `peer-refused`), unlike the Cache API's, which stream in as they are
 // checked. Only the first offer counts, and of it two SHA-256s at most. An embedder that
 // offers nothing within PEER_OFFER_MS (one of an earlier version, say), or whose bytes
 // do not come within PEER_BYTES_MS of asking, is not waited for: the worker asks its
@@ -284,13 +284,14 @@ function peerCopies(port) {
   const offer = new Promise((resolve) => {
     offered = resolve;
   });
+  let heard = false; // an offer came, or none will be taken
   const silent = setTimeout(() => {
+    heard = true;
     mark("peer-silent");
     offered([]);
   }, PEER_OFFER_MS);
   const arrived = new Map(); // SHA-256 -> resolve(ArrayBuffer or null)
   const waits = new Map(); // SHA-256 -> its promise
-  let heard = false;
   port.onmessage = ({ data }) => {
     if (data === null || typeof data !== "object") return;
     if (Array.isArray(data.offer)) {
@@ -314,7 +315,7 @@ function peerCopies(port) {
   return {
     name: "peer",
     checked: true,
-    async match(url, sha256) {
+    async match(url, { sha256, bytes: size }) {
       await offer;
       const wait = waits.get(sha256);
       if (!wait) return undefined;
@@ -328,7 +329,8 @@ function peerCopies(port) {
       clearTimeout(timer);
       arrived.delete(sha256);
       if (!bytes) return undefined;
-      if ((await sha256Hex(bytes)) !== sha256) {
+      // Not hashed at all if its length is not the pinned file's.
+      if (bytes.byteLength !== size || (await sha256Hex(bytes)) !== sha256) {
         mark("peer-refused", url);
         return undefined;
       }
@@ -354,15 +356,15 @@ function peerCopies(port) {
 }
 
 // The body of the first copy of `url` among `copies` whose bytes are the ones
-// runtime.json pins (`sha256`), with where it came from, else undefined. A copy that is
+// runtime.json pins (`pin`: {sha256, bytes}), with where it came from, else undefined. A copy that is
 // not the pinned one is deleted where it was, and marked (`cache-refused`, `peer-refused`).
-async function verifiedCopy(copies, url, sha256) {
+async function verifiedCopy(copies, url, pin) {
   for (const copy of copies) {
-    const found = await copy.match(url, sha256).catch(() => undefined);
+    const found = await copy.match(url, pin).catch(() => undefined);
     if (!found) continue;
     if (copy.checked) return { body: found.body, from: copy.name };
     const bytes = await found.arrayBuffer().catch(() => undefined);
-    if (bytes && typeof sha256 === "string" && (await sha256Hex(bytes)) === sha256) return { body: bytes, from: copy.name };
+    if (bytes && typeof pin.sha256 === "string" && (await sha256Hex(bytes)) === pin.sha256) return { body: bytes, from: copy.name };
     await copy.delete(url).catch(() => {});
     mark(`${copy.name}-refused`, url);
   }
@@ -383,31 +385,34 @@ async function snapshotCache() {
 // as {sha256, bytes}, once its own boot is over, so that the child's restore never
 // competes with its own for the cores. From the Cache API where its boot kept them,
 // else from its server (the HTTP cache). Each of the two is sent once per port; any
-// other want (another file, one asked again, more than two) is answered with bytes
-// null at once, so that the child never waits for it. The port is closed once two
-// files are answered. Nothing else is ever sent: the child checks each file against
-// its own pins.
+// other want (another file, one asked again) is answered with bytes null at once, so
+// that the child never waits for it. The port is closed once both files are answered.
+// Nothing else is ever sent: the child checks each file against its own pins.
 function sendRuntime(port) {
   const asked = new Set();
-  let sent = 0;
+  let answered = 0;
   port.onmessage = async ({ data }) => {
     const sha256 = data !== null && typeof data === "object" ? data.want : undefined;
     if (typeof sha256 !== "string") return;
+    let files = null;
+    try {
+      files = pinnedFiles(await runtimeRead);
+    } catch {
+      // runtime.json did not load: nothing to send.
+    }
+    const urls = asked.has(sha256) ? undefined : files?.get(sha256);
     let bytes = null;
-    if (!asked.has(sha256) && asked.size < 2) {
+    if (urls) {
       asked.add(sha256);
       try {
-        const runtime = await runtimeRead;
         await booted;
-        const urls = pinnedFiles(runtime).get(sha256);
-        if (urls) bytes = await ownCopy(urls, await snapshotCache());
+        bytes = await ownCopy(urls, await snapshotCache());
       } catch {
-        // runtime.json did not load, or the file is not to be had: the child asks its server.
+        // The file is not to be had: the child asks its server.
       }
-      sent += 1;
     }
     port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
-    if (sent === 2) port.close();
+    if (urls && (answered += 1) === files.size) port.close();
   };
 }
 
@@ -461,19 +466,19 @@ class CopyRefused extends Error {}
 // The bundle's bytes: from the first of `copies` that has one, else from the server
 // (its parts, under the first one's URL). Returns {body, verified, keep}: a copy streams
 // in at once, while `verified` (null for the server's bytes) checks its SHA-256 against
-// `sha256` and rejects with CopyRefused if it is not the pinned one; the restore places
+// `pin.sha256` and rejects with CopyRefused if it is not the pinned one; the restore places
 // nothing before it resolves; `from` names the copy (null: the server's). keep() (after
 // the boot, off its critical path) stores in `cache` what the server sent.
-async function bundleStream(urls, sha256, signal, copies, cache) {
+async function bundleStream(urls, pin, signal, copies, cache) {
   const key = urls[0];
   for (const copy of copies) {
-    const found = await copy.match(key, sha256).catch(() => undefined);
+    const found = await copy.match(key, pin).catch(() => undefined);
     if (!found || !found.body) continue;
     mark("snapshot-opened", copy.name);
     if (copy.checked) return { body: found.body, verified: null, keep: null, from: copy.name };
     const [body, tee] = found.body.tee();
     const verified = new Response(tee).arrayBuffer().then(sha256Hex).then((hash) => {
-      if (hash !== sha256) throw new CopyRefused(`the ${copy.name} copy of ${key} is not the pinned one`);
+      if (hash !== pin.sha256) throw new CopyRefused(`the ${copy.name} copy of ${key} is not the pinned one`);
     });
     verified.catch(() => {});
     return { body, verified, keep: null, from: copy.name };
@@ -503,13 +508,13 @@ async function bundleStream(urls, sha256, signal, copies, cache) {
 
 // While the snapshot restores, Pyodide's fetch of the runtime's wasm (`url`; it uses the
 // worker's global fetch) is answered from the first of `copies` that has it, else from
-// the server; a copy only if its bytes are the ones pinned (`sha256`). Returns {done()
+// the server; a copy only if its bytes are the ones pinned (`pin`). Returns {done()
 // (the global fetch as it was), keep() (stores the server's wasm in `cache`, if any)}.
-function runtimeWasm(url, sha256, copies, cache) {
+function runtimeWasm(url, pin, copies, cache) {
   const fetchFromServer = self.fetch;
   // Read (and checked) now, while the runtime's JavaScript loads, so that the bytes are
   // in memory by the time Pyodide asks for them.
-  let early = verifiedCopy(copies, url, sha256);
+  let early = verifiedCopy(copies, url, pin);
   // The server's response, a second reader of the body Pyodide compiles: the Cache API
   // gets the bytes decoded once, not a second decode from the HTTP cache.
   let fetched = null;
@@ -623,7 +628,7 @@ async function restoreSnapshot(body, verified, options, loadPyodide, createModul
 // copies)}, or rejects (and forgets the cached copies).
 // A copy in the Cache API that is not the pinned one is deleted, and the boot starts
 // again from the server's bytes (`useCache` false).
-async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, useCache = true) {
+async function bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createModule, helpers, signal, useCache = true) {
   const urls = snapshot.parts.map(here);
   const wasmURL = wasmURLIn(options.indexURL);
   const cache = useCache ? await snapshotCache() : null;
@@ -631,12 +636,14 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
   // The Cache API's copies first (this origin's own), then the embedder's.
   const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
   peerLooked = true;
-  const wasm = copies.length ? runtimeWasm(wasmURL, wasmSha256, copies, cache) : null;
+  const wasm = copies.length ? runtimeWasm(wasmURL, wasmPin, copies, cache) : null;
+  // A boot given up (withTimeout) leaves the global fetch as it was for the next one.
+  signal.addEventListener("abort", () => wasm?.done(), { once: true });
   let verified = null;
   let from = null;
   try {
     let body, keepBundle;
-    ({ body, verified, keep: keepBundle, from } = await bundleStream(urls, snapshot.sha256, signal, copies, cache));
+    ({ body, verified, keep: keepBundle, from } = await bundleStream(urls, { sha256: snapshot.sha256, bytes: snapshot.bytes }, signal, copies, cache));
     const pyodide = await restoreSnapshot(body, verified, options, loadPyodide, createModule, helpers, signal);
     const keep = cache && (async () => {
       await keepBundle?.();
@@ -656,7 +663,7 @@ async function bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, crea
     mark(`${from}-refused`, urls[0]);
     // The global fetch as it was, before the retry (which needs no answer from a copy).
     wasm?.done();
-    return bootFromSnapshot(snapshot, wasmSha256, options, loadPyodide, createModule, helpers, signal, false);
+    return bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
     wasm?.done();
   }
@@ -730,7 +737,7 @@ try {
     try {
       const { loadPyodide } = await pyodideModule;
       ({ pyodide, keep } = await withTimeout(SNAPSHOT_TIMEOUT_MS, (signal) =>
-        bootFromSnapshot(runtime.snapshot, runtime.pyodide.wasmSha256, options, loadPyodide, createModule, snapshotHelpers, signal),
+        bootFromSnapshot(runtime.snapshot, { sha256: runtime.pyodide.wasmSha256, bytes: runtime.pyodide.wasmBytes }, options, loadPyodide, createModule, snapshotHelpers, signal),
       ));
       installed = runtime.snapshot.packages || runtime.packages;
     } catch (error) {

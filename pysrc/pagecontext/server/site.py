@@ -552,8 +552,10 @@ def assemble_into(
         "pyodide": {
             "version": pyodide_version,
             "indexURL": f"/{pyodide_dir}/",
-            # What the worker checks a copy of the runtime's wasm in its Cache API against.
+            # What the worker checks a copy of the runtime's wasm (its Cache API's, its
+            # embedder's) against.
             "wasmSha256": _sha256(out / pyodide_dir / "pyodide.asm.wasm"),
+            "wasmBytes": (out / pyodide_dir / "pyodide.asm.wasm").stat().st_size,
         },
         "micropython": {"version": mpy_version, "module": f"/{mpy_dir}/micropython.mjs"},
         "lockFileURL": "/py/pyodide-lock.json",
