@@ -156,6 +156,8 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(peerOrigin="null"), "peerOrigin", "exact origin"),
         (config_with(peerOrigin=ASSISTANT + "/"), "peerOrigin", "no trailing slash"),
         (config_with(peerOrigin="HTTPS://Assistant.example.com"), "peerOrigin", "lower-case"),
+        # A browser never writes the default port: such a peer would match no message.
+        (config_with(peerOrigin=ASSISTANT + ":443"), "peerOrigin", "no default port"),
         (config_with(childUrl="https://evil.example.com/a"), "childUrl", ASSISTANT),
         (config_with(childUrl=ASSISTANT + ".evil.com/a"), "childUrl", "on peerOrigin"),
         (config_with(childUrl="/assistant.html"), "childUrl", "absolute URL"),

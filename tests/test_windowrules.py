@@ -184,7 +184,8 @@ def test_a_ready_says_null_only_for_a_child_the_embedder_sandboxed_itself() -> N
     [
         "http://127.0.0.1:8000",
         "https://app.example",
-        "https://app.example:443",
+        "https://app.example:8443",
+        "http://app.example:443",
         "http://a-b.example:65535",
         "http://localhost",
     ],
@@ -207,6 +208,9 @@ def test_well_formed_origins_are_exact_origins(origin: str) -> None:
         "https://app.example:",
         "https://app.example:0",
         "https://app.example:0443",
+        # A scheme's default port, which no browser writes: it could never match.
+        "https://app.example:443",
+        "http://app.example:80",
         "https://app.example:65536",
         "https://app.example:-1",
         "https://app.example:\uff18\uff10",  # full-width digits

@@ -97,21 +97,20 @@ def _origin(text: str) -> str:
     `_host_problem` asks, no default port) and https unless its host is this machine."""
     from pagecontext.windowrules import is_exact_origin
 
+    scheme, _, rest = text.partition("://")
+    host, _, port = rest.partition(":")
     if not is_exact_origin(text):
+        default = scheme in _DEFAULT_PORTS and port == str(_DEFAULT_PORTS[scheme])
+        if default and is_exact_origin(f"{scheme}://{host}"):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} names its scheme's default port: write it without the "
+                f"port, {scheme}://{host}, as browsers do"
+            )
         raise argparse.ArgumentTypeError(
             f"not an exact origin (scheme://host[:port], lower case, no path or "
             f"trailing slash): {text!r}"
         )
-    scheme, _, rest = text.partition("://")
-    host, _, port = rest.partition(":")
-    if port and int(port) == _DEFAULT_PORTS[scheme]:
-        # A browser writes https://host, never https://host:443: a peerOrigin with the
-        # port would match no message.
-        raise argparse.ArgumentTypeError(
-            f"{text!r} names its scheme's default port: write it without the port, "
-            f"{scheme}://{host}, as browsers do"
-        )
-    problem = _host_problem(host, int(port) if port else _DEFAULT_PORTS[scheme])
+    problem = _host_problem(host)
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
     if _in_clear_text(text, host):
@@ -121,14 +120,14 @@ def _origin(text: str) -> str:
     return text
 
 
-def _host_problem(host: str, port: int) -> str | None:
+def _host_problem(host: str) -> str | None:
     """Why `host` (lower case) cannot be the host of an origin the demo serves or a
     bundle is built for, or None if it can."""
     from pagecontext.windowrules import is_exact_origin
 
     if ":" in host:
         return "an IPv6 address names no origin here: use a host name or an IPv4 address"
-    if not is_exact_origin(f"http://{host}:{port}") or "" in host.split("."):
+    if not is_exact_origin(f"http://{host}") or "" in host.split("."):
         return (
             "not a host name of an exact origin (letters, digits, dots and hyphens, "
             "not starting or ending with a dot or hyphen, no two dots in a row)"
@@ -312,11 +311,8 @@ def _demo(args: argparse.Namespace) -> int:
 
     # Browsers write an origin's host in lower case; the origins are compared exactly.
     host, assistant_host = args.host.lower(), args.assistant_host.lower()
-    for option, name, port in (
-        ("--host", host, args.page_port),
-        ("--assistant-host", assistant_host, args.assistant_port),
-    ):
-        problem = _host_problem(name, port)
+    for option, name in (("--host", host), ("--assistant-host", assistant_host)):
+        problem = _host_problem(name)
         if problem is not None:
             print(f"pagecontext: {option} {name!r}: {problem}", file=sys.stderr)
             return EXIT_USAGE

@@ -159,7 +159,8 @@ def parse_config(raw: object) -> dict[str, Any]:
         raise ConfigError(
             "peerOrigin",
             "must be an exact origin such as https://assistant.example.com "
-            "(lower-case scheme, host and port; no path, no trailing slash, never * or null)"
+            "(lower-case scheme, host and port; no default port, no path, no trailing slash,"
+            " never * or null)"
             ", got " + _shown(peer),
         )
     child_url = config.get("childUrl")

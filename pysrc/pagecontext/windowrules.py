@@ -71,14 +71,18 @@ def child_url(url: str, nonce: str) -> str:
 def is_exact_origin(origin: object) -> bool:
     """Return True if `origin` is a serialized http(s) origin: scheme://host[:port].
 
-    Lower-case only, no path, no trailing slash, no user info. `"null"` is never one.
+    Lower-case only, no path, no trailing slash, no user info, and never the scheme's
+    default port (:443, :80), which a browser leaves out of every origin it writes: a
+    configured origin with it would match no message. `"null"` is never one.
     """
     if not isinstance(origin, str):
         return False
     if origin.startswith("https://"):
         rest = origin[8:]
+        default = "443"
     elif origin.startswith("http://"):
         rest = origin[7:]
+        default = "80"
     else:
         return False
     host = rest
@@ -88,7 +92,7 @@ def is_exact_origin(origin: object) -> bool:
         port = rest[colon + 1 :]
         # ASCII digits only: str.isdigit() also takes "²", which int() then refuses.
         digits = all(ch in _DIGITS for ch in port)
-        if not port or not digits or port[0] == "0" or int(port) > 65535:
+        if not port or not digits or port[0] == "0" or port == default or int(port) > 65535:
             return False
     if not host or host[0] in ".-" or host[-1] in ".-":
         return False
