@@ -165,6 +165,20 @@ def test_the_page_answers_four_requests_for_the_runtime_per_mount(
     expect(html(child)).to_have_attribute("data-offers", "[2,2,0,0]")
 
 
+def test_a_request_for_the_runtime_with_another_key_is_the_edges_to_refuse(
+    demo: Page, origins: Origins
+) -> None:
+    """Only the exact request a child's boot script posts is answered: with a key more,
+    the message is the edge's, which refuses it as `malformed`, and it uses up none of
+    the mount's four answers."""
+    child = use_scripted_assistant(demo, origins)
+    before = int(html(demo).get_attribute("data-pc-rejected-malformed") or "0")
+    html(child).evaluate("() => window.askOffers(2, {more: 1})")
+    expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", str(before + 2))
+    html(child).evaluate("() => window.askOffers(1)")
+    expect(html(child)).to_have_attribute("data-offers", "[2]")
+
+
 def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
     demo: Page, origins: Origins
 ) -> None:
