@@ -3,18 +3,28 @@ normally, after saying why, when the snapshot is missing or damaged."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Route, Worker, expect
+from playwright.sync_api import (
+    BrowserContext,
+    BrowserType,
+    ConsoleMessage,
+    Page,
+    Route,
+    Worker,
+    expect,
+)
 
 from pagecontext.browser import callsites
 from pagecontext.server import site
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
-from .conftest import BOOT_TIMEOUT_MS, Origins, wait_bound
+from .conftest import BOOT_TIMEOUT_MS, LOCAL_HOSTS, Origins, wait_bound
 from .helpers import ROW, ask, html, open_workbench, panel, select_and_ask, show_and_expect
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
@@ -102,6 +112,47 @@ def test_both_workers_restore_the_snapshot(
             assert sorted(steps[file] for steps in visit) == sorted([page_copy, "peer"])
     assert all(steps["runtime-loaded"] == "snapshot" for steps in second)
     assert assistant_runtime == []
+
+
+def test_a_child_with_storage_of_its_own_still_takes_its_embedders_copies(
+    browser_type: BrowserType,
+    browser_type_launch_args: dict[str, Any],
+    origins: Origins,
+    tmp_path: Path,
+) -> None:
+    """In a browser that gives a frame of another site storage of its own (partitioned
+    by the top site: a profile that allows third-party cookies; Playwright's own
+    contexts block it), the panel looks in its own Cache API first, finds nothing there,
+    and takes the runtime's files from the page on every visit: it keeps none of them,
+    so that its restore never runs beside the page's (docs/performance.md). The
+    assistant's server is never asked for them, and the page reads its own copies on
+    its second visit."""
+    profile = tmp_path / "profile"
+    (profile / "Default").mkdir(parents=True)
+    third_party = {"cookie_controls_mode": 0, "block_third_party_cookies": False}
+    (profile / "Default" / "Preferences").write_text(json.dumps({"profile": third_party}))
+    context = browser_type.launch_persistent_context(str(profile), **browser_type_launch_args)
+    try:
+        requested: list[str] = []
+        context.on("request", lambda r: requested.append(r.url))
+        page = context.new_page()
+        workers: list[Worker] = []
+        page.on("worker", lambda worker: workers.append(worker))
+        first = _visit(page, origins)
+        for worker in workers:
+            worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-kept")
+        second = _visit(context.new_page(), origins)
+    finally:
+        context.close()
+    # The page's worker: the server's copies, then its own; the panel's: the page's, twice.
+    for visit, copies in ((first, ["network", "peer"]), (second, ["cache", "peer"])):
+        for file in ("snapshot-opened", "wasm-opened"):
+            assert sorted(steps[file] for steps in visit) == copies, (file, visit)
+        assert all(steps["runtime-loaded"] == "snapshot" for steps in visit)
+    assistant_runtime = [u for u in requested if u.startswith(origins.assistant)]
+    assert [u for u in assistant_runtime if RUNTIME_FILES.search(u)] == []
+    web = [u for u in requested if urlsplit(u).scheme in ("http", "https")]
+    assert [u for u in web if urlsplit(u).hostname not in LOCAL_HOSTS] == []
 
 
 # From the page's main thread: each copy the worker kept in the Cache API changed, as a
