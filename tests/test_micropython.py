@@ -40,6 +40,7 @@ def test_edge_modules_run_under_micropython_with_the_same_answers() -> None:
         "connect": "connect",
         "bad": None,
         "edge": "pagecontext:assistant",
+        "saved": ["abc", "abc", None, None, None],
     }
     assert _run_micropython("check_subset.py") == expected
 

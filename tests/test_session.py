@@ -849,6 +849,26 @@ def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -
     assert assistant.pinned_restored is False
 
 
+def test_a_saved_state_of_another_format_restores_nothing() -> None:
+    """Each save names its format; a state of another one (a later build's, read after a
+    rollback) restores neither the pin nor the conversation's log, and one saved before
+    the format was written (the same shape, no `format`) restores both."""
+    text = shared_pair("page").last_edge("assistant", "persist")["text"]
+    assert text.startswith('{"format": 1, ')
+    saved = json.loads(text)
+    for found, restored in ((2, False), (True, False), ("1", False), (1, True), (None, True)):
+        state = (
+            {**saved, "format": found}
+            if found is not None
+            else {key: value for key, value in saved.items() if key != "format"}
+        )
+        assistant = AssistantSession(
+            instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+        )
+        assistant.restore(state)
+        assert assistant.pinned_restored is restored, found
+
+
 def test_a_new_context_replaces_a_restored_pin() -> None:
     """Once the page shares, the chip is live again, no longer restored."""
     saved = json.loads(shared_pair("page").last_edge("assistant", "persist")["text"])

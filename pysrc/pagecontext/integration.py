@@ -84,6 +84,11 @@ MAX_AUTHORIZATION_CHARS = 4096
 # The assistant's saved state (the conversation) is stored under this prefix and a digest
 # of whose it is: see saved_state_key.
 SAVED_STATE_PREFIX = "pagecontext:assistant"
+# The format of the assistant's saved state, written into each save. A state of another
+# format (a later build's, read after a rollback) is neither restored nor continued: the
+# assistant starts a new conversation rather than misread it. A state saved before the
+# format was written has this one's shape.
+SAVED_STATE_FORMAT = 1
 _NAME_START = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 _NAME_CHARS = _NAME_START + "0123456789"
 _REASON_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -249,6 +254,15 @@ def parse_config(raw: object) -> dict[str, Any]:
         "agentAuthorization": credentials["agentAuthorization"],
         "owner": owner,
     }
+
+
+def saved_state_readable(saved: object) -> bool:
+    """True if `saved` (the saved state, parsed) is a JSON object of this build's format."""
+    if not isinstance(saved, dict):
+        return False
+    found = saved.get("format", SAVED_STATE_FORMAT)
+    # Not True, nor 1.0: JSON's `true` and `1.0` are not this format.
+    return type(found) is int and found == SAVED_STATE_FORMAT
 
 
 def saved_state_key(config: "dict[str, Any]") -> str:

@@ -51,6 +51,7 @@ from pagecontext.composer import Composer
 from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
+from pagecontext.integration import SAVED_STATE_FORMAT, saved_state_readable
 from pagecontext.items import ContextItem, JsonValue
 from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
@@ -1333,8 +1334,11 @@ class AssistantSession:
         """Restore the pinned context saved by `_persist`, marked as restored.
 
         Nothing is sent: a restored context is shown, and a command for it is only sent
-        when the user asks again (the page then judges it against its own instance).
+        when the user asks again (the page then judges it against its own instance). A
+        state of another format restores nothing (`integration.saved_state_readable`).
         """
+        if not saved_state_readable(saved):
+            return
         composer = saved.get("composer")
         if isinstance(composer, dict):
             self.composer.restore(composer)
@@ -1444,10 +1448,11 @@ class AssistantSession:
     def _persist(self) -> ToEdge:
         pinned = self._pinned_as_wire()
         self._sync_log()
-        # The JSON text of {conversationId, pinned, composer}, the log's entries as the
-        # composer keeps them built.
+        # The JSON text of {format, conversationId, pinned, composer}, the log's entries
+        # as the composer keeps them built.
         text = (
-            f'{{"conversationId": {json.dumps(self.conversation_id)}, '
+            f'{{"format": {SAVED_STATE_FORMAT}, '
+            f'"conversationId": {json.dumps(self.conversation_id)}, '
             f'"pinned": {json.dumps(pinned)}, "composer": {self.composer.saved_text()}}}'
         )
         return ToEdge({"kind": "persist", "text": text})

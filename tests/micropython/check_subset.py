@@ -19,5 +19,16 @@ cases = {
     "connect": w.handshake_type(w.connect_message("assistant", "abc", "def")),
     "bad": w.handshake_type({"protocol": "pagecontext", "version": 1, "type": "ready", "role": 1}),
     "edge": edge.SAVED_STATE_PREFIX,
+    # The conversation a saved state continues: only one of this build's format.
+    "saved": [
+        edge._saved_conversation(text)
+        for text in (
+            '{"conversationId": "abc"}',
+            '{"format": 1, "conversationId": "abc"}',
+            '{"format": 2, "conversationId": "abc"}',
+            '{"format": true, "conversationId": "abc"}',
+            '{"format": 1.0, "conversationId": "abc"}',
+        )
+    ],
 }
 print("RESULT " + json.dumps(cases))

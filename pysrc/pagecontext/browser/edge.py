@@ -48,6 +48,7 @@ from pagecontext.integration import (
     parse_select,
     parse_view,
     saved_state_key,
+    saved_state_readable,
     url_on_origin,
 )
 from pagecontext.windowrules import (
@@ -1308,7 +1309,7 @@ def _saved_conversation(text: str) -> str | None:
         saved = json.loads(text)
     except ValueError:
         return None
-    found = saved.get("conversationId") if isinstance(saved, dict) else None
+    found = saved.get("conversationId") if saved_state_readable(saved) else None
     # A damaged id would make every connect malformed, on every reload: a new one then.
     return found if is_b64url(found, 1, 64) else None
 
