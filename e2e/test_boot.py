@@ -139,6 +139,9 @@ def test_a_child_with_storage_of_its_own_still_takes_its_embedders_copies(
         workers: list[Worker] = []
         page.on("worker", lambda worker: workers.append(worker))
         first = _visit(page, origins)
+        # The profile gave the panel its storage (else no worker of it would keep anything).
+        [child] = [frame for frame in page.frames if frame.url.startswith(origins.assistant)]
+        assert child.evaluate("() => caches.open('probe').then(() => true, () => false)")
         for worker in workers:
             worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-kept")
         second = _visit(context.new_page(), origins)

@@ -172,6 +172,7 @@ def test_a_request_for_the_runtime_with_another_key_is_the_edges_to_refuse(
     the message is the edge's, which refuses it as `malformed`, and it uses up none of
     the mount's four answers."""
     child = use_scripted_assistant(demo, origins)
+    # Two of the mount's four answers are left (the first test above says why).
     before = int(html(demo).get_attribute("data-pc-rejected-malformed") or "0")
     html(child).evaluate("() => window.askOffers(2, {more: 1})")
     expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", str(before + 2))

@@ -865,8 +865,11 @@ def test_a_saved_state_of_another_format_restores_nothing() -> None:
         assistant = AssistantSession(
             instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
         )
+        before = assistant.composer.log_version
         assistant.restore(state)
         assert assistant.pinned_restored is restored, found
+        # The composer's log (empty in this state) is replaced only by a restore.
+        assert (assistant.composer.log_version != before) is restored, found
 
 
 def test_a_new_context_replaces_a_restored_pin() -> None:

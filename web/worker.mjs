@@ -250,9 +250,9 @@ async function sha256Hex(bytes) {
 }
 
 // Where a restore may find a copy of a file instead of asking the server: each has a
-// `name` (the detail of the marks that say which it came from), match(url, sha256) (a
-// Response, or undefined), delete(url), and `checked`: whether match() answers only
-// with bytes it has checked. Neither is trusted: a copy is used only if its bytes are
+// `name` (the detail of the marks that say which it came from), match(url, pin) (a
+// Response, or undefined; `pin`: the {sha256, bytes} runtime.json gives the file),
+// delete(url), and `checked`: whether match() answers only with bytes it has checked. Neither is trusted: a copy is used only if its bytes are
 // the ones runtime.json, read from this worker's own server, pins.
 //
 // The Cache API's copies: any script of this origin can write to its Cache API, and a
@@ -272,8 +272,8 @@ function cacheCopies(cache) {
 // worker has no copy of its own and the embedder has the pinned one, {want: sha256},
 // answered with the file's bytes once the embedder's own boot is over. The bytes come
 // whole, so they are checked before anything reads them (a copy that is not the pinned
-// one, by its length, then its SHA-256, is refused: `peer-refused`), unlike the Cache API's, which stream in as they are
-// checked. Only the first offer counts, and of it two SHA-256s at most. An embedder that
+// one, by its length, then its SHA-256, is refused: `peer-refused`), unlike the Cache
+// API's, which stream in as they are checked. Only the first offer counts, and of it two SHA-256s at most. An embedder that
 // offers nothing within PEER_OFFER_MS (one of an earlier version, say), or whose bytes
 // do not come within PEER_BYTES_MS of asking, is not waited for: the worker asks its
 // server. close() drops the port and whatever came on it unused.
@@ -356,8 +356,8 @@ function peerCopies(port) {
 }
 
 // The body of the first copy of `url` among `copies` whose bytes are the ones
-// runtime.json pins (`pin`: {sha256, bytes}), with where it came from, else undefined. A copy that is
-// not the pinned one is deleted where it was, and marked (`cache-refused`, `peer-refused`).
+// runtime.json pins (`pin`), with where it came from, else undefined. A copy that is not
+// the pinned one is deleted where it was, and marked (`cache-refused`, `peer-refused`).
 async function verifiedCopy(copies, url, pin) {
   for (const copy of copies) {
     const found = await copy.match(url, pin).catch(() => undefined);
@@ -466,8 +466,8 @@ class CopyRefused extends Error {}
 // The bundle's bytes: from the first of `copies` that has one, else from the server
 // (its parts, under the first one's URL). Returns {body, verified, keep}: a copy streams
 // in at once, while `verified` (null for the server's bytes) checks its SHA-256 against
-// `pin.sha256` and rejects with CopyRefused if it is not the pinned one; the restore places
-// nothing before it resolves; `from` names the copy (null: the server's). keep() (after
+// `pin.sha256` and rejects with CopyRefused if it is not the pinned one; the restore
+// places nothing before it resolves; `from` names the copy (null: the server's). keep() (after
 // the boot, off its critical path) stores in `cache` what the server sent.
 async function bundleStream(urls, pin, signal, copies, cache) {
   const key = urls[0];
