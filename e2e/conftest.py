@@ -137,13 +137,18 @@ def requests_stay_local(context: BrowserContext) -> Iterator[list[str]]:
 
     context.on("request", record)
     yield seen
-    remote = [
+    remote = remote_requests(seen)
+    assert remote == [], f"requests left the machine: {remote}"
+
+
+def remote_requests(urls: list[str]) -> list[str]:
+    """The URLs among `urls` that leave this machine (data:, blob: and about: never do)."""
+    return [
         url
-        for url in seen
+        for url in urls
         if urlsplit(url).scheme not in ("data", "blob", "about")
         and urlsplit(url).hostname not in LOCAL_HOSTS
     ]
-    assert remote == [], f"requests left the machine: {remote}"
 
 
 def wait_bound(target: Page | Frame | FrameLocator, connection: int = 1) -> None:

@@ -7,7 +7,6 @@ import json
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import (
@@ -24,7 +23,7 @@ from pagecontext.browser import callsites
 from pagecontext.server import site
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
-from .conftest import BOOT_TIMEOUT_MS, LOCAL_HOSTS, Origins, wait_bound
+from .conftest import BOOT_TIMEOUT_MS, Origins, remote_requests, wait_bound
 from .helpers import ROW, ask, html, open_workbench, panel, select_and_ask, show_and_expect
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
@@ -154,8 +153,7 @@ def test_a_child_with_storage_of_its_own_still_takes_its_embedders_copies(
         assert all(steps["runtime-loaded"] == "snapshot" for steps in visit)
     assistant_runtime = [u for u in requested if u.startswith(origins.assistant)]
     assert [u for u in assistant_runtime if RUNTIME_FILES.search(u)] == []
-    web = [u for u in requested if urlsplit(u).scheme in ("http", "https")]
-    assert [u for u in web if urlsplit(u).hostname not in LOCAL_HOSTS] == []
+    assert remote_requests(requested) == []
 
 
 # From the page's main thread: each copy the worker kept in the Cache API changed, as a

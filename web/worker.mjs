@@ -252,8 +252,9 @@ async function sha256Hex(bytes) {
 // Where a restore may find a copy of a file instead of asking the server: each has a
 // `name` (the detail of the marks that say which it came from), match(url, pin) (a
 // Response, or undefined; `pin`: the {sha256, bytes} runtime.json gives the file),
-// delete(url), and `checked`: whether match() answers only with bytes it has checked. Neither is trusted: a copy is used only if its bytes are
-// the ones runtime.json, read from this worker's own server, pins.
+// delete(url), and `checked`: whether match() answers only with bytes it has checked.
+// Neither is trusted: a copy is used only if its bytes are the ones runtime.json, read
+// from this worker's own server, pins.
 //
 // The Cache API's copies: any script of this origin can write to its Cache API, and a
 // copy it wrote would otherwise run in this worker on every later visit.
@@ -273,10 +274,11 @@ function cacheCopies(cache) {
 // answered with the file's bytes once the embedder's own boot is over. The bytes come
 // whole, so they are checked before anything reads them (a copy that is not the pinned
 // one, by its length, then its SHA-256, is refused: `peer-refused`), unlike the Cache
-// API's, which stream in as they are checked. Only the first offer counts, and of it two SHA-256s at most. An embedder that
-// offers nothing within PEER_OFFER_MS (one of an earlier version, say), or whose bytes
-// do not come within PEER_BYTES_MS of asking, is not waited for: the worker asks its
-// server. close() drops the port and whatever came on it unused.
+// API's, which stream in as they are checked. Only the first offer counts, and of it
+// two SHA-256s at most. An embedder that offers nothing within PEER_OFFER_MS (one of an
+// earlier version, say), or whose bytes do not come within PEER_BYTES_MS of asking, is
+// not waited for: the worker asks its server. close() drops the port and whatever came
+// on it unused.
 const PEER_OFFER_MS = 500;
 const PEER_BYTES_MS = 10_000;
 function peerCopies(port) {
@@ -467,8 +469,8 @@ class CopyRefused extends Error {}
 // (its parts, under the first one's URL). Returns {body, verified, keep}: a copy streams
 // in at once, while `verified` (null for the server's bytes) checks its SHA-256 against
 // `pin.sha256` and rejects with CopyRefused if it is not the pinned one; the restore
-// places nothing before it resolves; `from` names the copy (null: the server's). keep() (after
-// the boot, off its critical path) stores in `cache` what the server sent.
+// places nothing before it resolves; `from` names the copy (null: the server's). keep()
+// (after the boot, off its critical path) stores in `cache` what the server sent.
 async function bundleStream(urls, pin, signal, copies, cache) {
   const key = urls[0];
   for (const copy of copies) {
@@ -515,8 +517,9 @@ function runtimeWasm(url, pin, copies, cache) {
   // Read (and checked) now, while the runtime's JavaScript loads, so that the bytes are
   // in memory by the time Pyodide asks for them.
   let early = verifiedCopy(copies, url, pin);
-  // The server's response, a second reader of the body Pyodide compiles: the Cache API
-  // gets the bytes decoded once, not a second decode from the HTTP cache.
+  // The server's response, a second reader of the body Pyodide compiles, when there is a
+  // cache to keep it in: the Cache API gets the bytes decoded once, not a second decode
+  // from the HTTP cache. (Without one, a second reader would only hold the bytes.)
   let fetched = null;
   self.fetch = async (input, init) => {
     if (new URL(String(input instanceof Request ? input.url : input)).href !== url) return fetchFromServer(input, init);
@@ -527,7 +530,7 @@ function runtimeWasm(url, pin, copies, cache) {
     mark("wasm-opened", body ? copy.from : "network");
     if (body) return new Response(body, { headers: { "Content-Type": "application/wasm" } });
     const response = await fetchFromServer(input, init);
-    if (response.ok) fetched = response.clone();
+    if (response.ok && cache) fetched = response.clone();
     return response;
   };
   return {
@@ -538,7 +541,7 @@ function runtimeWasm(url, pin, copies, cache) {
     async keep() {
       const response = fetched;
       fetched = null;
-      if (!response || !cache) return; // read from a copy, never answered by the server, or no cache
+      if (!response) return; // read from a copy, never answered by the server, or no cache
       await cache.put(url, new Response(response.body, { headers: { "Content-Type": "application/wasm" } }));
     },
   };
@@ -586,8 +589,9 @@ async function restoreSnapshot(body, verified, options, loadPyodide, createModul
       settings.preRun.push((Module) => {
         mark("prerun");
         Module.addRunDependency("pagecontext-snapshot");
-        // Nothing of a copy (the Cache API's, the embedder's) is placed (its library instantiated, its
-        // memory restored) before its bytes are known to be the pinned ones.
+        // Nothing of a copy (the Cache API's, the embedder's) is placed (its library
+        // instantiated, its memory restored) before its bytes are known to be the pinned
+        // ones.
         Promise.all([bundle.complete, verified])
           .then(([{ meta, libs, memory }]) => {
             if (Module.API.sitePackages !== meta.sitePackages) {
