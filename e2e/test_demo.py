@@ -307,7 +307,9 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
            })"""
     )
     page.get_by_role("button", name="Show me").click()
-    old_page.wait_for_function("window.__taken === 2")
+    # A function, not an expression: Playwright evaluates an expression with eval(),
+    # which the page's policy refuses once the first check found it false.
+    old_page.wait_for_function("() => window.__taken === 2")
     receipt = page.locator("[data-pc-receipt]")
     expect(receipt).to_have_attribute("data-pc-receipt-status", "pending")
     old_page.evaluate("location.reload()")
