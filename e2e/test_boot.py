@@ -270,17 +270,18 @@ def test_an_embedders_copy_that_is_not_the_pinned_bytes_is_never_used(
     assert steps["runtime-loaded"] == "snapshot"
 
 
-@pytest.mark.parametrize("mode", ["silent", "withheld"])
+@pytest.mark.parametrize("mode", ["silent", "withheld", "idle"])
 def test_an_embedder_that_sends_nothing_is_not_waited_for(
     page: Page, origins: Origins, mode: str
 ) -> None:
     """An embedder that never answers its child's request (one of an earlier version),
-    or offers the files and then never sends them: the child's worker waits for the
-    offer (500 ms) or for the bytes (10 s), no longer, then reads both from its own
-    server, and restores."""
+    offers the files and then never sends them, or keeps saying they are coming while
+    its boot reads nothing more: the child's worker waits for the offer (500 ms) or for
+    the bytes (10 s from its want), no longer, then reads both from its own server, and
+    restores."""
     steps, worker = _child_boot(page, origins, mode)
     assert ("peer-silent" in steps) == (mode == "silent")
-    assert ("peer-offered" in steps) == (mode == "withheld")
+    assert ("peer-offered" in steps) == (mode != "silent")
     assert "peer-refused" not in steps
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
@@ -296,6 +297,72 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
         assert 499 <= gave_up - asked < 5_000
     else:
         assert 9_999 <= opened - gave_up < 20_000
+
+
+def test_a_child_waits_for_an_embedder_still_downloading(page: Page, origins: Origins) -> None:
+    """An embedder whose boot is still downloading the runtime (a slow first visit) says
+    so each second, with how much it has read: its child's worker waits for it past the
+    10 s it gives a quiet one, takes both files from it once they come (12 s after its
+    wants), and asks its own server for neither."""
+    steps, worker = _child_boot(page, origins, "downloading")
+    expect(html(page)).to_have_attribute("data-answered", "bytes")
+    assert "peer-refused" not in steps
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("peer", "peer")
+    assert steps["runtime-loaded"] == "snapshot"
+    [[offered, _]] = worker.evaluate(MARKS_NAMED, "peer-offered")
+    [[opened, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
+    assert opened - offered >= 11_999
+    own = worker.evaluate("""() => performance.getEntriesByType("resource").map((r) => r.name)""")
+    assert not [url for url in own if RUNTIME_FILES.search(url)]
+
+
+def test_a_slow_first_visit_restores_the_snapshot_in_both_frames(
+    page: Page, origins: Origins
+) -> None:
+    """A first visit of the assistant's workbench over a link of 2 Mbit/s (its frame
+    throttled through the DevTools protocol, and its workers with it; the business page
+    it frames, of another site, not): the workbench's worker reads its 9 MB of runtime
+    files for more than 30 s, and its restore goes on while they come (it is given up
+    only after 30 s in which nothing comes). The business page's worker, loaded at once,
+    waits for the workbench's copies for as long as its boot is still reading them,
+    more than the 10 s it gives an embedder that has gone quiet, and takes both from it
+    rather than download them beside it."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": 20,
+            "downloadThroughput": 250_000,
+            "uploadThroughput": 250_000,
+        },
+    )
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    page.goto(origins.assistant + "/workbench.html")
+    bound = 'html[data-pc-state="bound"]'
+    slow = 3 * BOOT_TIMEOUT_MS
+    page.wait_for_selector(bound, state="attached", timeout=slow)
+    page.frame_locator("iframe[data-pc-child]").locator(bound).wait_for(
+        state="attached", timeout=slow
+    )
+    [embedder] = [w for w in workers if w.url.startswith(origins.assistant)]
+    [child] = [w for w in workers if w.url.startswith(origins.page)]
+    own, its = _boot_marks([embedder, child])
+    for steps in (own, its):
+        assert "snapshot-failed" not in steps
+        assert steps["runtime-loaded"] == "snapshot"
+    assert (own["snapshot-opened"], own["wasm-opened"]) == ("network", "network")
+    assert (its["snapshot-opened"], its["wasm-opened"]) == ("peer", "peer")
+    [[started, _]] = embedder.evaluate(MARKS_NAMED, "worker-start")
+    [[restored, _]] = embedder.evaluate(MARKS_NAMED, "runtime-loaded")
+    assert restored - started > 30_000
+    [[offered, _]] = child.evaluate(MARKS_NAMED, "peer-offered")
+    [[opened, _]] = child.evaluate(MARKS_NAMED, "snapshot-opened")
+    assert opened - offered > 10_000
+    read = child.evaluate("""() => performance.getEntriesByType("resource").map((r) => r.name)""")
+    assert not [url for url in read if RUNTIME_FILES.search(url)]
 
 
 def test_each_worker_rehearses_a_selection_without_touching_the_conversation(
@@ -372,6 +439,37 @@ def test_without_a_good_snapshot_the_workers_boot_normally(
         assert steps["snapshot-failed"]
     assert len(warnings) == 2
     assert len(stdlib) == 2, "a normal boot installs the standard library, in each frame"
+    select_and_ask(page, ROW)
+    show_and_expect(panel(page), "applied")
+
+
+def test_a_restore_that_stalls_is_given_up_for_a_normal_boot(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The page's snapshot bundle is asked for and never answered: 30 s in which no byte
+    of the runtime's files comes, and the worker gives its restore up (`snapshot-failed`,
+    naming the stall), boots Pyodide normally, and the page binds and works."""
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    context.route(f"{origins.page}/vendor/snapshot/*.bin", hold)
+    with page.expect_worker(lambda w: w.url.startswith(origins.page)) as started:
+        page.goto(origins.page + "/")
+    worker = started.value
+    failed = worker.evaluate(MARK_DETAIL_JS, "pagecontext:snapshot-failed")
+    assert "no progress in 30000 ms" in failed
+    assert held, "the bundle was asked for"
+    [[began, _]] = worker.evaluate(MARKS_NAMED, "worker-start")
+    [[gave_up, _]] = worker.evaluate(MARKS_NAMED, "snapshot-failed")
+    assert 30_000 <= gave_up - began < 60_000
+    # The held requests went with the restore (its signal aborted them); what the
+    # page's worker sends its child from now on is its server's.
+    context.unroute(f"{origins.page}/vendor/snapshot/*.bin")
+    wait_bound(page)
+    wait_bound(panel(page))
+    assert worker.evaluate(MARKS)["runtime-loaded"] == "fresh"
     select_and_ask(page, ROW)
     show_and_expect(panel(page), "applied")
 

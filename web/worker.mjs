@@ -218,8 +218,9 @@ function toEdge(message) {
 function announceRuntime() {
   toEdge({ kind: "runtime" });
 }
-// A snapshot boot that takes longer than this is abandoned for a normal boot.
-const SNAPSHOT_TIMEOUT_MS = 30_000;
+// A snapshot boot that makes no progress for this long is abandoned for a normal boot
+// (withStallLimit).
+const SNAPSHOT_STALL_MS = 30_000;
 // What Pyodide installs as the standard library before a restore: an empty zip (no
 // request). The restored Python has imported what the core needs; the real zip becomes
 // a lazy file (web/snapshot.mjs), downloaded only if Python reads it.
@@ -271,16 +272,22 @@ function cacheCopies(cache) {
 // sendRuntime answers), on `port`: first the SHA-256s of the files the embedder has (its
 // own runtime.json's pins, sent by its boot script at once); then, for each file this
 // worker has no copy of its own and the embedder has the pinned one, {want: sha256},
-// answered with the file's bytes once the embedder's own boot is over. The bytes come
-// whole, so they are checked before anything reads them (a copy that is not the pinned
-// one, by its length, then its SHA-256, is refused: `peer-refused`), unlike the Cache
-// API's, which stream in as they are checked. Only the first offer counts, and of it
-// two SHA-256s at most. An embedder that offers nothing within PEER_OFFER_MS (one of an
-// earlier version, say), or whose bytes do not come within PEER_BYTES_MS of asking, is
-// not waited for: the worker asks its server. close() drops the port and whatever came
+// answered with the file's bytes once the embedder's own boot is over ({sha256,
+// bytes}), and until then, each second, with how many bytes of its runtime files the
+// embedder's boot has read ({coming: sha256, read}; a message an earlier child ignores).
+// The bytes come whole, so they are checked before anything reads them (a copy that is
+// not the pinned one, by its length, then its SHA-256, is refused: `peer-refused`),
+// unlike the Cache API's, which stream in as they are checked. Only the first offer
+// counts, and of it two SHA-256s at most. The worker asks its server instead when the
+// embedder offers nothing within PEER_OFFER_MS (one of an earlier version, say), or
+// when a file's bytes have not come PEER_QUIET_MS after its want or after the last
+// `coming` whose `read` grew (an embedder still downloading on a slow link; each such
+// `coming` is also progress for this worker's own restore: withStallLimit), and never
+// later than PEER_LONGEST_MS after its want. close() drops the port and whatever came
 // on it unused.
 const PEER_OFFER_MS = 500;
-const PEER_BYTES_MS = 10_000;
+const PEER_QUIET_MS = 10_000;
+const PEER_LONGEST_MS = 60_000;
 function peerCopies(port) {
   let offered;
   const offer = new Promise((resolve) => {
@@ -290,10 +297,11 @@ function peerCopies(port) {
   const silent = setTimeout(() => {
     heard = true;
     mark("peer-silent");
-    offered([]);
+    offered();
   }, PEER_OFFER_MS);
-  const arrived = new Map(); // SHA-256 -> resolve(ArrayBuffer or null)
-  const waits = new Map(); // SHA-256 -> its promise
+  // SHA-256 offered -> null until asked for, then its wait: {resolve(ArrayBuffer or
+  // null), heard(count)}. Asked for once: a file's entry is gone once it is answered.
+  const wants = new Map();
   port.onmessage = ({ data }) => {
     if (data === null || typeof data !== "object") return;
     if (Array.isArray(data.offer)) {
@@ -301,35 +309,55 @@ function peerCopies(port) {
       heard = true;
       clearTimeout(silent);
       mark("peer-offered");
-      offered(data.offer.slice(0, 2));
+      for (const sha256 of data.offer.slice(0, 2)) {
+        if (typeof sha256 === "string") wants.set(sha256, null);
+      }
+      offered();
       return;
     }
-    const resolve = arrived.get(data.sha256);
-    if (resolve) resolve(data.bytes instanceof ArrayBuffer ? data.bytes : null);
-  };
-  offer.then((hashes) => {
-    for (const sha256 of hashes) {
-      if (typeof sha256 === "string" && !waits.has(sha256)) {
-        waits.set(sha256, new Promise((resolve) => arrived.set(sha256, resolve)));
-      }
+    if (typeof data.coming === "string") {
+      wants.get(data.coming)?.heard(data.read);
+      return;
     }
-  });
+    wants.get(data.sha256)?.resolve(data.bytes instanceof ArrayBuffer ? data.bytes : null);
+  };
+  // The bytes of the file `sha256`, or null once the embedder has gone quiet.
+  function ask(sha256) {
+    return new Promise((resolve) => {
+      const since = performance.now();
+      let timer;
+      let read = -1;
+      const quiet = () => {
+        clearTimeout(timer);
+        const left = Math.min(PEER_QUIET_MS, since + PEER_LONGEST_MS - performance.now());
+        timer = setTimeout(() => wait.resolve(null), left);
+      };
+      const wait = {
+        resolve(bytes) {
+          clearTimeout(timer);
+          wants.delete(sha256);
+          resolve(bytes);
+        },
+        heard(count) {
+          if (!Number.isFinite(count) || count <= read) return;
+          read = count;
+          progressed();
+          quiet();
+        },
+      };
+      wants.set(sha256, wait);
+      quiet();
+      port.postMessage({ want: sha256 });
+    });
+  }
   return {
     name: "peer",
     checked: true,
     async match(url, { sha256, bytes: size }) {
       await offer;
-      const wait = waits.get(sha256);
-      if (!wait) return undefined;
-      waits.delete(sha256);
-      port.postMessage({ want: sha256 });
-      let timer;
-      const late = new Promise((resolve) => {
-        timer = setTimeout(() => resolve(null), PEER_BYTES_MS);
-      });
-      const bytes = await Promise.race([wait, late]);
-      clearTimeout(timer);
-      arrived.delete(sha256);
+      // Not offered, or asked for already.
+      if (wants.get(sha256) !== null) return undefined;
+      const bytes = await ask(sha256);
       if (!bytes) return undefined;
       // Not hashed at all if its length is not the pinned file's.
       if (bytes.byteLength !== size || (await sha256Hex(bytes)) !== sha256) {
@@ -348,11 +376,11 @@ function peerCopies(port) {
     async delete() {},
     close() {
       clearTimeout(silent);
-      offered([]);
+      offered();
       port.onmessage = null;
       port.close();
-      arrived.clear();
-      waits.clear();
+      for (const wait of [...wants.values()]) wait?.resolve(null);
+      wants.clear();
     },
   };
 }
@@ -385,11 +413,15 @@ async function snapshotCache() {
 // each file the child asks for ({want: sha256}) that is one of the two its own
 // runtime.json pins, the snapshot bundle and the runtime's wasm, what it holds of it,
 // as {sha256, bytes}, once its own boot is over, so that the child's restore never
-// competes with its own for the cores. From the Cache API where its boot kept them,
-// else from its server (the HTTP cache). Each of the two is sent once per port; any
-// other want (another file, one asked again) is answered with bytes null at once, so
-// that the child never waits for it. The port is closed once both files are answered.
-// Nothing else is ever sent: the child checks each file against its own pins.
+// competes with its own for the cores. Until then, every PEER_BEAT_MS, how many bytes
+// of its runtime files its boot has read ({coming: sha256, read}), so that on a slow
+// first visit the child waits for an embedder that is still downloading rather than
+// download the same files beside it. From the Cache API where its boot kept them, else
+// from its server (the HTTP cache). Each of the two is sent once per port; any other
+// want (another file, one asked again) is answered with bytes null at once, so that the
+// child never waits for it. The port is closed once both files are answered. Nothing
+// else is sent: the child checks each file against its own pins.
+const PEER_BEAT_MS = 1000;
 function sendRuntime(port) {
   const asked = new Set();
   let answered = 0;
@@ -406,11 +438,14 @@ function sendRuntime(port) {
     let bytes = null;
     if (urls) {
       asked.add(sha256);
+      const beat = setInterval(() => port.postMessage({ coming: sha256, read: received }), PEER_BEAT_MS);
       try {
         await booted;
         bytes = await ownCopy(urls, await snapshotCache());
       } catch {
         // The file is not to be had: the child asks its server.
+      } finally {
+        clearInterval(beat);
       }
     }
     port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
@@ -489,7 +524,7 @@ async function bundleStream(urls, pin, signal, copies, cache) {
   for (const response of responses) response.catch(() => {});
   await responses[0];
   mark("snapshot-opened", "network");
-  const whole = concatenated(responses);
+  const whole = counted(concatenated(responses));
   if (!cache) return { body: whole, verified: null, keep: null, from: null };
   const chunks = [];
   const body = whole.pipeThrough(
@@ -530,8 +565,9 @@ function runtimeWasm(url, pin, copies, cache) {
     mark("wasm-opened", body ? copy.from : "network");
     if (body) return new Response(body, { headers: { "Content-Type": "application/wasm" } });
     const response = await fetchFromServer(input, init);
-    if (response.ok && cache) fetched = response.clone();
-    return response;
+    if (!response.ok) return response;
+    if (cache) fetched = response.clone();
+    return new Response(counted(response.body), { headers: response.headers });
   };
   return {
     done() {
@@ -641,7 +677,7 @@ async function bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createM
   const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
   peerLooked = true;
   const wasm = copies.length ? runtimeWasm(wasmURL, wasmPin, copies, cache) : null;
-  // A boot given up (withTimeout) leaves the global fetch as it was for the next one.
+  // A boot given up (withStallLimit) leaves the global fetch as it was for the next one.
   signal.addEventListener("abort", () => wasm?.done(), { once: true });
   let verified = null;
   let from = null;
@@ -673,22 +709,51 @@ async function bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createM
   }
 }
 
-// `start(signal)`'s result, or a rejection once `ms` have passed (then `signal` aborts).
-async function withTimeout(ms, start) {
+// How many bytes of the runtime's files this worker's boot has read from its server,
+// and when it last read any or heard that its embedder did (progressed()).
+let received = 0;
+let lastProgress = 0;
+function progressed(bytes = 0) {
+  received += bytes;
+  lastProgress = performance.now();
+}
+
+// `start(signal)`'s result, or a rejection once `ms` have passed with no progress (the
+// boot read no byte of the runtime's files, and heard of none read for it: then
+// `signal` aborts). A boot that is still downloading on a slow link is not given up;
+// one that is stuck, or that has read everything and does not end, is.
+async function withStallLimit(ms, start) {
   const controller = new AbortController();
   let timer;
+  progressed();
   const late = new Promise((_resolve, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`no answer in ${ms} ms`);
+    const check = () => {
+      const left = lastProgress + ms - performance.now();
+      if (left > 0) {
+        timer = setTimeout(check, left);
+        return;
+      }
+      const error = new Error(`no progress in ${ms} ms`);
       controller.abort(error);
       reject(error);
-    }, ms);
+    };
+    timer = setTimeout(check, ms);
   });
   try {
     return await Promise.race([start(controller.signal), late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+// A stream of `body`'s chunks, each counted as progress (withStallLimit) as it is read.
+function counted(body) {
+  return body.pipeThrough(new TransformStream({
+    transform(chunk, controller) {
+      progressed(chunk.byteLength);
+      controller.enqueue(chunk);
+    },
+  }));
 }
 
 // `fetch(url, init)`'s response, or a rejection naming the URL and the status when it is
@@ -740,7 +805,7 @@ try {
     createModule.catch(() => {});
     try {
       const { loadPyodide } = await pyodideModule;
-      ({ pyodide, keep } = await withTimeout(SNAPSHOT_TIMEOUT_MS, (signal) =>
+      ({ pyodide, keep } = await withStallLimit(SNAPSHOT_STALL_MS, (signal) =>
         bootFromSnapshot(runtime.snapshot, { sha256: runtime.pyodide.wasmSha256, bytes: runtime.pyodide.wasmBytes }, options, loadPyodide, createModule, snapshotHelpers, signal),
       ));
       installed = runtime.snapshot.packages || runtime.packages;
