@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import html, open_workbench, panel, show_and_expect
+from .test_boot import MARKS
 
 ROUNDS = 100
 ROW = "sales-2026-03-north"
@@ -149,6 +150,37 @@ def test_a_page_unmounted_in_a_workbench_says_bye_to_its_assistant(
         frame.evaluate("async () => (await import('/web/boot.mjs')).unmount()")
         expect(html(business)).to_have_attribute("data-pc-state", "closed")
         expect(html(page)).to_have_attribute("data-pc-state", "ready", timeout=STEP_TIMEOUT_MS)
+
+
+def test_a_mount_after_a_deploy_offers_its_assistant_the_files_its_worker_has(
+    page: Page, origins: Origins
+) -> None:
+    """A single-page app mounts the embed under one build, unmounts it, and mounts it
+    again after a deploy: the new mount's worker reads the new build's runtime.json, and
+    the main thread, which read the earlier one for the edge, offers the assistant's
+    worker the files the new worker has, not the earlier build's pins; the assistant's
+    worker, of the new build, takes its embedder's copy of the snapshot bundle rather
+    than download it."""
+    runtime_json = f"{origins.page}/py/runtime.json"
+    earlier = page.request.get(runtime_json).json()
+    earlier["snapshot"]["sha256"] = "0" * 64  # the earlier build's snapshot
+
+    def serve_earlier(route: Route) -> None:
+        route.fulfill(json=earlier, headers={"Cache-Control": "no-cache"})
+
+    page.context.route(runtime_json, serve_earlier)
+    workers: list[Worker] = []
+    page.on("worker", lambda worker: workers.append(worker))
+    page.goto(origins.page + "/examples/spa.html")
+    round_trip(page, 1)  # MicroPython and the edge load once, with the earlier runtime.json
+    page.context.unroute(runtime_json)  # the deploy
+    page.get_by_role("button", name="Sales").click()
+    wait_bound(page)
+    wait_bound(panel(page))
+    assistants = [w for w in workers if w.url.startswith(origins.assistant)]
+    steps = assistants[-1].evaluate(MARKS)
+    assert "peer-offered" in steps
+    assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("peer", "peer")
 
 
 def test_an_embed_whose_runtime_did_not_load_fails_loudly_and_mounts_next_time(

@@ -226,9 +226,10 @@ function workerRefused(error) {
 // the snapshot bundle: it posts `{pagecontextRuntime: "wanted"}` with a port to its
 // parent (on `peerOrigin`) and hands the other end to its worker. The embedder answers
 // its own child frame only, from `peerOrigin` (or an opaque origin, if it sandboxed the
-// frame), RUNTIME_ANSWERS times at most per mount: at once with the SHA-256s of its two
-// files (the pins of its runtime.json), then, from its worker, with the bytes of those
-// the child asks for; a request past that number gets an empty offer. The child's
+// frame), RUNTIME_ANSWERS times at most per mount: at once with the SHA-256s of its
+// worker's two files (the pins of the runtime.json its worker read: workerPins), then,
+// from its worker, with the bytes of those the child asks for; a request past that
+// number gets an empty offer. The child's
 // worker uses a file only if its bytes are the ones its own runtime.json pins;
 // otherwise, or when the embedder says nothing, it reads its own server's
 // (web/worker.mjs, peerCopies and sendRuntime).
@@ -271,6 +272,28 @@ function givePeerPort(worker, port) {
   worker.addEventListener("message", answer);
 }
 
+// The SHA-256s of the files `worker` sends a child that asks for them, as it tells them
+// when it starts (web/worker.mjs; none if it fails first): what an embedder offers. Taken
+// here, never seen by the edge.
+function workerPins(worker) {
+  return new Promise((resolve) => {
+    const take = (event) => {
+      if (!event.data || event.data.kind !== "runtime-pins") return;
+      event.stopImmediatePropagation();
+      const { pins } = event.data;
+      done(Array.isArray(pins) ? pins.filter((pin) => typeof pin === "string") : []);
+    };
+    const failed = () => done([]);
+    const done = (pins) => {
+      worker.removeEventListener("message", take);
+      worker.removeEventListener("error", failed);
+      resolve(pins);
+    };
+    worker.addEventListener("message", take);
+    worker.addEventListener("error", failed);
+  });
+}
+
 // Listens until `handle` is unmounted (or no longer mounted: a refused config, a runtime
 // that did not load); returns what stops it. A message's data is read only once its
 // window and origin are the child's (structured clone reads it then, not before).
@@ -297,14 +320,15 @@ function answerRuntimeRequests(handle, config) {
       return;
     }
     left -= 1;
-    edgeRuntime().then(({ runtime }) => {
+    handle.pins.then((pins) => {
       if (mounted !== handle || !handle.worker) {
         port.close();
         return;
       }
-      port.postMessage({ offer: [runtime.snapshot?.sha256, runtime.pyodide.wasmSha256].filter((pin) => typeof pin === "string") });
-      handle.worker.postMessage({ kind: "runtime-wanted" }, [port]);
-    }, () => port.close());
+      port.postMessage({ offer: pins });
+      if (pins.length) handle.worker.postMessage({ kind: "runtime-wanted" }, [port]);
+      else port.close();
+    });
   };
   window.addEventListener("message", answer);
   return stop;
@@ -363,7 +387,7 @@ export async function mount(config) {
   }
   if (config.position === "child") givePeerPort(worker, askForRuntime(config));
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
-  const handle = { edge: null, worker, early, unmount: () => unmountHandle(handle) };
+  const handle = { edge: null, worker, pins: workerPins(worker), early, unmount: () => unmountHandle(handle) };
   mounted = handle;
   if (config.position === "embedder") handle.stopAnswering = answerRuntimeRequests(handle, config);
   try {

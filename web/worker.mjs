@@ -458,10 +458,11 @@ function wasmURLIn(indexURL) {
   return new URL(indexURL + "pyodide.asm.wasm").href;
 }
 
-// The two files runtime.json pins, by their SHA-256: the URLs of their parts.
+// The two files runtime.json pins, by their SHA-256, the snapshot bundle first (the
+// order of an offer): the URLs of their parts.
 function pinnedFiles(runtime) {
-  const files = new Map([[runtime.pyodide.wasmSha256, [wasmURLIn(here(runtime.pyodide.indexURL))]]]);
-  if (runtime.snapshot) files.set(runtime.snapshot.sha256, runtime.snapshot.parts.map(here));
+  const files = new Map(runtime.snapshot ? [[runtime.snapshot.sha256, runtime.snapshot.parts.map(here)]] : []);
+  files.set(runtime.pyodide.wasmSha256, [wasmURLIn(here(runtime.pyodide.indexURL))]);
   return files;
 }
 
@@ -768,7 +769,14 @@ async function fetchOK(url, init) {
 const snapshotHelpers = import(here("/web/snapshot.mjs"));
 snapshotHelpers.catch(() => {});
 const runtimeRead = fetchOK(here("/py/runtime.json")).then((response) => response.json());
-runtimeRead.catch(() => {});
+// The SHA-256s of the files this worker sends a child that asks for them (sendRuntime),
+// told to its boot script as soon as runtime.json is read (none if it is not): an
+// embedder offers its child this worker's files, not the pins of a runtime.json its
+// main thread read earlier (a single-page app that mounts again after a deploy).
+runtimeRead
+  .then((runtime) => [...pinnedFiles(runtime).keys()])
+  .catch(() => [])
+  .then((pins) => self.postMessage({ kind: "runtime-pins", pins }));
 // This worker's boot is over (it has its runtime, or has failed), and what it keeps is
 // in the Cache API: what sendRuntime waits for.
 let bootEnded;
