@@ -160,7 +160,8 @@ def test_a_mount_after_a_deploy_offers_its_assistant_the_files_its_worker_has(
     the main thread, which read the earlier one for the edge, offers the assistant's
     worker the files the new worker has, not the earlier build's pins; the assistant's
     worker, of the new build, takes its embedder's copy of the snapshot bundle rather
-    than download it."""
+    than download it. (The assistant's frame has no storage of its own here, as in
+    Playwright's contexts: its first mount's worker could not keep what it downloaded.)"""
     runtime_json = f"{origins.page}/py/runtime.json"
     earlier = page.request.get(runtime_json).json()
     earlier["snapshot"]["sha256"] = "0" * 64  # the earlier build's snapshot

@@ -226,10 +226,11 @@ function workerRefused(error) {
 // the snapshot bundle: it posts `{pagecontextRuntime: "wanted"}` with a port to its
 // parent (on `peerOrigin`) and hands the other end to its worker. The embedder answers
 // its own child frame only, from `peerOrigin` (or an opaque origin, if it sandboxed the
-// frame), RUNTIME_ANSWERS times at most per mount: at once with the SHA-256s of its
-// worker's two files (the pins of the runtime.json its worker read: workerPins), then,
-// from its worker, with the bytes of those the child asks for; a request past that
-// number gets an empty offer. The child's
+// frame), RUNTIME_ANSWERS times at most per mount: with the SHA-256s of its worker's
+// files (the pins of the runtime.json its worker read: workerPins; at once, unless the
+// worker has not read it yet), then, from its worker, with the bytes of those the child
+// asks for; a request past that number gets an empty offer, as does every request when
+// the worker could not read runtime.json or failed. The child's
 // worker uses a file only if its bytes are the ones its own runtime.json pins;
 // otherwise, or when the embedder says nothing, it reads its own server's
 // (web/worker.mjs, peerCopies and sendRuntime).
@@ -273,24 +274,20 @@ function givePeerPort(worker, port) {
 }
 
 // The SHA-256s of the files `worker` sends a child that asks for them, as it tells them
-// when it starts (web/worker.mjs; none if it fails first): what an embedder offers. Taken
-// here, never seen by the edge.
+// once it has read its runtime.json (web/worker.mjs; none if it cannot, or if the worker
+// fails first): what an embedder offers. Its message is taken here whenever it comes,
+// never seen by the edge.
 function workerPins(worker) {
   return new Promise((resolve) => {
     const take = (event) => {
       if (!event.data || event.data.kind !== "runtime-pins") return;
       event.stopImmediatePropagation();
-      const { pins } = event.data;
-      done(Array.isArray(pins) ? pins.filter((pin) => typeof pin === "string") : []);
-    };
-    const failed = () => done([]);
-    const done = (pins) => {
       worker.removeEventListener("message", take);
-      worker.removeEventListener("error", failed);
-      resolve(pins);
+      const { pins } = event.data;
+      resolve(Array.isArray(pins) ? pins.filter((pin) => typeof pin === "string") : []);
     };
     worker.addEventListener("message", take);
-    worker.addEventListener("error", failed);
+    worker.addEventListener("error", () => resolve([]), { once: true });
   });
 }
 
@@ -299,7 +296,12 @@ function workerPins(worker) {
 // window and origin are the child's (structured clone reads it then, not before).
 function answerRuntimeRequests(handle, config) {
   let left = RUNTIME_ANSWERS;
-  const stop = () => window.removeEventListener("message", answer);
+  const waiting = new Set(); // ports whose offer waits for the worker's pins
+  const stop = () => {
+    window.removeEventListener("message", answer);
+    for (const port of waiting) port.close();
+    waiting.clear();
+  };
   const answer = (event) => {
     if (mounted !== handle || !handle.worker) {
       stop();
@@ -320,7 +322,9 @@ function answerRuntimeRequests(handle, config) {
       return;
     }
     left -= 1;
+    waiting.add(port);
     handle.pins.then((pins) => {
+      if (!waiting.delete(port)) return; // closed by stop()
       if (mounted !== handle || !handle.worker) {
         port.close();
         return;

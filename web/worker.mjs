@@ -269,8 +269,8 @@ function cacheCopies(cache) {
 }
 
 // A child frame's copies from its embedder (web/boot.mjs asks the embedder; its worker's
-// sendRuntime answers), on `port`: first the SHA-256s of the files the embedder has (its
-// own runtime.json's pins, sent by its boot script at once); then, for each file this
+// sendRuntime answers), on `port`: first the SHA-256s of the files the embedder has (the
+// pins of its worker's runtime.json, sent by its boot script); then, for each file this
 // worker has no copy of its own and the embedder has the pinned one, {want: sha256},
 // answered with the file's bytes once the embedder's own boot is over ({sha256,
 // bytes}), and until then, each second, with how many bytes of its runtime files the
@@ -336,6 +336,7 @@ function peerCopies(port) {
         resolve(bytes) {
           clearTimeout(timer);
           wants.delete(sha256);
+          if (bytes) progressed();
           resolve(bytes);
         },
         heard(count) {
@@ -439,13 +440,12 @@ function sendRuntime(port) {
     if (urls) {
       asked.add(sha256);
       const beat = setInterval(() => port.postMessage({ coming: sha256, read: received }), PEER_BEAT_MS);
+      await booted;
+      clearInterval(beat);
       try {
-        await booted;
         bytes = await ownCopy(urls, await snapshotCache());
       } catch {
         // The file is not to be had: the child asks its server.
-      } finally {
-        clearInterval(beat);
       }
     }
     port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
@@ -677,9 +677,10 @@ async function bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createM
   // The Cache API's copies first (this origin's own), then the embedder's.
   const copies = useCache ? [cache && cacheCopies(cache), peer].filter(Boolean) : [];
   peerLooked = true;
-  const wasm = copies.length ? runtimeWasm(wasmURL, wasmPin, copies, cache) : null;
+  // Installed with no copies too: the server's wasm is counted as the restore's progress.
+  const wasm = runtimeWasm(wasmURL, wasmPin, copies, cache);
   // A boot given up (withStallLimit) leaves the global fetch as it was for the next one.
-  signal.addEventListener("abort", () => wasm?.done(), { once: true });
+  signal.addEventListener("abort", () => wasm.done(), { once: true });
   let verified = null;
   let from = null;
   try {
@@ -703,10 +704,10 @@ async function bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createM
     if (!refused) throw error;
     mark(`${from}-refused`, urls[0]);
     // The global fetch as it was, before the retry (which needs no answer from a copy).
-    wasm?.done();
+    wasm.done();
     return bootFromSnapshot(snapshot, wasmPin, options, loadPyodide, createModule, helpers, signal, false);
   } finally {
-    wasm?.done();
+    wasm.done();
   }
 }
 
