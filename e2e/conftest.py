@@ -151,13 +151,15 @@ def remote_requests(urls: list[str]) -> list[str]:
     ]
 
 
-def wait_bound(target: Page | Frame | FrameLocator, connection: int = 1) -> None:
+def wait_bound(
+    target: Page | Frame | FrameLocator, connection: int = 1, timeout_ms: int = BOOT_TIMEOUT_MS
+) -> None:
     """Wait until a document publishes that its connection number `connection` is bound."""
     selector = f'html[data-pc-state="bound"][data-pc-connection="{connection}"]'
     if isinstance(target, FrameLocator):
-        target.locator(selector).wait_for(state="attached", timeout=BOOT_TIMEOUT_MS)
+        target.locator(selector).wait_for(state="attached", timeout=timeout_ms)
     else:
-        target.wait_for_selector(selector, state="attached", timeout=BOOT_TIMEOUT_MS)
+        target.wait_for_selector(selector, state="attached", timeout=timeout_ms)
 
 
 @pytest.fixture

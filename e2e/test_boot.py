@@ -34,6 +34,8 @@ STDLIB = "python_stdlib.zip"
 ROOT = Path(__file__).resolve().parents[1]
 # What a restored worker downloads only if Python reads it (web/snapshot.mjs, lazyFile).
 LAZY = (STDLIB, "/vendor/snapshot/pagecontext-files-")
+# The URLs a worker has requested (Resource Timing).
+RESOURCES = """() => performance.getEntriesByType("resource").map((r) => r.name)"""
 # The steps only a restore has (the bench times them).
 RESTORE_STEPS = ["runtime-imported", "wasm-instantiated", "prerun", "snapshot-placed"]
 # The two files a child's worker may take from its embedder: the runtime's wasm and the
@@ -312,7 +314,7 @@ def test_a_child_waits_for_an_embedder_still_downloading(page: Page, origins: Or
     [[offered, _]] = worker.evaluate(MARKS_NAMED, "peer-offered")
     [[opened, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
     assert opened - offered >= 11_999
-    own = worker.evaluate("""() => performance.getEntriesByType("resource").map((r) => r.name)""")
+    own = worker.evaluate(RESOURCES)
     assert not [url for url in own if RUNTIME_FILES.search(url)]
 
 
@@ -341,12 +343,9 @@ def test_a_slow_first_visit_restores_the_snapshot_in_both_frames(
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
     page.goto(origins.assistant + "/workbench.html")
-    bound = 'html[data-pc-state="bound"]'
     slow = 3 * BOOT_TIMEOUT_MS
-    page.wait_for_selector(bound, state="attached", timeout=slow)
-    page.frame_locator("iframe[data-pc-child]").locator(bound).wait_for(
-        state="attached", timeout=slow
-    )
+    wait_bound(page, timeout_ms=slow)
+    wait_bound(page.frame_locator("iframe[data-pc-child]"), timeout_ms=slow)
     [embedder] = [w for w in workers if w.url.startswith(origins.assistant)]
     [child] = [w for w in workers if w.url.startswith(origins.page)]
     own, its = _boot_marks([embedder, child])
@@ -361,7 +360,7 @@ def test_a_slow_first_visit_restores_the_snapshot_in_both_frames(
     [[offered, _]] = child.evaluate(MARKS_NAMED, "peer-offered")
     [[opened, _]] = child.evaluate(MARKS_NAMED, "snapshot-opened")
     assert opened - offered > 10_000
-    read = child.evaluate("""() => performance.getEntriesByType("resource").map((r) => r.name)""")
+    read = child.evaluate(RESOURCES)
     assert not [url for url in read if RUNTIME_FILES.search(url)]
 
 

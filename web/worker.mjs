@@ -300,7 +300,7 @@ function peerCopies(port) {
     offered();
   }, PEER_OFFER_MS);
   // SHA-256 offered -> null until asked for, then its wait: {resolve(ArrayBuffer or
-  // null), heard(count)}. Asked for once: a file's entry is gone once it is answered.
+  // null), coming(read)}. Asked for once: a file's entry is gone once it is answered.
   const wants = new Map();
   port.onmessage = ({ data }) => {
     if (data === null || typeof data !== "object") return;
@@ -316,7 +316,7 @@ function peerCopies(port) {
       return;
     }
     if (typeof data.coming === "string") {
-      wants.get(data.coming)?.heard(data.read);
+      wants.get(data.coming)?.coming(data.read);
       return;
     }
     wants.get(data.sha256)?.resolve(data.bytes instanceof ArrayBuffer ? data.bytes : null);
@@ -339,7 +339,7 @@ function peerCopies(port) {
           if (bytes) progressed();
           resolve(bytes);
         },
-        heard(count) {
+        coming(count) {
           if (!Number.isFinite(count) || count <= read) return;
           read = count;
           progressed();
@@ -429,12 +429,7 @@ function sendRuntime(port) {
   port.onmessage = async ({ data }) => {
     const sha256 = data !== null && typeof data === "object" ? data.want : undefined;
     if (typeof sha256 !== "string") return;
-    let files = null;
-    try {
-      files = pinnedFiles(await runtimeRead);
-    } catch {
-      // runtime.json did not load: nothing to send.
-    }
+    const files = await runtimeFiles; // null: runtime.json did not load, nothing to send
     const urls = asked.has(sha256) ? undefined : files?.get(sha256);
     let bytes = null;
     if (urls) {
@@ -770,14 +765,13 @@ async function fetchOK(url, init) {
 const snapshotHelpers = import(here("/web/snapshot.mjs"));
 snapshotHelpers.catch(() => {});
 const runtimeRead = fetchOK(here("/py/runtime.json")).then((response) => response.json());
-// The SHA-256s of the files this worker sends a child that asks for them (sendRuntime),
-// told to its boot script as soon as runtime.json is read (none if it is not): an
-// embedder offers its child this worker's files, not the pins of a runtime.json its
-// main thread read earlier (a single-page app that mounts again after a deploy).
-runtimeRead
-  .then((runtime) => [...pinnedFiles(runtime).keys()])
-  .catch(() => [])
-  .then((pins) => self.postMessage({ kind: "runtime-pins", pins }));
+// The files this worker sends a child that asks for them (sendRuntime; null if
+// runtime.json did not load). Their SHA-256s are told to its boot script as soon as
+// runtime.json is read (none if it is not): an embedder offers its child this worker's
+// files, not the pins of a runtime.json its main thread read earlier (a single-page app
+// that mounts again after a deploy).
+const runtimeFiles = runtimeRead.then(pinnedFiles).catch(() => null);
+runtimeFiles.then((files) => self.postMessage({ kind: "runtime-pins", pins: files ? [...files.keys()] : [] }));
 // This worker's boot is over (it has its runtime, or has failed), and what it keeps is
 // in the Cache API: what sendRuntime waits for.
 let bootEnded;
