@@ -280,13 +280,16 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
     offers the files and then never sends them, or keeps saying they are coming while
     its boot reads nothing more: the child's worker waits for the offer (500 ms) or for
     the bytes (10 s from its want), no longer, then reads both from its own server, and
-    restores."""
+    restores; an embedder that offered is told that the child is done with its port."""
     steps, worker = _child_boot(page, origins, mode)
     assert ("peer-silent" in steps) == (mode == "silent")
     assert ("peer-offered" in steps) == (mode != "silent")
     assert "peer-refused" not in steps
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
+    if mode != "silent":
+        # It told the embedder it no longer waits, so that the embedder closes its end.
+        expect(html(page)).to_have_attribute("data-done", "true")
     # It did wait (timers never fire early), and gave up on its own timer: the bounds
     # leave a loaded machine seconds of slack, and stay far below the 30 s after which
     # the whole restore would be given up.
@@ -305,7 +308,7 @@ def test_a_child_waits_for_an_embedder_still_downloading(page: Page, origins: Or
     """An embedder whose boot is still downloading the runtime (a slow first visit) says
     so each second, with how much it has read: its child's worker waits for it past the
     10 s it gives a quiet one, takes both files from it once they come (12 s after its
-    wants), and asks its own server for neither."""
+    wants), asks its own server for neither, and tells the embedder it is done."""
     steps, worker = _child_boot(page, origins, "downloading")
     expect(html(page)).to_have_attribute("data-answered", "bytes")
     assert "peer-refused" not in steps
@@ -316,6 +319,7 @@ def test_a_child_waits_for_an_embedder_still_downloading(page: Page, origins: Or
     assert opened - offered >= 11_999
     own = worker.evaluate(RESOURCES)
     assert not [url for url in own if RUNTIME_FILES.search(url)]
+    expect(html(page)).to_have_attribute("data-done", "true")
 
 
 def test_a_slow_first_visit_restores_the_snapshot_in_both_frames(

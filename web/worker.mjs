@@ -14,8 +14,8 @@
 // site-packages-loaded if Python, restored, reads the standard library zip or an
 // installed file that the bundle leaves out (see lazyFile in snapshot.mjs). Between the
 // frames (peerCopies, sendRuntime): runtime-offered and peer-offered or peer-silent in a
-// child's worker, runtime-wanted in an embedder's; cache-refused and peer-refused (the
-// URL) for a copy that is not the pinned one.
+// child's worker, runtime-wanted and runtime-closed (a port done with) in an embedder's;
+// cache-refused and peer-refused (the URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
 // The runtime's files between the two frames' workers (docs/architecture.md, "One
 // download of the runtime"). A child frame's worker (web/boot.mjs names it
@@ -52,9 +52,15 @@ self.addEventListener("message", (event) => {
     return;
   }
   if (port && peer === null && !peerLooked) peer = peerCopies(port);
-  else port?.close();
+  else if (port) doneWith(port);
   givePeer();
 });
+// The embedder cannot see a port close: told, it closes its end and stops preparing
+// what this worker will not read (sendRuntime).
+function doneWith(port) {
+  port.postMessage({ done: true });
+  port.close();
+}
 if (isChild) self.postMessage({ kind: "runtime-peer" });
 const early = [];
 // Messages that arrive while Python boots are kept, in order, not lost.
@@ -283,8 +289,8 @@ function cacheCopies(cache) {
 // when a file's bytes have not come PEER_QUIET_MS after its want or after the last
 // `coming` whose `read` grew (an embedder still downloading on a slow link; each such
 // `coming` is also progress for this worker's own restore: withStallLimit), and never
-// later than PEER_LONGEST_MS after its want. close() drops the port and whatever came
-// on it unused.
+// later than PEER_LONGEST_MS after its want. close() tells the embedder it is done
+// ({done: true}), then drops the port and whatever came on it unused.
 const PEER_OFFER_MS = 500;
 const PEER_QUIET_MS = 10_000;
 const PEER_LONGEST_MS = 60_000;
@@ -379,7 +385,7 @@ function peerCopies(port) {
       clearTimeout(silent);
       offered();
       port.onmessage = null;
-      port.close();
+      doneWith(port);
       for (const wait of [...wants.values()]) wait?.resolve(null);
       wants.clear();
     },
@@ -420,31 +426,44 @@ async function snapshotCache() {
 // download the same files beside it. From the Cache API where its boot kept them, else
 // from its server (the HTTP cache). Each of the two is sent once per port; any other
 // want (another file, one asked again) is answered with bytes null at once, so that the
-// child never waits for it. The port is closed once both files are answered. Nothing
-// else is sent: the child checks each file against its own pins.
+// child never waits for it. The port is closed (`runtime-closed`) once both files are
+// answered, or when the child says it is done with it ({done: true}: it has what it
+// needs, or gave up waiting), whatever it asked for: nothing is then read or sent for
+// it. Nothing else is sent: the child checks each file against its own pins.
 const PEER_BEAT_MS = 1000;
 function sendRuntime(port) {
   const asked = new Set();
   let answered = 0;
+  let open = true;
+  const close = () => {
+    open = false;
+    port.onmessage = null;
+    port.close();
+    mark("runtime-closed");
+  };
   port.onmessage = async ({ data }) => {
-    const sha256 = data !== null && typeof data === "object" ? data.want : undefined;
+    if (data === null || typeof data !== "object") return;
+    if (data.done === true) return close();
+    const sha256 = data.want;
     if (typeof sha256 !== "string") return;
     const files = await runtimeFiles; // null: runtime.json did not load, nothing to send
     const urls = asked.has(sha256) ? undefined : files?.get(sha256);
     let bytes = null;
     if (urls) {
       asked.add(sha256);
-      const beat = setInterval(() => port.postMessage({ coming: sha256, read: received }), PEER_BEAT_MS);
+      const beat = setInterval(() => open && port.postMessage({ coming: sha256, read: received }), PEER_BEAT_MS);
       await booted;
       clearInterval(beat);
+      if (!open) return; // the child is done with the port: nothing to read for it
       try {
         bytes = await ownCopy(urls, await snapshotCache());
       } catch {
         // The file is not to be had: the child asks its server.
       }
     }
+    if (!open) return;
     port.postMessage({ sha256, bytes }, bytes ? [bytes] : []);
-    if (urls && (answered += 1) === files.size) port.close();
+    if (urls && (answered += 1) === files.size) close();
   };
 }
 
