@@ -18,6 +18,9 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // also the one place the edge posts to another window (tests spy on it there).
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
+// What a child frame posts to ask its embedder for the runtime's files (askForRuntime),
+// as `flat` writes it.
+const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
 globalThis.pagecontextHost = {
   json: toJson,
@@ -32,6 +35,11 @@ globalThis.pagecontextHost = {
     if (keys.length > 16) return null;
     for (const key of keys) if (value[key] !== null && !SCALARS.has(typeof value[key])) return null;
     return toJson(value);
+  },
+  // True for exactly the request a child's boot script posts for the runtime's files:
+  // answered by this script (answerRuntimeRequests), not a message for the edge.
+  runtimeRequest(value) {
+    return globalThis.pagecontextHost.flat(value) === RUNTIME_REQUEST;
   },
   // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
   // an infinity), which JSON.stringify would write as null.
@@ -235,7 +243,6 @@ function workerRefused(error) {
 // otherwise, or when the embedder says nothing, it reads its own server's
 // (web/worker.mjs, peerCopies and sendRuntime).
 const RUNTIME_ANSWERS = 4;
-const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 
 // `value` if it is an exact origin ("https://host[:port]", as the edge requires of
 // `peerOrigin`), else null: the request is posted to that origin only.
@@ -313,7 +320,7 @@ function answerRuntimeRequests(handle, config) {
     if (event.origin !== (opaque ? "null" : config.peerOrigin)) return;
     // Exactly the request a child's boot script posts, the one its edge leaves to this
     // listener (any other message there is the edge's to count).
-    if (globalThis.pagecontextHost.flat(event.data) !== RUNTIME_REQUEST) return;
+    if (!globalThis.pagecontextHost.runtimeRequest(event.data)) return;
     const [port] = event.ports;
     if (!port || event.ports.length !== 1) return;
     if (left <= 0) {

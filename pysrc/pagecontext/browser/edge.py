@@ -133,11 +133,6 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
-# What a child frame posts to ask its embedder for the runtime's files (web/boot.mjs,
-# askForRuntime): not a handshake message, and answered by the boot script.
-_RUNTIME_WANTED = {"pagecontextRuntime": "wanted"}
-
-
 def _plain(value: Any, *, flat: bool = False, detail: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
@@ -499,9 +494,9 @@ class Edge:
                 # origin there means the bound document navigated away. Unbind.
                 self._to_worker({"kind": "child-reloaded"})
             return
-        data = _plain(event.data, flat=True)
-        if self.position == "embedder" and data == _RUNTIME_WANTED:
+        if self.position == "embedder" and self.host.runtimeRequest(event.data):
             return  # the child asks for the runtime's files: the boot script answers
+        data = _plain(event.data, flat=True)
         kind = handshake_type(data)
         wanted = "ready" if self.position == "embedder" else "connect"
         if kind != wanted or data["role"] == self.role:
