@@ -14,7 +14,8 @@
 // site-packages-loaded if Python, restored, reads the standard library zip or an
 // installed file that the bundle leaves out (see lazyFile in snapshot.mjs). Between the
 // frames (peerCopies, sendRuntime): runtime-offered and peer-offered or peer-silent in a
-// child's worker, runtime-wanted and runtime-closed (a port done with) in an embedder's;
+// child's worker, runtime-wanted and runtime-closed (a port done with: how many wants
+// came on it, how many files were sent) in an embedder's;
 // cache-refused and peer-refused (the URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
 // The runtime's files between the two frames' workers (docs/architecture.md, "One
@@ -426,26 +427,28 @@ async function snapshotCache() {
 // download the same files beside it. From the Cache API where its boot kept them, else
 // from its server (the HTTP cache). Each of the two is sent once per port; any other
 // want (another file, one asked again) is answered with bytes null at once, so that the
-// child never waits for it. The port is closed (`runtime-closed`) once both files are
+// child never waits for it. The port is closed (`runtime-closed`: {wants, sent}) once both files are
 // answered, or when the child says it is done with it ({done: true}: it has what it
 // needs, or gave up waiting), whatever it asked for: nothing is then read or sent for
 // it. Nothing else is sent: the child checks each file against its own pins.
 const PEER_BEAT_MS = 1000;
 function sendRuntime(port) {
   const asked = new Set();
+  let wants = 0;
   let answered = 0;
   let open = true;
   const close = () => {
     open = false;
     port.onmessage = null;
     port.close();
-    mark("runtime-closed");
+    mark("runtime-closed", { wants, sent: answered });
   };
   port.onmessage = async ({ data }) => {
     if (data === null || typeof data !== "object") return;
     if (data.done === true) return close();
     const sha256 = data.want;
     if (typeof sha256 !== "string") return;
+    wants += 1;
     const files = await runtimeFiles; // null: runtime.json did not load, nothing to send
     const urls = asked.has(sha256) ? undefined : files?.get(sha256);
     let bytes = null;
