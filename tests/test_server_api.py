@@ -452,6 +452,16 @@ def test_flag_bodies_are_validated(api: TestClient) -> None:
         assert (response.status_code, response.json()["reason"]) == (400, "invalid-body")
 
 
+@pytest.mark.parametrize("path", ["/api/actions/flag", "/api/actions/flag/confirmations"])
+def test_a_flag_request_without_a_user_is_refused_before_its_body_is_read(
+    api: TestClient, path: str
+) -> None:
+    """Any web page can make a browser post to the action API: a body sent without a
+    token (here one that is not even JSON) is answered 401 unread, not parsed first."""
+    response = api.post(path, content=b'["\\ud800' + b'\\"' * 1000, headers={})
+    assert (response.status_code, response.json()["reason"]) == (401, "missing-token")
+
+
 def test_a_user_reads_only_their_own_flags_of_a_task(api: TestClient) -> None:
     """GET /api/actions/flags: what an assistant asks when its request got no answer."""
     token = confirm(api, task_id="task-9")

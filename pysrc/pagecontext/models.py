@@ -462,8 +462,11 @@ def dump_message(message: Message) -> dict[str, object]:
 # overflows the JavaScript stack on a few thousand nested brackets: a fatal error of the
 # whole runtime, not a RecursionError. pydantic-core's parser stops at this depth.
 MAX_JSON_DEPTH: Final = 200
-# A JSON string, for the depth count to skip.
-_JSON_STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+# What the depth count reads, left to right, each character once: a JSON string (to
+# skip; one left open runs to the end of the text, rather than be tried again from each
+# quote inside it, which took time growing with the square of the text's length), or a
+# bracket.
+_JSON_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 
 
 def escapes_surrogate(text: str) -> bool:
@@ -488,9 +491,12 @@ def parse_json(text: str | bytes) -> object:
         if not escapes_surrogate(raw):
             raise
     depth = deepest = 0
-    for bracket in re.findall(r"[\[\]{}]", _JSON_STRING.sub("", raw)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
+    for token in _JSON_TOKEN.findall(raw):
+        if token in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("]", "}"):
+            depth -= 1
     if deepest > MAX_JSON_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH}")
     return json.loads(raw)

@@ -295,13 +295,15 @@ class _Api:
     def flag_request(
         self, request: Request, body: bytes, model: type[_C]
     ) -> tuple[_C, ConfirmationBinding] | JSONResponse:
-        """The parsed body and what it would confirm, if the user may flag its row."""
-        parsed = _parse(model, body)
-        if isinstance(parsed, Response):
-            return parsed
+        """The parsed body and what it would confirm, if the user may flag its row. The
+        caller's token is checked before the body is read: a request without one costs
+        no parsing."""
         user = self.user(request)
         if isinstance(user, Response):
             return user
+        parsed = _parse(model, body)
+        if isinstance(parsed, Response):
+            return parsed
         row = self.readable(user, parsed.ref)
         if isinstance(row, Response):
             return row
@@ -361,15 +363,15 @@ class _Api:
         """`GET /api/actions/flags?ref=R&taskId=T[&actionId=A]`: the user's own flags of
         row R in task T (made for the assistant's action A), so an assistant whose request
         got no answer can ask what happened."""
+        user = self.user(request)
+        if isinstance(user, Response):
+            return user
         ref, task_id = request.query_params.get("ref", ""), request.query_params.get("taskId", "")
         action_id = request.query_params.get("actionId")
         if re.fullmatch(_TASK_ID_PATTERN, task_id) is None:
             return _error(400, "bad-request", "invalid-query", "taskId: a task id is required")
         if action_id is not None and not 1 <= len(action_id) <= _MAX_ACTION_ID:
             return _error(400, "bad-request", "invalid-query", "actionId: 1 to 256 characters")
-        user = self.user(request)
-        if isinstance(user, Response):
-            return user
         row = self.readable(user, ref)
         if isinstance(row, Response):
             return row
