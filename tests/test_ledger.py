@@ -111,6 +111,25 @@ def test_an_unconfirmed_received_layer_ends_the_ui_layer_with_it() -> None:
     assert states(book) == {"received": "unconfirmed", "ui": "unconfirmed"}
 
 
+@pytest.mark.parametrize("then", ["deadline", "rejected"])
+def test_a_ui_receipt_before_received_settles_nothing(then: str) -> None:
+    """A page answers `received` first on the ordered port: a `ui: applied` that comes
+    while `received` is pending is ignored (counted), so the command is never success
+    when `received` then ends unconfirmed at its deadline or comes `rejected`."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    clock.advance(100)
+    assert book.on_receipt(receipt(layer="ui"), 1) is None
+    assert book.ignored == 1
+    if then == "deadline":
+        clock.advance(3000)
+        book.expire()
+        assert states(book) == {"received": "unconfirmed", "ui": "unconfirmed"}
+    else:
+        book.on_receipt(receipt(status="rejected", reason="future-revision"), 1)
+        assert states(book) == {"received": "rejected", "ui": "rejected"}
+
+
 def test_a_late_received_receipt_ends_the_ui_layer_even_before_expire_runs() -> None:
     """A `received` receipt past its deadline is late, and the `ui` layer ends
     unconfirmed with it, though the ui layer's own deadline is still to come."""

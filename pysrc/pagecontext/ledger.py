@@ -155,8 +155,8 @@ class ReceiptLedger:
         """Apply a receipt that arrived on `connection_id`; return the layer's new record.
 
         Returns None (and counts it in `ignored`) for an unknown command, a different
-        connection than the command was sent on, a layer the command does not have, or a
-        layer already settled.
+        connection than the command was sent on, a layer the command does not have, a
+        layer already settled, or a layer after `received` while `received` is pending.
         """
         entry = self._entries.get(receipt.command_id)
         if entry is None or entry.connection_id != connection_id:
@@ -173,8 +173,8 @@ class ReceiptLedger:
         business action (its `received` and `business` layers). The same rules as
         `on_receipt`: past the deadline it is recorded late, never as success.
 
-        Returns None (and counts it in `ignored`) for an unknown command or layer, or a
-        layer already settled.
+        Returns None (and counts it in `ignored`) for an unknown command or layer, a layer
+        already settled, or a layer after `received` while `received` is pending.
         """
         entry = self._entries.get(command_id)
         if entry is None:
@@ -190,6 +190,19 @@ class ReceiptLedger:
             self._ignored += 1
             return None
         now = self._clock()
+        received = entry.layers.get("received")
+        if layer != "received" and received is not None and received.state == "pending":
+            if now <= self._deadline(entry, "received"):
+                # A later layer's outcome before `received`: a page answers `received`
+                # first on the ordered port, so this one skipped it, and whatever
+                # `received` then says must not be outranked by a success recorded now.
+                self._ignored += 1
+                return None
+            # `received` is past its deadline (expire() has not run yet): it ends
+            # unconfirmed, and the later layers with it, before this outcome is taken.
+            self._set(command_id, entry, "received", _expired(now))
+            self._end_later_layers(entry, _expired(now))
+            current = entry.layers[layer]
         if current.state == "unconfirmed" and not current.late:
             updated = replace(current, late=True, late_status=status)
         elif current.state != "pending":
