@@ -738,8 +738,9 @@ def test_a_cleared_selection_takes_the_chip_away(demo: Page) -> None:
 def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
     demo: Page, origins: Origins
 ) -> None:
-    """A row that is in the document but drawn nowhere (`hidden`) is `not-found`
-    (`not-rendered`) on the `ui` layer, and carries no highlight; a `locate` of a row
+    """A row that is in the document but drawn nowhere (`hidden`), or drawn unseen
+    (`visibility: hidden`, `opacity: 0` on its table), is `not-found` (`not-rendered`)
+    on the `ui` layer, and carries no highlight; a `locate` of a row
     that cannot take the keyboard's focus (no `tabindex`) is `not-found`
     (`not-focusable`); the same row with its `tabindex` is located, focused and
     `applied`."""
@@ -764,7 +765,16 @@ def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
     send("hidden", "highlight")
     receipts("hidden", "applied:ok", "not-found:not-rendered")
     expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
-    row.evaluate("element => { element.hidden = false; element.removeAttribute('tabindex'); }")
+    row.evaluate("element => { element.hidden = false; element.style.visibility = 'hidden'; }")
+    send("invisible", "highlight")
+    receipts("invisible", "applied:ok", "not-found:not-rendered")
+    row.evaluate("element => { element.style.visibility = ''; }")
+    row.evaluate("element => { element.closest('table').style.opacity = '0'; }")
+    send("transparent", "highlight")
+    receipts("transparent", "applied:ok", "not-found:not-rendered")
+    expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
+    row.evaluate("element => { element.closest('table').style.opacity = ''; }")
+    row.evaluate("element => element.removeAttribute('tabindex')")
     send("unfocusable", "locate")
     receipts("unfocusable", "applied:ok", "not-found:not-focusable")
     expect(row).not_to_be_focused()

@@ -957,12 +957,16 @@ class Edge:
         ref = message.get("resourceRef")
         element = objects.get(ref) if isinstance(ref, str) else None
         # In the document but drawn nowhere (`hidden`, `display: none`, or inside such an
-        # element: no box at all): there is nothing the user could see highlighted or
+        # element: no box at all), or drawn unseen (`visibility: hidden`, `opacity: 0`,
+        # on it or an ancestor): there is nothing the user could see highlighted or
         # located.
         if (
             element is None
             or not _shows_object(component, element, str(ref))
             or not element.getClientRects().length
+            or not element.checkVisibility(
+                to_js({"visibilityProperty": True, "opacityProperty": True})
+            )
         ):
             self._ui_done(command_id, "not-found", "not-rendered")
             return
