@@ -21,6 +21,7 @@ from .helpers import (
     HeldWasm,
     html,
     panel,
+    pin,
     receipt,
     select_and_ask,
     show_and_expect,
@@ -374,6 +375,35 @@ def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:
         )
     expect(html(demo)).to_have_attribute("data-pc-refused-select", "3")
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+
+
+def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_selection(
+    demo: Page,
+) -> None:
+    """A row whose shared cell holds a string over the protocol's 1,024 characters: the
+    assistant would refuse its context and answer nothing, so the page refuses the
+    click (counted, logged) and marks the row selected before again; the chip and what
+    a question is about stay that row, never a row the page no longer shows selected."""
+    table = '[data-pc-component="sales-table"]'
+    row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
+    other = demo.locator(f'{table} tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    chip = pin(demo, panel(demo), ROW)
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1")
+    messages: list[str] = []
+    demo.on("console", lambda message: messages.append(message.text))
+    other.locator('[data-pc-field="region"]').evaluate(
+        "cell => cell.setAttribute('data-pc-value', JSON.stringify('x'.repeat(1025)))"
+    )
+    other.click()
+    expect(html(demo)).to_have_attribute("data-pc-refused-select", "1")
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(other).not_to_have_attribute("aria-selected", re.compile(".*"))
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    assert any("over the limits the assistant applies" in text for text in messages), messages
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(html(demo)).to_have_attribute("data-pc-shared-revision", "1")
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1")
+    expect(panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_have_count(0)
 
 
 def test_a_select_event_reads_the_rendered_row_as_a_click_does(demo: Page) -> None:

@@ -1341,6 +1341,54 @@ def test_a_selection_the_tracker_refuses_changes_nothing_and_says_why(
     assert current.resource_ref == "row:2"
 
 
+@pytest.mark.parametrize(
+    ("ref", "status", "filters", "fields"),
+    [
+        ("row:1", "x" * 1025, FILTERS, 0),  # a string over 1,024 characters
+        ("r" * 257, "open", FILTERS, 0),  # a resourceRef over 256 characters
+        ("row:1", "open", {f"f{i}": i for i in range(33)}, 0),  # 33 filters
+        ("row:1", "open", FILTERS, 63),  # 65 shareable fields
+    ],
+)
+def test_a_selection_whose_context_the_assistant_would_refuse_is_refused_on_the_page(
+    ref: str, status: str, filters: dict[str, Any], fields: int
+) -> None:
+    """The assistant refuses a context over the protocol's limits and answers nothing:
+    the page refuses such a selection when it is made (`select-refused`, naming the
+    limits), so the page's selection, the chip and what a question is about stay the
+    row selected before, rather than the page showing one row and the assistant
+    another. One at the limits is taken and committed."""
+    pair = ChannelPair()
+    render_orders(pair)
+    revision = select(pair)
+    share(pair)
+    shareable = [*SHAREABLE, *((f"extra{i}", None) for i in range(fields))]
+    pair.render("orders", [*ROWS, ref], filters=filters, generation=2, shareable=shareable)
+    values = {"amount": 7, "status": status, **{f"extra{i}": i for i in range(fields)}}
+    effects = pair.page.on_select("orders", ref, values)
+    [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
+    assert refused["kind"] == "select-refused"
+    assert "over the limits the assistant applies" in str(refused["reason"])
+    assert pair.page.tracker.latest_revision == revision
+    share(pair)
+    pinned = pair.assistant.pinned
+    assert pinned is not None
+    assert (pinned.selection_revision, pinned.selection.resource_ref) == (revision, "row:2")
+
+
+def test_a_selection_at_the_limits_is_taken_and_committed() -> None:
+    """A value of exactly 1,024 characters and a resourceRef of 256: within the limits,
+    the selection is taken and the assistant commits it."""
+    pair = ChannelPair()
+    ref = "r" * 256
+    pair.render("orders", [*ROWS, ref], filters=FILTERS, generation=1, shareable=SHAREABLE)
+    pair.run("page", pair.page.on_select("orders", ref, {"amount": 7, "status": "x" * 1024}))
+    share(pair)
+    pinned = pair.assistant.pinned
+    assert pinned is not None
+    assert pinned.selection.resource_ref == ref
+
+
 def test_every_command_the_log_shows_keeps_its_receipts_after_many_show_me() -> None:
     """Hundreds of Show me after one question: the log stays within its bound, and the
     ledger still has the records of its oldest command."""

@@ -56,6 +56,7 @@ from pagecontext.items import ContextItem, JsonValue
 from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
+    MAX_SAFE_INTEGER,
     Action,
     ByeMessage,
     CommandMessage,
@@ -64,6 +65,7 @@ from pagecontext.models import (
     Limits,
     ReceiptMessage,
     Scalar,
+    Selection,
     SelectionClearedMessage,
     Target,
     dump_message,
@@ -461,14 +463,60 @@ class PageSession:
         """Record a new selection; it is shared when the user asks (share mode `ask`).
 
         A selection the tracker refuses (an undeclared component, one with no view yet,
-        a value that is not valid for its field) changes nothing: the edge is told why
-        (`select-refused`), and counts it as a refused select.
+        a value that is not valid for its field), or whose context the assistant would
+        refuse (`_within_the_assistants_limits`), changes nothing: the edge is told why
+        (`select-refused`, with the object refused and the one still selected, which it
+        marks again), and counts it as a refused select.
         """
         try:
-            revision, _selection = self.tracker.select(component_id, resource_ref, values)
+            revision, _selection = self.tracker.select(
+                component_id, resource_ref, values, self._within_the_assistants_limits
+            )
         except LocalProtocolError as error:
-            return [ToEdge({"kind": "select-refused", "reason": str(error)})]
+            current = self.tracker.current
+            return [
+                ToEdge(
+                    {
+                        "kind": "select-refused",
+                        "reason": str(error),
+                        "componentId": component_id,
+                        "resourceRef": resource_ref,
+                        "current": None
+                        if current is None
+                        else [current.component_id, current.resource_ref],
+                    }
+                )
+            ]
         return [ToEdge({"kind": "selected", "revision": revision, "resourceRef": resource_ref})]
+
+    def _within_the_assistants_limits(self, selection: Selection) -> None:
+        """Raise LocalProtocolError if the assistant could refuse the context that shares
+        `selection`: it checks every context against the protocol's default limits
+        (docs/protocol.md section 4), and answers a refused one with nothing, so the
+        user's question would go out about the selection before it. Checked by the
+        assistant's own code on the longest envelope (a conversation id as long as the
+        limit allows), so a selection taken here is never refused there for its size."""
+        message = ContextMessage(
+            message_id="m" * 64,
+            page_instance_id=self.page_instance_id,
+            conversation_id="c" * DEFAULT_LIMITS.max_id_chars,
+            selection_revision=MAX_SAFE_INTEGER,
+            selection=self.tracker.shareable(selection),
+        )
+        text = message.model_dump_json()
+        if parse_context_json(text) is not None:
+            return
+        try:
+            parse_message(json.loads(text))
+        except MessageRejected as rejected:
+            raise LocalProtocolError(
+                f"can't select: its context is over the limits the assistant applies"
+                f" ({rejected.reason}: ids of at most {DEFAULT_LIMITS.max_id_chars} characters,"
+                f" strings of {DEFAULT_LIMITS.max_string_chars},"
+                f" {DEFAULT_LIMITS.max_filter_keys} filters,"
+                f" {DEFAULT_LIMITS.max_snapshot_fields} shareable fields,"
+                f" {DEFAULT_LIMITS.max_message_bytes} bytes in all)"
+            ) from None
 
     def clear_selection(self) -> list[Effect]:
         """The user cleared the selection: a new revision with none. It is shared as a

@@ -130,14 +130,19 @@ class SelectionTracker:
         self._views = MappingProxyType({**self._views, component_id: view})
 
     def select(
-        self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
+        self,
+        component_id: str,
+        resource_ref: str,
+        values: Mapping[str, Scalar],
+        check: Callable[[Selection], None] | None = None,
     ) -> tuple[int, Selection]:
         """Issue a revision for a new selection; return it with the Selection.
 
         The snapshot holds only the component's shareable fields present in `values`
         (as Quantity where the field has a unit), or is None if there are none. Raises
         LocalProtocolError for an undeclared component, one with no view yet, or values
-        that are not valid scalars.
+        that are not valid scalars; `check` may raise it too, for a selection it
+        refuses, before any revision is issued.
         """
         component = self._component(component_id, "select")
         if component.view is None:
@@ -164,6 +169,8 @@ class SelectionTracker:
             )
         except ValidationError as error:
             raise LocalProtocolError(f"can't select: invalid selection data ({error})") from None
+        if check is not None:
+            check(selection)
         revision = self._issue(selection)
         return revision, selection
 

@@ -631,6 +631,7 @@ class Edge:
             self._apply(message)
         elif kind == "select-refused":
             self._refuse_event("select", str(message.get("reason")))
+            self._selection_refused(message)
         elif kind == "selected":
             self.root.setAttribute("data-pc-revision", str(message.get("revision")))
             self._publish(revision=message.get("revision"))
@@ -840,6 +841,20 @@ class Edge:
         self.selected = element
         if element is not None:
             element.setAttribute("aria-selected", "true")
+
+    def _selection_refused(self, message: dict[str, Any]) -> None:
+        """The core refused a selection this edge marked: the object selected before it
+        is marked again (none if none was), unless the user has selected another since."""
+        refused = self.registry.get(str(message.get("componentId")), {}).get(
+            str(message.get("resourceRef"))
+        )
+        if self.selected is None or self.selected != refused:
+            return
+        current = message.get("current")
+        kept = None
+        if isinstance(current, list) and len(current) == 2:
+            kept = self.registry.get(current[0], {}).get(current[1])
+        self._mark_selected(kept)
 
     def _selection_changed(self, message: dict[str, Any]) -> None:
         """Tell the worker the selection changed (`select`, `clear`); with `share:
