@@ -406,6 +406,25 @@ def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_se
     expect(panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_have_count(0)
 
 
+def test_integration_events_are_taken_without_bubbles(demo: Page) -> None:
+    """A CustomEvent does not bubble unless told to: a `pagecontext:select` dispatched on
+    the row itself selects it, and a `pagecontext:rendered` on the component is read
+    (here refused and counted, its filters not JSON), neither bubbling."""
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    row.evaluate(
+        """(row, ref) => row.dispatchEvent(new CustomEvent("pagecontext:select",
+             {detail: {componentId: "sales-table", resourceRef: ref}}))""",
+        ROW,
+    )
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    expect(row).to_have_attribute("aria-selected", "true")
+    demo.locator('[data-pc-component="sales-table"]').evaluate(
+        """table => { table.setAttribute("data-pc-filters", "{not json");
+             table.dispatchEvent(new CustomEvent("pagecontext:rendered")); }"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-rendered", "1")
+
+
 def test_a_select_event_reads_the_rendered_row_as_a_click_does(demo: Page) -> None:
     """`pagecontext:select` with no values, for a rendered row: the chip shows the row's
     cells, as a click would share them, and `aria-selected` moves from the clicked row to

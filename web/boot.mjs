@@ -359,9 +359,12 @@ function holdEarlyEvents() {
     events.push(event);
     if (events.length > EARLY_MAX) events.shift();
   };
-  for (const name of EARLY_EVENTS) document.addEventListener(name, keep);
+  // The integration's events in the capture phase, as the edge takes them: one
+  // dispatched on an element without `bubbles` reaches the document only there.
+  const capture = (name) => name !== "click";
+  for (const name of EARLY_EVENTS) document.addEventListener(name, keep, capture(name));
   const stop = () => {
-    for (const name of EARLY_EVENTS) document.removeEventListener(name, keep);
+    for (const name of EARLY_EVENTS) document.removeEventListener(name, keep, capture(name));
   };
   return { events, stop };
 }

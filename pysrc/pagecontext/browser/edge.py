@@ -88,14 +88,15 @@ class ProxyOwner:
     """
 
     def __init__(self) -> None:
-        self._entries: list[tuple[Any, str, Any]] = []
+        self._entries: list[tuple[Any, str, Any, bool]] = []
         self._timers: dict[int, Any] = {}
 
-    def listen(self, target: Any, event_name: str, handler: Any) -> Any:
-        """Add `handler` as a listener and keep its proxy; return the proxy."""
+    def listen(self, target: Any, event_name: str, handler: Any, *, capture: bool = False) -> Any:
+        """Add `handler` as a listener (in the capture phase with `capture`) and keep its
+        proxy; return the proxy."""
         proxy = create_proxy(handler)
-        target.addEventListener(event_name, proxy)
-        self._entries.append((target, event_name, proxy))
+        target.addEventListener(event_name, proxy, capture)
+        self._entries.append((target, event_name, proxy, capture))
         return proxy
 
     def later(self, delay_ms: int, handler: Any) -> int:
@@ -120,8 +121,8 @@ class ProxyOwner:
 
     def release(self) -> None:
         """Remove every listener this owner added, cancel its timers, drop the proxies."""
-        for target, event_name, proxy in self._entries:
-            target.removeEventListener(event_name, proxy)
+        for target, event_name, proxy, capture in self._entries:
+            target.removeEventListener(event_name, proxy, capture)
         self._entries = []
         for timer in list(self._timers):
             self.cancel(timer)
@@ -703,12 +704,17 @@ class Edge:
 
     def _start_page_dom(self) -> None:
         doc = js.document
-        self.owner.listen(doc, "pagecontext:rendered", self._on_rendered)
         self.owner.listen(doc, "click", self._on_click)
-        self.owner.listen(doc, "pagecontext:select", self._on_select_event)
-        self.owner.listen(doc, "pagecontext:share", self._on_share_event)
-        self.owner.listen(doc, "pagecontext:clear", self._on_clear_event)
-        self.owner.listen(doc, "pagecontext:command-done", self._on_command_done)
+        # In the capture phase: an event dispatched on an element without `bubbles`
+        # (CustomEvent's default) reaches the document only there.
+        for name, handler in (
+            ("pagecontext:rendered", self._on_rendered),
+            ("pagecontext:select", self._on_select_event),
+            ("pagecontext:share", self._on_share_event),
+            ("pagecontext:clear", self._on_clear_event),
+            ("pagecontext:command-done", self._on_command_done),
+        ):
+            self.owner.listen(doc, name, handler, capture=True)
         components = doc.querySelectorAll("[data-pc-component]")
         for i in range(components.length):
             self._scan(components[i])
