@@ -406,6 +406,29 @@ def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_se
     expect(panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_have_count(0)
 
 
+def test_a_row_whose_values_are_not_a_json_object_of_scalars_is_not_selected(
+    demo: Page,
+) -> None:
+    """A row's `data-pc-values` that does not parse, or holds an object: a click on it is
+    refused and counted, the console says why, and the row selected before stays
+    selected, rather than the row being shared without those values."""
+    table = '[data-pc-component="sales-table"]'
+    row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
+    other = demo.locator(f'{table} tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    row.click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    messages: list[str] = []
+    demo.on("console", lambda message: messages.append(message.text))
+    for count, values in enumerate(["{note: 'x'}", '{"note": {"x": 1}}'], start=1):
+        other.evaluate("(row, values) => row.setAttribute('data-pc-values', values)", values)
+        other.click()
+        expect(html(demo)).to_have_attribute("data-pc-refused-select", str(count))
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(other).not_to_have_attribute("aria-selected", re.compile(".*"))
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+    assert sum("not a JSON object of scalars" in text for text in messages) == 2, messages
+
+
 def test_integration_events_are_taken_without_bubbles(demo: Page) -> None:
     """A CustomEvent does not bubble unless told to: a `pagecontext:select` dispatched on
     the row itself selects it, and a `pagecontext:rendered` on the component is read

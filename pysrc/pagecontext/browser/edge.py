@@ -174,20 +174,20 @@ def _attr_value(text: str) -> Any:
     return value if is_scalar(value) else text
 
 
-def _attr_values(element: Any, into: dict[str, Any]) -> None:
-    """Add the scalars of an element's `data-pc-values` (a JSON object) to `into`."""
+def _attr_values(element: Any, into: dict[str, Any]) -> str | None:
+    """Add the values of an element's `data-pc-values` to `into`; return why nothing was
+    added if it is not a JSON object of scalars, else None."""
     text = element.getAttribute("data-pc-values")
     if not text:
-        return
+        return None
     try:
         found = json.loads(text)
     except ValueError:
-        return
-    if not isinstance(found, dict):
-        return
-    for name, value in found.items():
-        if is_scalar(value):
-            into[name] = value
+        found = None
+    if not isinstance(found, dict) or not all(is_scalar(value) for value in found.values()):
+        return "data-pc-values is not a JSON object of scalars: " + str(text)[:80]
+    into.update(found)
+    return None
 
 
 def _view_generation(component: Any) -> int | None:
@@ -820,13 +820,17 @@ class Edge:
         values (a chart's title), the object's own (a mark's series, bucket and value),
         then its cells, if it is rendered, and `given` (a `pagecontext:select`'s) over
         them. A rendered object is marked `aria-selected`; the one marked before is
-        unmarked."""
+        unmarked. A `data-pc-values` that is not a JSON object of scalars refuses the
+        selection (counted and logged, as a wrong `pagecontext:select` is)."""
         component = self.components[component_id]
         row = self.registry.get(component_id, {}).get(ref)
         values: dict[str, Any] = {}
-        _attr_values(component, values)
+        for element in (component, row):
+            problem = None if element is None else _attr_values(element, values)
+            if problem is not None:
+                self._refuse_event("select", component_id + " " + ref + ": " + problem)
+                return
         if row is not None:
-            _attr_values(row, values)
             cells = row.querySelectorAll("[data-pc-field]")
             for i in range(cells.length):
                 cell = cells[i]
