@@ -225,3 +225,27 @@ def test_a_refused_config_leaves_nothing_mounted_and_the_next_mount_binds(
     expect(html(page)).to_have_attribute("data-spa-mounts", "1", timeout=STEP_TIMEOUT_MS)
     wait_bound(page)
     wait_bound(panel(page))
+    # The refused mount's error is not left beside the bound one.
+    for name in ("data-pc-error", "data-pc-error-field"):
+        expect(html(page)).not_to_have_attribute(name, re.compile(".*"))
+
+
+def test_an_embed_unmounted_while_it_loads_says_closed(page: Page, origins: Origins) -> None:
+    """`unmount()` called while a mount still loads (a route left at once): the mount
+    resolves with no edge, and the page says `closed` on `<html>` and in a
+    `pagecontext:state` event, as an unmount after binding does."""
+    page.goto(origins.page + "/examples/spa.html")
+    found = page.evaluate(
+        """async () => {
+             const { mount, unmount } = await import("/web/boot.mjs");
+             const states = [];
+             document.addEventListener("pagecontext:state", (e) => states.push(e.detail));
+             const loading = mount({ role: "page" });
+             unmount();
+             const embed = await loading;
+             return { states, edge: embed.edge, state: document.documentElement.dataset.pcState };
+           }"""
+    )
+    closed = dict.fromkeys(("state", "connection", "revision", "sharedRevision", "child", "error"))
+    closed["state"] = "closed"
+    assert found == {"states": [closed], "edge": None, "state": "closed"}

@@ -105,10 +105,23 @@ globalThis.pagecontextHost = {
   },
 };
 
-function fail(reason) {
-  Object.assign(document.documentElement.dataset, { pcState: "failed", pcError: reason });
-  const detail = { state: "failed", connection: null, revision: null, sharedRevision: null, child: null, error: reason };
+// Says `state` on <html> and in a `pagecontext:state` event (every key present), for
+// a mount that has no edge to say it: `error` (with `failed`) or none.
+function announce(state, error = null) {
+  const data = document.documentElement.dataset;
+  data.pcState = state;
+  if (error === null) {
+    delete data.pcError;
+    delete data.pcErrorField;
+  } else {
+    data.pcError = error;
+  }
+  const detail = { state, connection: null, revision: null, sharedRevision: null, child: null, error };
   document.dispatchEvent(new CustomEvent("pagecontext:state", { detail }));
+}
+
+function fail(reason) {
+  announce("failed", reason);
 }
 
 let runtimeLoading = null;
@@ -384,8 +397,12 @@ export async function mount(config) {
   // "auto" (the default): a page framed by an assistant workbench is its child; on its
   // own it embeds its assistant panel.
   if (config.position === undefined || config.position === "auto") config.position = window.parent === window ? "embedder" : "child";
-  document.documentElement.dataset.pcState = "booting";
-  document.documentElement.dataset.pcPosition = config.position;
+  // A mount after a refused one starts with no error.
+  const data = document.documentElement.dataset;
+  delete data.pcError;
+  delete data.pcErrorField;
+  data.pcState = "booting";
+  data.pcPosition = config.position;
   let workerError = null;
   let worker;
   try {
@@ -464,12 +481,13 @@ function unmountHandle(handle) {
   if (mounted !== handle) return;
   mounted = null;
   handle.stopAnswering?.();
-  if (handle.edge) handle.edge.close(); // listeners, proxies; the worker says bye, then ends
+  const { edge } = handle;
+  if (edge) edge.close(); // listeners, proxies; the worker says bye, then ends; says `closed`
   else handle.worker.terminate();
   handle.edge = null;
   handle.worker = null;
   globalThis.pagecontext = null;
-  document.documentElement.dataset.pcState = "closed";
+  if (!edge) announce("closed"); // unmounted while loading: no edge to say it
 }
 
 /** Unmount whatever `mount` mounted in this document; nothing if nothing is mounted. */

@@ -337,6 +337,7 @@ class Edge:
         self.root.setAttribute("data-pc-state", state)
         if state != "failed":
             self.root.removeAttribute("data-pc-error")
+            self.root.removeAttribute("data-pc-error-field")
         self._publish(state=state)
 
     def _publish(self, **changes: Any) -> None:
