@@ -188,6 +188,8 @@ def test_a_ready_says_null_only_for_a_child_the_embedder_sandboxed_itself() -> N
         "http://app.example:443",
         "http://a-b.example:65535",
         "http://localhost",
+        "http://10.0.0.255:8000",
+        "https://a.0xzz",  # a last label that is no number: a host name
     ],
 )
 def test_well_formed_origins_are_exact_origins(origin: str) -> None:
@@ -225,6 +227,13 @@ def test_well_formed_origins_are_exact_origins(origin: str) -> None:
         "https://-app.example",
         "https://[::1]:8000",  # IPv6 literals are not supported
         "https://app.example:8000:8000",
+        "https://a..example",  # an empty label
+        # IPv4 addresses as no browser writes them (each is 127.0.0.1 or 1.2.3.4).
+        "http://127.1:8000",
+        "http://0x7f.0.0.1:8000",
+        "http://2130706433:8000",
+        "https://1.2.3.04",
+        "https://1.2.3.256",
         None,
         443,
     ],

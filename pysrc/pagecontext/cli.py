@@ -106,13 +106,13 @@ def _origin(text: str) -> str:
                 f"{text!r} names its scheme's default port: write it without the "
                 f"port, {scheme}://{host}, as browsers do"
             )
+        problem = _host_problem(host) if scheme in _DEFAULT_PORTS else None
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
         raise argparse.ArgumentTypeError(
             f"not an exact origin (scheme://host[:port], lower case, no path or "
             f"trailing slash): {text!r}"
         )
-    problem = _host_problem(host)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
     if _in_clear_text(text, host):
         # What the user sees, and the credentials a deployment gives the assistant, would
         # cross the network in clear text.
@@ -123,33 +123,23 @@ def _origin(text: str) -> str:
 def _host_problem(host: str) -> str | None:
     """Why `host` (lower case) cannot be the host of an origin the demo serves or a
     bundle is built for, or None if it can."""
-    from pagecontext.windowrules import is_exact_origin
+    from pagecontext.windowrules import is_exact_origin, is_full_ipv4
 
     if ":" in host:
         return "an IPv6 address names no origin here: use a host name or an IPv4 address"
-    if not is_exact_origin(f"http://{host}") or "" in host.split("."):
-        return (
-            "not a host name of an exact origin (letters, digits, dots and hyphens, "
-            "not starting or ending with a dot or hyphen, no two dots in a row)"
-        )
-    # A browser writes an IPv4 address in full (127.1, 0x7f.0.0.1 and 2130706433 are all
-    # 127.0.0.1): any other spelling makes an origin no browser sends.
+    if is_exact_origin(f"http://{host}"):
+        return None
+    # Why not (the rule itself is is_exact_origin's).
     last = host.rsplit(".", 1)[-1]
-    if (last.isdigit() or last.startswith("0x")) and not _full_ipv4(host):
+    if (last.isdigit() or last.startswith("0x")) and not is_full_ipv4(host):
         return (
             "an IPv4 address written as a browser writes it, in full: four numbers, "
             "no zero before one"
         )
-    return None
-
-
-def _full_ipv4(host: str) -> bool:
-    import ipaddress
-
-    try:
-        return str(ipaddress.IPv4Address(host)) == host
-    except ValueError:
-        return False
+    return (
+        "not a host name of an exact origin (letters, digits, dots and hyphens, "
+        "not starting or ending with a dot or hyphen, no two dots in a row)"
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,7 @@ NONCE_PREFIX = "#pc-nonce="
 
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 _HOST_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.-"
+_HEX = "0123456789abcdef"
 _DIGITS = "0123456789"
 
 
@@ -96,7 +97,33 @@ def is_exact_origin(origin: object) -> bool:
             return False
     if not host or host[0] in ".-" or host[-1] in ".-":
         return False
-    return all(ch in _HOST_CHARS for ch in host)
+    if not all(ch in _HOST_CHARS for ch in host):
+        return False
+    labels = host.split(".")
+    if "" in labels:
+        return False
+    # A host whose last label is a number is an IPv4 address, which a browser writes in
+    # full (127.1, 0x7f.0.0.1 and 2130706433 are all 127.0.0.1): any other spelling is
+    # an origin no browser sends.
+    last = labels[-1]
+    numeric = all(ch in _DIGITS for ch in last) or (
+        last.startswith("0x") and all(ch in _HEX for ch in last[2:])
+    )
+    return not numeric or is_full_ipv4(host)
+
+
+def is_full_ipv4(host: str) -> bool:
+    """True if `host` is an IPv4 address as a browser writes it: four decimal numbers
+    from 0 to 255, none with a zero before it."""
+    parts = host.split(".")
+    if len(parts) != 4:
+        return False
+    for part in parts:
+        if not part or not all(ch in _DIGITS for ch in part):
+            return False
+        if (part[0] == "0" and part != "0") or int(part) > 255:
+            return False
+    return True
 
 
 def origin_allowed(origin: object, configured: str) -> bool:
