@@ -69,7 +69,7 @@ STEP_TIMEOUT_MS: Final = 30_000
 # After both frames are bound, wait this long so the last long tasks get reported.
 SETTLE_MS: Final = 750
 BOUND = 'html[data-pc-state="bound"]'
-PANEL_IFRAME = "iframe[data-pc-assistant]"
+PANEL_IFRAME = "iframe[data-pc-child]"
 
 Json = dict[str, Any]
 TIMES: Final = ("ready_ms", "bound_ms", "navigation_start_ms", "ready_own_ms", "bound_own_ms")

@@ -167,5 +167,5 @@ def demo(page: Page, origins: Origins) -> Page:
     """The demo page with its assistant panel, both frames bound."""
     page.goto(origins.page + "/")
     wait_bound(page)
-    wait_bound(page.frame_locator("iframe[data-pc-assistant]"))
+    wait_bound(page.frame_locator("iframe[data-pc-child]"))
     return page

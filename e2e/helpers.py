@@ -39,7 +39,7 @@ def document_policy(frames: str, *, workers: str = "'self'") -> str:
 
 def panel(page: Page) -> FrameLocator:
     """The assistant panel of the demo page."""
-    return page.frame_locator("iframe[data-pc-assistant]")
+    return page.frame_locator("iframe[data-pc-child]")
 
 
 def select_and_ask(page: Page | FrameLocator, ref: str) -> None:
@@ -280,7 +280,7 @@ def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
     """Point the demo's panel frame at `url` (on the assistant's origin), reload it, wait
     until the page binds it as connection `connection`, and return it."""
     page.evaluate(
-        "url => document.querySelector('[data-pc-assistant]').setAttribute('data-pc-src', url)",
+        "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
         url,
     )
     page.frames[1].evaluate("location.reload()")

@@ -219,7 +219,7 @@ def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
     channel keeps working."""
     demo.evaluate(
         """(origins) => {
-          const source = document.querySelector("iframe[data-pc-assistant]").contentWindow;
+          const source = document.querySelector("iframe[data-pc-child]").contentWindow;
           for (const origin of origins) {
             const data = {protocol: "pagecontext", version: 1, type: "ready", role: "assistant"};
             window.dispatchEvent(new MessageEvent("message", {data, origin, source}));
@@ -276,14 +276,14 @@ def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: 
     expect(html(demo)).to_have_attribute("data-pc-state", "ready")
     select_and_ask(demo, ROW)
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
-    newcomer = demo.frame_locator("iframe[data-pc-assistant]")
+    newcomer = demo.frame_locator("iframe[data-pc-child]")
     # A checkpoint any leak would come before: the page's worker answers a diagnostics
     # request only after the select and the share sent before it (and what they made
     # the edge do), then the page's own window message reaches the newcomer after
     # anything the page posted to it earlier.
     diagnose_now(demo)
     demo.evaluate(
-        """() => document.querySelector('iframe[data-pc-assistant]')
+        """() => document.querySelector('iframe[data-pc-child]')
              .contentWindow.postMessage('checkpoint', '*')"""
     )
     expect(html(newcomer)).to_have_attribute("data-received", "1")
@@ -306,7 +306,7 @@ def test_a_lookalike_origin_never_binds(demo: Page, origins: Origins) -> None:
     )
     with serve_in_thread([(create_assistant_app(config), config.assistant_port)]):
         demo.evaluate(
-            "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }",
+            "url => { document.querySelector('iframe[data-pc-child]').src = url; }",
             config.assistant_origin + "/assistant.html",
         )
         expect(html(demo)).to_have_attribute(
@@ -337,7 +337,7 @@ def test_window_messages_after_binding_are_ignored(demo: Page, origins: Origins)
         [origins.page, context, command],
     )
     demo.evaluate(
-        """([origin, a]) => document.querySelector('iframe[data-pc-assistant]')
+        """([origin, a]) => document.querySelector('iframe[data-pc-child]')
              .contentWindow.postMessage(a, origin)""",
         [origins.assistant, context],
     )
@@ -357,7 +357,7 @@ def test_a_null_source_or_a_detached_frame_never_matches(demo: Page, origins: Or
         new MessageEvent('message', {data, origin, source: null}))"""
     demo.evaluate(script, [origins.assistant, ready])
     expect(html(demo)).to_have_attribute("data-pc-rejected-source", "1")
-    demo.evaluate("document.querySelector('iframe[data-pc-assistant]').remove()")
+    demo.evaluate("document.querySelector('iframe[data-pc-child]').remove()")
     demo.evaluate(script, [origins.assistant, ready])
     expect(html(demo)).to_have_attribute("data-pc-rejected-source", "2")
     expect(html(demo)).to_have_attribute("data-pc-connection", "1")
@@ -402,16 +402,14 @@ def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
     nonce in its URL (a replay) binds only after yet another fresh nonce."""
     page.goto(sandboxed_origins.page + "/")
     wait_bound(page)
-    frame = page.locator("iframe[data-pc-assistant]")
+    frame = page.locator("iframe[data-pc-child]")
     first = frame.get_attribute("src") or ""
     page.frames[1].evaluate("location.reload()")
     wait_bound(page, connection=2)
     second = frame.get_attribute("src") or ""
     assert second.split("#pc-nonce=")[1] != first.split("#pc-nonce=")[1]
 
-    page.evaluate(
-        "url => { document.querySelector('iframe[data-pc-assistant]').src = url; }", second
-    )
+    page.evaluate("url => { document.querySelector('iframe[data-pc-child]').src = url; }", second)
     wait_bound(page, connection=3)
     third = frame.get_attribute("src") or ""
     assert len({first, second, third}) == 3
@@ -427,7 +425,7 @@ def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Or
     """Once bound, the page points its assistant frame's data-pc-src at another origin,
     and the assistant reloads: the page does not load that origin with a fresh nonce (in
     an opaque-origin frame it would bind it); it refuses and counts it, loudly."""
-    frame = demo.locator("iframe[data-pc-assistant]")
+    frame = demo.locator("iframe[data-pc-child]")
     elsewhere = origins.third + "/e2e/attacker.html"
     frame.evaluate("(element, url) => element.setAttribute('data-pc-src', url)", elsewhere)
     errors: list[str] = []
@@ -749,7 +747,7 @@ def test_a_page_restored_from_the_back_forward_cache_stays_bound_and_works(
         select_and_ask(page, ROW)
         assistant.wait_for(f'[data-pc-chip="{ROW}"]')
         # A user's click (trusted), at the button's place in the page.
-        frame_box = page.locator("iframe[data-pc-assistant]").bounding_box()
+        frame_box = page.locator("iframe[data-pc-child]").bounding_box()
         assert frame_box is not None
         x, y = assistant.center("[data-pc-show]")
         page.mouse.click(frame_box["x"] + x, frame_box["y"] + y)

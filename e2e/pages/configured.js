@@ -7,7 +7,6 @@ document.getElementById("pc-config").textContent = query.get("config") || "";
 if (query.get("frame") === "1") {
   const frame = document.createElement("iframe");
   frame.setAttribute("data-pc-child", "");
-  frame.setAttribute("data-pc-assistant", "");
   frame.title = "AI assistant";
   if (query.get("src") === "1") frame.src = JSON.parse(query.get("config")).childUrl;
   document.body.append(frame);

@@ -53,7 +53,6 @@ async function showSales() {
   view.replaceChildren(...salesView());
   const frame = document.createElement("iframe");
   frame.title = "AI assistant";
-  frame.dataset.pcAssistant = "";
   frame.dataset.pcChild = "";
   panel.replaceChildren(frame);
   embed = mount({ role: "page", peerOrigin: assistantOrigin, childUrl: `${assistantOrigin}/assistant.html` });
