@@ -4,6 +4,7 @@ or worker, and the policy refuses what it names (eval, blob: workers, foreign fr
 
 from __future__ import annotations
 
+import re
 import urllib.request
 
 import pytest
@@ -121,6 +122,22 @@ def test_a_script_in_the_page_can_neither_write_markup_nor_start_a_script(
         directives = [v.split()[0] for v in frame.evaluate("window.__cspViolations")]
         assert directives == ["require-trusted-types-for"] * 2 + ["trusted-types"] * 2
     assert len(workers) == 2
+
+
+def test_a_single_page_app_has_pagecontexts_policy_name_before_it_mounts(
+    page: Page, origins: Origins
+) -> None:
+    """A single-page app that imports the boot script as it loads and mounts the embed
+    later (its route): the policy name is taken when the module loads, so a script that
+    runs before the mount cannot make a `pagecontext` policy that writes markup."""
+    page.goto(origins.page + "/examples/spa.html")
+    expect(html(page)).to_have_attribute("data-spa-route", "home")
+    expect(html(page)).not_to_have_attribute("data-pc-state", re.compile(".*"))
+    taken = page.evaluate(
+        """() => { try { trustedTypes.createPolicy("pagecontext", { createHTML: (s) => s });
+                         return false; } catch { return true; } }"""
+    )
+    assert taken is True
 
 
 def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(

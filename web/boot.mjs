@@ -199,25 +199,29 @@ function workerScriptURL() {
 // A page that enforces Trusted Types (its policy says `require-trusted-types-for
 // 'script'`) lets a script start a worker only from a TrustedScriptURL, which only a
 // policy the page allows by name can make. pagecontext's policy is named "pagecontext"
-// and makes one URL: its worker's, refusing any other. Made once per document, when the
-// browser has Trusted Types; `null` when the page's `trusted-types` directive does not
-// allow the name (then the worker starts from the plain URL, which only a page that does
-// not enforce Trusted Types accepts).
-let scriptURLPolicy;
+// and makes one URL: its worker's, refusing any other. Made once per document, as this
+// module loads (a single-page app that mounts later has the name taken from then on,
+// not by whichever script asks first), when the browser has Trusted Types; `null` when
+// the page's `trusted-types` directive does not allow the name, or a script that ran
+// before this module took it (then the worker starts from the plain URL, which only a
+// page that does not enforce Trusted Types accepts).
+const scriptURLPolicy = makeScriptURLPolicy();
+
+function makeScriptURLPolicy() {
+  try {
+    return globalThis.trustedTypes?.createPolicy("pagecontext", {
+      createScriptURL: (given) => {
+        if (given !== workerScriptURL()) throw new TypeError(`pagecontext: not the worker's URL: ${given}`);
+        return given;
+      },
+    }) ?? null;
+  } catch {
+    return null; // the page's trusted-types directive does not name "pagecontext"
+  }
+}
 
 function trustedWorkerURL() {
   const url = workerScriptURL();
-  if (scriptURLPolicy === undefined) {
-    scriptURLPolicy = null;
-    try {
-      scriptURLPolicy = globalThis.trustedTypes?.createPolicy("pagecontext", {
-        createScriptURL: (given) => {
-          if (given !== workerScriptURL()) throw new TypeError(`pagecontext: not the worker's URL: ${given}`);
-          return given;
-        },
-      }) ?? null;
-    } catch { /* the page's trusted-types directive does not name "pagecontext" */ }
-  }
   return scriptURLPolicy ? scriptURLPolicy.createScriptURL(url) : url;
 }
 
