@@ -210,6 +210,25 @@ def test_a_request_for_the_runtime_with_another_key_is_the_edges_to_refuse(
     expect(html(child)).to_have_attribute("data-offers", "[2]")
 
 
+def test_a_first_port_message_that_is_not_plain_data_closes_the_handshake(
+    demo: Page, origins: Origins
+) -> None:
+    """A child whose first message on the port is not plain data (a Map), then its
+    `connected`: the page's handshake refuses the first as it refuses any message that is
+    not a valid `connected`, and closes the port, rather than count it and wait on: the
+    `connected` after it binds nothing."""
+    scripted = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}&first=map"
+    demo.evaluate(
+        "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
+        scripted,
+    )
+    demo.frames[1].evaluate("location.reload()")
+    expect(html(demo)).to_have_attribute(
+        "data-pc-rejected-handshake-not-connected", "1", timeout=STEP_TIMEOUT_MS
+    )
+    expect(html(demo)).to_have_attribute("data-pc-state", "ready")
+
+
 def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
     demo: Page, origins: Origins
 ) -> None:

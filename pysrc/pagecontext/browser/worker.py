@@ -471,10 +471,16 @@ class WorkerBinding:
                     effects = session.on_port_message(to_plain(item.value))
                 else:
                     self.rejected_plain += 1
-                    if not isinstance(session, PageSession) or item.head is None:
+                    if session.binding is None:
+                        # Not plain data, so not the handshake's next message either: the
+                        # handshake refuses it, as one that does not validate, and closes
+                        # the port (docs/protocol.md 8.12).
+                        effects = session.on_port_message(None)
+                    elif isinstance(session, PageSession) and item.head is not None:
+                        # A command whose messageId can be read is answered `rejected`.
+                        effects = session.on_port_unreadable(to_plain(item.head), item.problem)
+                    else:
                         continue
-                    # A command whose messageId can be read is answered `rejected`.
-                    effects = session.on_port_unreadable(to_plain(item.head), item.problem)
                 self._run(effects)
             except Exception:
                 self.internal_errors += 1
