@@ -250,6 +250,19 @@ def _child_boot(page: Page, origins: Origins, mode: str) -> tuple[dict[str, Any]
     return marks, worker
 
 
+def test_a_child_keeps_a_fragment_that_is_not_a_nonce(page: Page, origins: Origins) -> None:
+    """A child frame loaded with a fragment of its own (a route), not a nonce's: its edge
+    removes only a nonce from the URL, so the fragment is still there once it runs."""
+    page.goto(
+        f"{origins.page}/e2e/runtime-embedder.html?assistant={origins.assistant}"
+        "&mode=silent&hash=/orders"
+    )
+    child = page.frame_locator("iframe")
+    expect(html(child)).to_have_attribute("data-pc-state", "ready", timeout=BOOT_TIMEOUT_MS)
+    frame = next(f for f in page.frames if f.url.startswith(origins.assistant))
+    assert frame.evaluate("() => location.hash") == "#/orders"
+
+
 @pytest.mark.parametrize("mode", ["flipped", "garbage"])
 def test_an_embedders_copy_that_is_not_the_pinned_bytes_is_never_used(
     page: Page, origins: Origins, mode: str

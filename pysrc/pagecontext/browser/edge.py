@@ -53,6 +53,7 @@ from pagecontext.integration import (
 )
 from pagecontext.windowrules import (
     NONCE_BYTES,
+    NONCE_PREFIX,
     child_url,
     connect_message,
     connect_target,
@@ -545,10 +546,11 @@ class Edge:
         self.owner.listen(js.window, "hashchange", self._on_hashchange)
 
     def _take_nonce(self) -> None:
-        """Read the nonce once from the URL, remove it, and announce readiness."""
+        """Read the nonce once from the URL, remove it, and announce readiness. A
+        fragment that is not a nonce's is the page's own, and stays."""
         location = js.window.location
         nonce = read_nonce(location.hash)
-        if location.hash:
+        if str(location.hash).startswith(NONCE_PREFIX):
             js.history.replaceState(js.history.state, "", location.pathname + location.search)
         if nonce is not None:
             self.nonce = nonce
