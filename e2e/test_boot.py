@@ -301,8 +301,14 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
     assert (steps["snapshot-opened"], steps["wasm-opened"]) == ("network", "network")
     assert steps["runtime-loaded"] == "snapshot"
     if mode != "silent":
-        # It told the embedder it no longer waits, so that the embedder closes its end.
+        # It told the embedder it no longer waits as it gave up, before it read the
+        # bundle from its own server, so that the embedder closes its end and sends
+        # nothing more.
         expect(html(page)).to_have_attribute("data-done", "true")
+        done_at = float(html(page).get_attribute("data-done-at") or "inf")
+        origin = float(worker.evaluate("() => performance.timeOrigin"))
+        [[opened_at, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
+        assert done_at < origin + opened_at
     # It did wait (timers never fire early), and gave up on its own timer: the bounds
     # leave a loaded machine seconds of slack, and stay far below the 30 s after which
     # the whole restore would be given up.

@@ -178,7 +178,7 @@ def test_the_page_closes_a_runtime_port_its_child_is_done_with(
     [page_worker] = [w for w in demo.workers if w.url.startswith(origins.page)]
     html(child).evaluate("(_, wants) => window.askRuntime(wants)", ["0" * 64, "done"])
     expect(html(child)).to_have_attribute("data-runtime", re.compile("answers"))
-    closed = json.dumps({"wants": 1, "sent": 0}, separators=(",", ":"))
+    closed = json.dumps({"wants": 1, "answered": 0}, separators=(",", ":"))
     assert page_worker.evaluate(MARKED_WITH, ["pagecontext:runtime-closed", closed])
 
 

@@ -404,6 +404,16 @@ def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_se
     expect(html(demo)).to_have_attribute("data-pc-shared-revision", "1")
     expect(chip).to_have_attribute("data-pc-chip-revision", "1")
     expect(panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_have_count(0)
+    # The same for an object the table does not render (`pagecontext:select`), which
+    # unmarks the row on its way: the row is marked again.
+    demo.evaluate(
+        """() => document.dispatchEvent(new CustomEvent("pagecontext:select", {detail: {
+             componentId: "sales-table", resourceRef: "sales-2099-01-nowhere",
+             values: {region: "x".repeat(1025)}}}))"""
+    )
+    expect(html(demo)).to_have_attribute("data-pc-refused-select", "2")
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
 
 
 def test_a_row_whose_values_are_not_a_json_object_of_scalars_is_not_selected(

@@ -141,6 +141,9 @@ _SPELT = "an IPv4 address written as a browser writes it"
         ("http://2130706433:8000", _SPELT),
         ("https://1.2.3.04", _SPELT),
         ("https://a..example.com", "not a host name of an exact origin"),
+        # What is wrong is said, not the host's rules.
+        ("https://sales.example.com/", "no path or trailing slash"),
+        ("https://Sales.example.com", "lower case"),
         ("http://sales.example.com", "an origin on another machine must be https"),
         ("http://192.168.1.5:8000", "an origin on another machine must be https"),
     ],

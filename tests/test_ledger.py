@@ -130,6 +130,20 @@ def test_a_ui_receipt_before_received_settles_nothing(then: str) -> None:
         assert states(book) == {"received": "rejected", "ui": "rejected"}
 
 
+def test_a_ui_receipt_past_receiveds_deadline_ends_received_first() -> None:
+    """A `ui` receipt that comes while `received` is pending but past its deadline
+    (expire() has not run): `received` ends unconfirmed, and the `ui` receipt is
+    recorded late on the layer that ended with it, never as success."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    clock.advance(3001)
+    late_ui = book.on_receipt(receipt(layer="ui"), 1)
+    assert late_ui is not None
+    assert (late_ui.state, late_ui.late, late_ui.late_status) == ("unconfirmed", True, "applied")
+    assert states(book) == {"received": "unconfirmed", "ui": "unconfirmed"}
+    assert book.next_deadline() is None
+
+
 def test_a_late_received_receipt_ends_the_ui_layer_even_before_expire_runs() -> None:
     """A `received` receipt past its deadline is late, and the `ui` layer ends
     unconfirmed with it, though the ui layer's own deadline is still to come."""

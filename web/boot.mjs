@@ -41,6 +41,15 @@ globalThis.pagecontextHost = {
   runtimeRequest(value) {
     return globalThis.pagecontextHost.flat(value) === RUNTIME_REQUEST;
   },
+  // Whether `element` is drawn where the user could see it: it has a box, and neither
+  // `visibility: hidden` nor `opacity: 0` on it or an ancestor. A browser without
+  // `checkVisibility` is asked for the box only; the options are named both ways
+  // browsers have named them.
+  seen(element) {
+    if (!element.getClientRects().length) return false;
+    if (typeof element.checkVisibility !== "function") return true;
+    return element.checkVisibility({ visibilityProperty: true, opacityProperty: true, checkVisibilityCSS: true, checkOpacity: true });
+  },
   // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
   // an infinity), which JSON.stringify would write as null.
   detail(value) {

@@ -15,7 +15,7 @@
 // installed file that the bundle leaves out (see lazyFile in snapshot.mjs). Between the
 // frames (peerCopies, sendRuntime): runtime-offered and peer-offered or peer-silent in a
 // child's worker, runtime-wanted and runtime-closed (a port done with: how many wants
-// came on it, how many files were sent) in an embedder's;
+// came on it, how many of its files were answered) in an embedder's;
 // cache-refused and peer-refused (the URL) for a copy that is not the pinned one.
 performance.mark("pagecontext:worker-start");
 // The runtime's files between the two frames' workers (docs/architecture.md, "One
@@ -290,7 +290,8 @@ function cacheCopies(cache) {
 // when a file's bytes have not come PEER_QUIET_MS after its want or after the last
 // `coming` whose `read` grew (an embedder still downloading on a slow link; each such
 // `coming` is also progress for this worker's own restore: withStallLimit), and never
-// later than PEER_LONGEST_MS after its want. close() tells the embedder it is done
+// later than PEER_LONGEST_MS after its want: then it is done with the embedder for this
+// boot, and asks it for nothing more. close() tells the embedder it is done
 // ({done: true}), then drops the port and whatever came on it unused.
 const PEER_OFFER_MS = 500;
 const PEER_QUIET_MS = 10_000;
@@ -309,6 +310,7 @@ function peerCopies(port) {
   // SHA-256 offered -> null until asked for, then its wait: {resolve(ArrayBuffer or
   // null), coming(read)}. Asked for once: a file's entry is gone once it is answered.
   const wants = new Map();
+  let closed = false;
   port.onmessage = ({ data }) => {
     if (data === null || typeof data !== "object") return;
     if (Array.isArray(data.offer)) {
@@ -337,7 +339,9 @@ function peerCopies(port) {
       const quiet = () => {
         clearTimeout(timer);
         const left = Math.min(PEER_QUIET_MS, since + PEER_LONGEST_MS - performance.now());
-        timer = setTimeout(() => wait.resolve(null), left);
+        // Given up: this boot is done with the embedder (which would still send this
+        // file, and for which the other one would be waited for as long).
+        timer = setTimeout(close, left);
       };
       const wait = {
         resolve(bytes) {
@@ -382,15 +386,18 @@ function peerCopies(port) {
       }));
     },
     async delete() {},
-    close() {
-      clearTimeout(silent);
-      offered();
-      port.onmessage = null;
-      doneWith(port);
-      for (const wait of [...wants.values()]) wait?.resolve(null);
-      wants.clear();
-    },
+    close,
   };
+  function close() {
+    if (closed) return;
+    closed = true;
+    clearTimeout(silent);
+    offered();
+    port.onmessage = null;
+    doneWith(port);
+    for (const wait of [...wants.values()]) wait?.resolve(null);
+    wants.clear();
+  }
 }
 
 // The body of the first copy of `url` among `copies` whose bytes are the ones
@@ -427,7 +434,7 @@ async function snapshotCache() {
 // download the same files beside it. From the Cache API where its boot kept them, else
 // from its server (the HTTP cache). Each of the two is sent once per port; any other
 // want (another file, one asked again) is answered with bytes null at once, so that the
-// child never waits for it. The port is closed (`runtime-closed`: {wants, sent}) once both files are
+// child never waits for it. The port is closed (`runtime-closed`: {wants, answered}) once both files are
 // answered, or when the child says it is done with it ({done: true}: it has what it
 // needs, or gave up waiting), whatever it asked for: nothing is then read or sent for
 // it. Nothing else is sent: the child checks each file against its own pins.
@@ -441,7 +448,7 @@ function sendRuntime(port) {
     open = false;
     port.onmessage = null;
     port.close();
-    mark("runtime-closed", { wants, sent: answered });
+    mark("runtime-closed", { wants, answered });
   };
   port.onmessage = async ({ data }) => {
     if (data === null || typeof data !== "object") return;

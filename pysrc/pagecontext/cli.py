@@ -106,7 +106,11 @@ def _origin(text: str) -> str:
                 f"{text!r} names its scheme's default port: write it without the "
                 f"port, {scheme}://{host}, as browsers do"
             )
-        problem = _host_problem(host) if scheme in _DEFAULT_PORTS else None
+        # The host's own problem, when that is all that is wrong with the text (not a
+        # path, a trailing slash, upper case, user info).
+        shaped = scheme in _DEFAULT_PORTS and host == host.lower()
+        shaped = shaped and not any(mark in rest for mark in "/?#@")
+        problem = _host_problem(host) if shaped else None
         if problem is not None:
             raise argparse.ArgumentTypeError(f"{text!r}: {problem}")
         raise argparse.ArgumentTypeError(

@@ -255,6 +255,8 @@ class Edge:
         self.child_timer: int | None = None
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
+        # The (componentId, resourceRef) of the last selection sent to the worker.
+        self.selecting: tuple[str, str] | None = None
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.generations: dict[str, int] = {}  # componentId -> generation last reported
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
@@ -843,6 +845,7 @@ class Edge:
         for name in given:
             values[name] = given[name]
         self._mark_selected(row)
+        self.selecting = (component_id, ref)
         self._selection_changed(
             {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
         )
@@ -856,12 +859,11 @@ class Edge:
             element.setAttribute("aria-selected", "true")
 
     def _selection_refused(self, message: dict[str, Any]) -> None:
-        """The core refused a selection this edge marked: the object selected before it
-        is marked again (none if none was), unless the user has selected another since."""
-        refused = self.registry.get(str(message.get("componentId")), {}).get(
-            str(message.get("resourceRef"))
-        )
-        if self.selected is None or self.selected != refused:
+        """The core refused the selection this edge sent last: the object selected before
+        it is marked again (none if none was, or if it is not rendered). Nothing if the
+        user has selected another since."""
+        refused = (message.get("componentId"), message.get("resourceRef"))
+        if refused != self.selecting:
             return
         current = message.get("current")
         kept = None
@@ -913,6 +915,7 @@ class Edge:
         """`pagecontext:clear`: the user cleared the selection (shared at once with
         `share: "select"`, else on the next "Ask AI")."""
         self._mark_selected(None)
+        self.selecting = None
         self._selection_changed({"kind": "clear"})
 
     def _apply(self, message: dict[str, Any]) -> None:
@@ -991,10 +994,7 @@ class Edge:
         if (
             element is None
             or not _shows_object(component, element, str(ref))
-            or not element.getClientRects().length
-            or not element.checkVisibility(
-                to_js({"visibilityProperty": True, "opacityProperty": True})
-            )
+            or not self.host.seen(element)
         ):
             self._ui_done(command_id, "not-found", "not-rendered")
             return
