@@ -37,6 +37,7 @@ from pagecontext.agui import (
     ToolCallError,
     VerifierState,
     paired_surrogates,
+    paired_throughout,
 )
 from pagecontext.errors import LocalProtocolError
 from pagecontext.models import Quantity, Target
@@ -540,3 +541,17 @@ def test_paired_surrogates_on_a_character_cut_in_two_and_stray_halves() -> None:
         "up \U0001f4c8 then \ufffd\ufffd and \ufffd"
     )
     assert paired_surrogates("plain ascii, é, \U0001f4c8") == "plain ascii, é, \U0001f4c8"
+
+
+def test_paired_throughout_reaches_every_string_of_a_saved_state() -> None:
+    """A saved state read back with half a character in its keys, nested strings and
+    lists: each becomes U+FFFD, the rest is kept as it was, and the whole is JSON again."""
+    saved = json.loads(
+        '{"composer": {"log": [{"question": "why \\ud83d", "n": 1, "ok": true}]},'
+        ' "k\\udcc8": ["\\ud83d\\udcc8", null, 2.5]}'
+    )
+    assert paired_throughout(saved) == {
+        "composer": {"log": [{"question": "why \ufffd", "n": 1, "ok": True}]},
+        "k\ufffd": ["\U0001f4c8", None, 2.5],
+    }
+    json.dumps(paired_throughout(saved), ensure_ascii=False).encode("utf-8")

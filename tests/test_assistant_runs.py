@@ -22,7 +22,15 @@ from pagecontext.selection_items import REFERENCE_TYPE, SNAPSHOT_TYPE
 from pagecontext.server import access
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.data import query_sales
-from pagecontext.session import MAX_FOLLOW_UPS, ActionRequest, Effect, StartRun, ToEdge
+from pagecontext.session import (
+    ACTION_DEADLINES_MS,
+    ACTION_TIMEOUT_MS,
+    MAX_FOLLOW_UPS,
+    ActionRequest,
+    Effect,
+    StartRun,
+    ToEdge,
+)
 from pagecontext.testing import ChannelPair
 
 NORTH_MARCH = "sales-2026-03-north"
@@ -117,19 +125,29 @@ def requests_in(effects: list[Effect]) -> list[ActionRequest]:
     return [effect for effect in effects if isinstance(effect, ActionRequest)]
 
 
-def confirmed(pair: ChannelPair, page: TestClient, action_id: str) -> ActionRequest:
-    """Confirm the action and answer its confirmation step; return the execute request,
-    not yet sent."""
+def confirmed(
+    pair: ChannelPair, page: TestClient, action_id: str, after_ms: int = 0
+) -> ActionRequest:
+    """Confirm the action and answer its confirmation step (`after_ms` later); return the
+    execute request, not yet sent."""
     [confirm] = requests_in(pair.assistant.confirm_action(action_id))
+    pair.clock.advance(after_ms)
     status, body = call_api(page, confirm, ANA)
     [execute] = requests_in(pair.assistant.on_action_answer(action_id, "confirm", status, body))
     return execute
 
 
 def past_the_deadline(pair: ChannelPair) -> None:
-    """Move past the business layer's deadline (10 s) and let the session see it."""
-    pair.clock.advance(10_001)
+    """Move past the business layer's deadline (from its request) and let the session
+    see it, with no word from the request itself (its worker held up, say)."""
+    pair.clock.advance(ACTION_DEADLINES_MS["business"] + 1)
     pair.run("assistant", pair.assistant.tick())
+
+
+def timed_out(pair: ChannelPair, action_id: str) -> None:
+    """The flag request got no answer in its time: the worker ends it as `timeout`."""
+    pair.clock.advance(ACTION_TIMEOUT_MS)
+    pair.run("assistant", pair.assistant.on_action_failed(action_id, "execute", "timeout"))
 
 
 def run_action(
@@ -187,6 +205,22 @@ def test_a_second_question_waits_for_the_running_answer(origins: Origins, db: Pa
     assert pair.last_edge("assistant", "state")["answering"] is not None
     with pytest.raises(ValueError, match="still running"):
         pair.assistant.ask("And this?", at=AT, shown=pair.assistant.shown_chip)
+
+
+def test_half_a_character_in_a_question_does_not_stop_the_conversation(
+    origins: Origins, db: Path
+) -> None:
+    """A question holding a lone surrogate (half a character, which a JavaScript string
+    may hold) is sent with U+FFFD in its place: every later run, which carries it, is
+    JSON the agent reads, and the next question is answered."""
+    _, assistant = origins
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    stream_answer(pair, assistant, ask(pair, "Why \ud83d so high?"))
+    assert log(pair, "question")[-1]["question"] == "Why \ufffd so high?"
+    assert answer(pair)["state"] == "done"
+    stream_answer(pair, assistant, ask(pair, "And the month before?"))
+    assert answer(pair)["state"] == "done"
 
 
 # --- the answer, its tool calls and their receipts ------------------------------------------
@@ -609,7 +643,7 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     if server_acted:
         assert call_api(page, execute, ANA)[0] == 201  # the answer never reached the panel
     assert pair.assistant.check_action(proposal["id"]) == []  # not unconfirmed yet
-    past_the_deadline(pair)
+    timed_out(pair, proposal["id"])
     [check] = pair.assistant.check_action(proposal["id"])
     assert isinstance(check, ActionRequest)
     assert (check.step, check.body) == ("check", None)
@@ -635,8 +669,8 @@ def test_checking_an_unconfirmed_flag_finds_only_the_flag_of_that_action(
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
-    confirmed(pair, page, proposal["id"])  # its execute request is never sent
-    past_the_deadline(pair)
+    confirmed(pair, page, proposal["id"])  # its execute request never reaches the server
+    timed_out(pair, proposal["id"])
     pair.assistant.composer.record_action(
         "again", action="flag", resource_ref=NORTH_MARCH, note=None, task_id=proposal["taskId"]
     )
@@ -661,6 +695,37 @@ def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins,
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late) == ("unconfirmed", False)
     assert len(pair.assistant.check_action(proposal["id"])) == 1
+
+
+def test_a_confirmation_that_comes_after_3_s_is_used(origins: Origins, db: Path) -> None:
+    """The server issues the confirmation 3.5 s after the user confirmed (within its
+    request's 10 s): the flag request is sent, and its 201 makes the action applied."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"], after_ms=3500)
+    status, body = call_api(page, execute, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "execute", status, body)
+    assert layers(pair, proposal["id"]) == {"received": "applied", "business": "applied"}
+
+
+def test_the_flag_request_has_its_own_time_and_no_check_runs_beside_it(
+    origins: Origins, db: Path
+) -> None:
+    """The confirmation took 2 s, the flag request 9.9 s more: the business layer counts
+    from its own request, so it is still pending, no check is offered meanwhile (its
+    answer could contradict the request's), and the 201 makes it applied."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"], after_ms=2000)
+    pair.clock.advance(9900)
+    pair.run("assistant", pair.assistant.tick())
+    assert layers(pair, proposal["id"])["business"] == "pending"
+    assert pair.assistant.check_action(proposal["id"]) == []
+    status, body = call_api(page, execute, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "execute", status, body)
+    assert layers(pair, proposal["id"])["business"] == "applied"
 
 
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:

@@ -1376,6 +1376,20 @@ def test_a_selection_whose_context_the_assistant_would_refuse_is_refused_on_the_
     assert (pinned.selection_revision, pinned.selection.resource_ref) == (revision, "row:2")
 
 
+def test_a_selection_holding_half_a_character_is_refused_on_the_page() -> None:
+    """A value with a lone surrogate (which a JavaScript string may hold) is no JSON
+    the assistant reads: the selection is refused (`select-refused`), not an internal
+    error, and the one before it stays."""
+    pair = ChannelPair()
+    render_orders(pair)
+    revision = select(pair)
+    effects = pair.page.on_select("orders", "row:1", {"amount": 7, "status": "ab\ud83d"})
+    [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
+    assert refused["kind"] == "select-refused"
+    assert "half a character" in str(refused["reason"])
+    assert pair.page.tracker.latest_revision == revision
+
+
 def test_a_selection_at_the_limits_is_taken_and_committed() -> None:
     """A value of exactly 1,024 characters and a resourceRef of 256: within the limits,
     the selection is taken and the assistant commits it."""

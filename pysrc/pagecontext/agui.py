@@ -105,6 +105,7 @@ __all__ = [
     "context_tool_call",
     "page_tools",
     "paired_surrogates",
+    "paired_throughout",
     "parse_event",
     "read_authorization",
     "read_task_context",
@@ -475,6 +476,19 @@ def paired_surrogates(text: str) -> str:
     snapshot leaves out: the codec would be read from the standard library's archive,
     downloaded for it, the first time an answer cuts a character in two."""
     return _SURROGATES.sub(_joined, text)
+
+
+def paired_throughout(value: object) -> object:
+    """JSON data `value` with `paired_surrogates` applied to every string in it, keys
+    included: JSON read from outside (a request's body, a state the browser's storage
+    gave back) that escaped a lone surrogate can then be written as JSON and UTF-8."""
+    if isinstance(value, str):
+        return paired_surrogates(value)
+    if isinstance(value, list):
+        return [paired_throughout(item) for item in value]
+    if isinstance(value, dict):
+        return {paired_surrogates(str(key)): paired_throughout(item) for key, item in value.items()}
+    return value
 
 
 def parse_event(data: str) -> BaseEvent:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from pagecontext.agui import ContextToolCall
+from pagecontext.agui import ContextToolCall, paired_surrogates
 from pagecontext.block import TRUSTED_TAG, safe_json
 from pagecontext.budget import DEFAULT_BUDGET, Budget, fit_block
 from pagecontext.conversation import (
@@ -239,10 +239,12 @@ class Composer:
     def send(self, question: str, *, entry_id: str, at: str) -> str:
         """Record the question as sent to the current task; return the text sent.
 
-        The log holds the text, so a follow-up does not resend the items it carried.
+        The log holds the text, so a follow-up does not resend the items it carried. A
+        lone surrogate (half a character, which JavaScript strings may hold) becomes
+        U+FFFD: the question goes into every later run's JSON, which cannot carry one.
         Raises ValueError for an empty question or one over MAX_QUESTION_CHARS.
         """
-        question = question.strip()
+        question = paired_surrogates(question.strip())
         if not question or len(question) > MAX_QUESTION_CHARS:
             raise ValueError(f"a question has 1 to {MAX_QUESTION_CHARS} characters")
         text, history = self._compose(question)

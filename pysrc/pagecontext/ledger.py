@@ -18,7 +18,7 @@ conversation: the deadline checks look only at the commands still pending, and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from types import MappingProxyType
 from typing import Final, Literal
@@ -61,6 +61,9 @@ class _Entry:
     connection_id: int
     sent_at: float
     layers: dict[LayerName, LayerRecord]
+    deadlines_ms: Mapping[str, float]
+    # A layer whose request went out after the command's (`start`): when it did.
+    started: dict[LayerName, float] = field(default_factory=dict)
 
 
 _PENDING = LayerRecord(state="pending")
@@ -105,25 +108,38 @@ class ReceiptLedger:
         command_id: str,
         connection_id: int,
         layers: Sequence[LayerName] = ("received", "ui"),
+        deadlines_ms: Mapping[str, float] | None = None,
     ) -> None:
-        """Record a command as sent now on `connection_id`, every layer pending.
+        """Record a command as sent now on `connection_id`, every layer pending, with the
+        ledger's deadlines or its own (`deadlines_ms`, per layer).
 
         Raises LocalProtocolError for a command id already recorded or a layer with no
         deadline.
         """
         if command_id in self._entries:
             raise LocalProtocolError(f"can't record command {command_id!r}: already recorded")
-        missing = [layer for layer in layers if layer not in self._deadlines_ms]
+        deadlines = self._deadlines_ms if deadlines_ms is None else deadlines_ms
+        missing = [layer for layer in layers if layer not in deadlines]
         if missing:
             raise LocalProtocolError(f"can't record command {command_id!r}: no deadline {missing}")
         self._entries[command_id] = _Entry(
             connection_id=connection_id,
             sent_at=self._clock(),
             layers=dict.fromkeys(layers, _PENDING),
+            deadlines_ms=deadlines,
         )
         self._pending[command_id] = None
         self._changed[command_id] = None
         self._forget_oldest()
+
+    def start(self, command_id: str, layer: LayerName) -> None:
+        """The request that settles `layer` of `command_id` went out now, after the
+        command's own (a business action's second step): its deadline counts from now.
+        Nothing for an unknown command or a layer that is not pending."""
+        entry = self._entries.get(command_id)
+        if entry is None or entry.layers.get(layer) != _PENDING:
+            return
+        entry.started[layer] = self._clock()
 
     def _forget_oldest(self) -> None:
         """Forget the oldest settled commands past the capacity (pending ones stay)."""
@@ -281,5 +297,6 @@ class ReceiptLedger:
         ]
         return min(deadlines, default=None)
 
-    def _deadline(self, entry: _Entry, layer: LayerName) -> float:
-        return entry.sent_at + self._deadlines_ms[layer]
+    @staticmethod
+    def _deadline(entry: _Entry, layer: LayerName) -> float:
+        return entry.started.get(layer, entry.sent_at) + entry.deadlines_ms[layer]

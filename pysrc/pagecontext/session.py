@@ -28,6 +28,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Final, Literal
 from urllib.parse import urlencode
 
@@ -389,6 +390,16 @@ def _type_of(raw: object) -> object:
     return raw.get("type") if isinstance(raw, dict) else None
 
 
+# A request to the action API gets this long (the worker ends it then, as `timeout`).
+ACTION_TIMEOUT_MS: Final = 10_000
+# A business action's layers: each counts from its own request, and outlasts that
+# request's timeout, so that a request still on its way is never judged unconfirmed
+# (and the user offered a check the request's answer could then contradict).
+ACTION_DEADLINES_MS: Final = MappingProxyType(
+    {"received": ACTION_TIMEOUT_MS + 1000, "business": ACTION_TIMEOUT_MS + 1000}
+)
+
+
 # How many applied commands may wait for their `ui` receipt at once (as many as the
 # resolver remembers receipts for).
 UI_PENDING_MAX = 1024
@@ -503,7 +514,14 @@ class PageSession:
             selection_revision=MAX_SAFE_INTEGER,
             selection=self.tracker.shareable(selection),
         )
-        text = message.model_dump_json()
+        try:
+            text = message.model_dump_json()
+        except ValueError:
+            # A lone surrogate (half a character) in a value: no JSON text carries it.
+            raise LocalProtocolError(
+                "can't select: a value holds half a character (a lone surrogate),"
+                " which no JSON the assistant reads can carry"
+            ) from None
         if parse_context_json(text) is not None:
             return
         try:
@@ -740,6 +758,8 @@ class AssistantSession:
         self.conversation_id = conversation_id
         self.receiver = ContextReceiver(limits=limits)
         self.ledger = ReceiptLedger(clock=clock)
+        # Business actions whose confirmation or flag request has not ended.
+        self._in_flight: set[str] = set()
         self._conn = _Connection(role="assistant", instance_id=instance_id, new_id=new_id)
         self._new_id = new_id
         self._limits = limits
@@ -1246,7 +1266,8 @@ class AssistantSession:
         if entry is None:
             return []
         self.composer.decide_action(action_id, "confirmed")
-        self.ledger.record(action_id, _NO_CONNECTION, ("received", "business"))
+        self.ledger.record(action_id, _NO_CONNECTION, ("received", "business"), ACTION_DEADLINES_MS)
+        self._in_flight.add(action_id)
         body = {"ref": entry["resourceRef"], "taskId": entry["taskId"]}
         request = ActionRequest(action_id, "confirm", FLAG_CONFIRMATIONS_PATH, _compact(body))
         return [request, _STATE, _PERSIST]
@@ -1265,6 +1286,8 @@ class AssistantSession:
             return []
         if entry.get("kind") != "action" or business.state != "unconfirmed" or business.late:
             return []
+        if action_id in self._in_flight:
+            return []  # its own request may still answer
         query = urlencode(
             {"ref": entry["resourceRef"], "taskId": entry["taskId"], "actionId": action_id}
         )
@@ -1288,6 +1311,8 @@ class AssistantSession:
         layer = _action_layer(step)
         reason = body.get("reason")
         effects: list[Effect] = []
+        if step != "check":
+            self._in_flight.discard(action_id)
         if step == "check":
             listed = body.get("flags")
             if status != 200 or not isinstance(listed, list):
@@ -1315,6 +1340,8 @@ class AssistantSession:
                     "actionId": action_id,
                 }
                 effects.append(ActionRequest(action_id, "execute", FLAG_PATH, _compact(execute)))
+                self.ledger.start(action_id, "business")
+                self._in_flight.add(action_id)
         else:
             record = self.ledger.settle(action_id, layer, "applied", "done")
             flag = body.get("flag")
@@ -1328,6 +1355,8 @@ class AssistantSession:
         """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
         layer is unconfirmed, never success. The server may still have acted."""
         layer = _action_layer(step)
+        if step != "check":
+            self._in_flight.discard(action_id)
         try:
             current = self.ledger.get(action_id)[layer]
         except KeyError:

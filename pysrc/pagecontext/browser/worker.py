@@ -24,12 +24,14 @@ import js
 import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
+from pagecontext.agui import paired_throughout
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY, filters_in_page_order
-from pagecontext.models import Limits, parse_json
+from pagecontext.models import Limits, escapes_surrogate, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
+    ACTION_TIMEOUT_MS,
     INTERNAL_ERROR,
     ActionRequest,
     AssistantSession,
@@ -47,8 +49,6 @@ from pagecontext.session import (
 DIAGNOSTICS_EVERY_MS = 250
 # An answer that has not ended this long after it was asked for is failed as `timeout`.
 RUN_TIMEOUT_MS = 60_000
-# A request to the action API gets this long; its ledger layers have their own deadlines.
-ACTION_TIMEOUT_MS = 10_000
 # The code of an answer asked for with no agent configured (`agentUrl` "").
 NO_AGENT = "no-agent"
 # How much of a refused agent request's body the panel shows, and the types of body it
@@ -155,11 +155,17 @@ async def _cancel(reader: Any) -> None:
 
 
 def _saved_state(text: object) -> dict[str, Any]:
-    """The assistant's saved state from its JSON text; {} if there is none or it is damaged."""
+    """The assistant's saved state from its JSON text; {} if there is none or it is damaged.
+    Half a character (an escaped lone surrogate, which this build never saves) is read as
+    U+FFFD, so that no restored string stops a run's JSON."""
+    if not isinstance(text, str):
+        return {}
     try:
-        saved = parse_json(text) if isinstance(text, str) else {}
+        saved = parse_json(text)
     except ValueError:
         return {}
+    if escapes_surrogate(text):
+        saved = paired_throughout(saved)
     return saved if isinstance(saved, dict) else {}
 
 

@@ -25,7 +25,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pagecontext.agui import paired_surrogates
+from pagecontext.agui import paired_throughout
 from pagecontext.models import escapes_surrogate, parse_json
 
 REFUSED_BODY_HEADERS: Final = {"Connection": "close"}
@@ -103,19 +103,9 @@ def read_json(body: bytes) -> object:
     """Return the JSON value of a request body, read by `pagecontext.models.parse_json`
     (so an escaped lone surrogate, which JavaScript writes for a character cut in two, is
     read like any other text), with every string, keys included, made text that UTF-8
-    carries (`agui.paired_surrogates`: a lone surrogate becomes U+FFFD).
+    carries (`agui.paired_throughout`: a lone surrogate becomes U+FFFD).
     Raises ValueError if it is not JSON, or is nested too deeply."""
     value = parse_json(body)
     if escapes_surrogate(body.decode("utf-8", "replace")):
-        return _utf8_strings(value)
-    return value
-
-
-def _utf8_strings(value: object) -> object:
-    if isinstance(value, str):
-        return paired_surrogates(value)
-    if isinstance(value, list):
-        return [_utf8_strings(item) for item in value]
-    if isinstance(value, dict):
-        return {paired_surrogates(str(key)): _utf8_strings(item) for key, item in value.items()}
+        return paired_throughout(value)
     return value
