@@ -27,11 +27,12 @@ from pagecontext.session import (
     ACTION_TIMEOUT_MS,
     MAX_FOLLOW_UPS,
     ActionRequest,
+    AssistantSession,
     Effect,
     StartRun,
     ToEdge,
 )
-from pagecontext.testing import ChannelPair
+from pagecontext.testing import ChannelPair, counter_ids
 
 NORTH_MARCH = "sales-2026-03-north"
 NORTH_MAY = "sales-2026-05-north"
@@ -726,6 +727,38 @@ def test_the_flag_request_has_its_own_time_and_no_check_runs_beside_it(
     status, body = call_api(page, execute, ANA)
     pair.assistant.on_action_answer(proposal["id"], "execute", status, body)
     assert layers(pair, proposal["id"])["business"] == "applied"
+
+
+def test_a_proposal_confirmed_in_two_tabs_flags_the_row_once(origins: Origins, db: Path) -> None:
+    """A second tab opens from the state the first saved, where the proposal still
+    waits; the user confirms it in the first tab, then in the second: the server makes
+    one flag for the action and answers the second with it (200), and both tabs show the
+    action applied with that flag."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    saved = json.loads(pair.assistant.edge_message("persist")["text"])
+    tab = AssistantSession(
+        instance_id="tab",
+        conversation_id=saved["conversationId"],
+        clock=pair.clock,
+        new_id=counter_ids("tab"),
+    )
+    tab.restore(saved)
+    run_action(pair, page, pair.assistant.confirm_action(proposal["id"]))
+    pending = requests_in(tab.confirm_action(proposal["id"]))
+    statuses = []
+    while pending:
+        request = pending.pop(0)
+        status, body = call_api(page, request, ANA)
+        statuses.append(status)
+        pending += requests_in(tab.on_action_answer(request.action_id, request.step, status, body))
+    assert statuses == [201, 200]
+    [flag] = access.list_flags(db)
+    assert flag["actionId"] == proposal["id"]
+    for session in (pair.assistant, tab):
+        layers_now = {name: r.state for name, r in session.ledger.get(proposal["id"]).items()}
+        assert layers_now == {"received": "applied", "business": "applied"}
 
 
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -360,6 +361,29 @@ def flag(
         headers=headers,
     )
     return response.status_code, response.json()
+
+
+def test_an_action_confirmed_again_gets_the_flag_it_has(api: TestClient) -> None:
+    """The same assistant action (`actionId`) flagged again with a fresh confirmation (its
+    proposal confirmed in a second tab, or again after a reload): 200 with the flag made
+    the first time, and no second flag; another action of the same row and task gets its
+    own."""
+
+    def flag_for(action_id: str) -> tuple[int, dict[str, Any]]:
+        body = {"ref": NORTH_MARCH, "taskId": "task-1", "actionId": action_id}
+        response = api.post(
+            "/api/actions/flag", json={**body, "confirmationToken": confirm(api)}, headers=ANA
+        )
+        return response.status_code, response.json()
+
+    first, made = flag_for("a-1")
+    again, kept = flag_for("a-1")
+    other, own = flag_for("a-2")
+    assert (first, again, other) == (201, 200, 201)
+    assert kept["flag"] == made["flag"]
+    assert own["flag"]["id"] != made["flag"]["id"]
+    listed = api.get(f"/api/actions/flags?ref={NORTH_MARCH}&taskId=task-1", headers=ANA)
+    assert [f["actionId"] for f in listed.json()["flags"]] == ["a-1", "a-2"]
 
 
 @pytest.mark.scenario(8)

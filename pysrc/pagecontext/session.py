@@ -386,6 +386,12 @@ def _take_handshake(
     return effects + read(raw) if unread else effects
 
 
+def _flag_of(body: Mapping[str, object], action_id: str) -> bool:
+    """True if an action API answer holds a flag made for the action `action_id`."""
+    flag = body.get("flag")
+    return isinstance(flag, dict) and flag.get("actionId") == action_id
+
+
 def _type_of(raw: object) -> object:
     return raw.get("type") if isinstance(raw, dict) else None
 
@@ -1324,7 +1330,7 @@ class AssistantSession:
             record = self.ledger.settle(action_id, "business", found, "checked")
             if record is not None and flags:
                 self.composer.action_result(action_id, json.loads(_compact(flags[0])))
-        elif status != 201:
+        elif status != 201 and not (step == "execute" and _flag_of(body, action_id)):
             why = reason if isinstance(reason, str) else f"http-{status}"
             record = self.ledger.settle(action_id, layer, "rejected", why)
         elif step == "confirm":
@@ -1343,6 +1349,8 @@ class AssistantSession:
                 self.ledger.start(action_id, "business")
                 self._in_flight.add(action_id)
         else:
+            # A 201, or the server's 200 with the flag this very action already had (its
+            # proposal confirmed in another tab, say): done, once.
             record = self.ledger.settle(action_id, layer, "applied", "done")
             flag = body.get("flag")
             if record is not None and isinstance(flag, dict):

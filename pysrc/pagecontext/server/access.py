@@ -349,10 +349,18 @@ def record_flag(
     note: str | None,
     at: str,
     action_id: str | None = None,
-) -> FlagRecord:
+) -> tuple[FlagRecord, bool]:
     """Record that `user` flagged `ref` for review in task `task_id` at `at` (for the
-    assistant's action `action_id`, if named); return it."""
+    assistant's action `action_id`, if named); return it, and True. An action of this
+    user's that has its flag already (a proposal confirmed again, in another tab or after
+    a reload) gets no second one: that flag is returned, and False."""
     with _connect(path) as connection:
+        if action_id is not None:
+            # The write lock from here: two requests for one action cannot both find none.
+            connection.execute("BEGIN IMMEDIATE")
+            made = _flags(connection, (("user", user), ("action_id", action_id)))
+            if made:
+                return made[0], False
         cursor = connection.execute(
             "INSERT INTO flags (ref, user, task_id, note, flagged_at, action_id)"
             " VALUES (?, ?, ?, ?, ?, ?)",
@@ -360,7 +368,7 @@ def record_flag(
         )
         flag_id = cursor.lastrowid
     assert flag_id is not None
-    return {
+    record: FlagRecord = {
         "id": flag_id,
         "ref": ref,
         "user": user,
@@ -369,6 +377,7 @@ def record_flag(
         "flaggedAt": at,
         "actionId": action_id,
     }
+    return record, True
 
 
 def list_flags(
@@ -382,12 +391,20 @@ def list_flags(
     """Return the flags recorded, oldest first: every one, or those matching the
     given user, ref, task and action."""
     given = (("user", user), ("ref", ref), ("task_id", task_id), ("action_id", action_id))
+    with _connect(path) as connection:
+        return _flags(connection, given)
+
+
+def _flags(
+    connection: sqlite3.Connection, given: Iterable[tuple[str, str | None]]
+) -> list[FlagRecord]:
+    """The flags whose columns have the values given (None: any), oldest first. The
+    column names come from the callers' literal tuples, never from input."""
     where = [(column, value) for column, value in given if value is not None]
     clause = " AND ".join(f"{column} = ?" for column, _ in where)
     query = "SELECT id, ref, user, task_id, note, flagged_at, action_id FROM flags"
     query += f" WHERE {clause}" if clause else ""
-    with _connect(path) as connection:
-        rows = connection.execute(query + " ORDER BY id", [value for _, value in where]).fetchall()
+    rows = connection.execute(query + " ORDER BY id", [value for _, value in where]).fetchall()
     return [
         {
             "id": row[0],

@@ -341,7 +341,7 @@ class _Api:
             status = 410 if refused.reason == "expired" else 409
             return _error(status, "confirmation-refused", refused.reason)
         try:
-            record = access.record_flag(
+            record, made = access.record_flag(
                 self.db,
                 parsed.ref,
                 binding.user,
@@ -357,7 +357,8 @@ class _Api:
                 with self._confirmations_lock:
                     self.confirmations.refund(spent)
             raise
-        return _ok({"flag": record}, status=201)
+        # 200: the flag this action already had (its proposal confirmed again); no other.
+        return _ok({"flag": record}, status=201 if made else 200)
 
     def flags(self, request: Request, _body: bytes) -> Response:
         """`GET /api/actions/flags?ref=R&taskId=T[&actionId=A]`: the user's own flags of
