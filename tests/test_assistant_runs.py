@@ -145,6 +145,20 @@ def past_the_deadline(pair: ChannelPair) -> None:
     pair.run("assistant", pair.assistant.tick())
 
 
+def reopened(pair: ChannelPair) -> AssistantSession:
+    """The assistant in another document (a second tab, a reload), started from the state
+    this one saved."""
+    saved = json.loads(pair.assistant.edge_message("persist")["text"])
+    session = AssistantSession(
+        instance_id="reopened",
+        conversation_id=saved["conversationId"],
+        clock=pair.clock,
+        new_id=counter_ids("reopened"),
+    )
+    session.restore(saved)
+    return session
+
+
 def timed_out(pair: ChannelPair, action_id: str) -> None:
     """The flag request got no answer in its time: the worker ends it as `timeout`."""
     pair.clock.advance(ACTION_TIMEOUT_MS)
@@ -737,14 +751,7 @@ def test_a_proposal_confirmed_in_two_tabs_flags_the_row_once(origins: Origins, d
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
-    saved = json.loads(pair.assistant.edge_message("persist")["text"])
-    tab = AssistantSession(
-        instance_id="tab",
-        conversation_id=saved["conversationId"],
-        clock=pair.clock,
-        new_id=counter_ids("tab"),
-    )
-    tab.restore(saved)
+    tab = reopened(pair)
     run_action(pair, page, pair.assistant.confirm_action(proposal["id"]))
     pending = requests_in(tab.confirm_action(proposal["id"]))
     statuses = []
@@ -759,6 +766,31 @@ def test_a_proposal_confirmed_in_two_tabs_flags_the_row_once(origins: Origins, d
     for session in (pair.assistant, tab):
         layers_now = {name: r.state for name, r in session.ledger.get(proposal["id"]).items()}
         assert layers_now == {"received": "applied", "business": "applied"}
+
+
+def test_an_action_the_assistant_reloaded_during_can_still_be_checked(
+    origins: Origins, db: Path
+) -> None:
+    """The server flagged the row, and the assistant reloaded before the answer came:
+    the restored action is unconfirmed (`assistant-reloaded`), and Check with the server
+    records what happened, late, once."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"])
+    assert call_api(page, execute, ANA)[0] == 201  # the answer never reaches the panel
+    reloaded = reopened(pair)
+    [check] = reloaded.check_action(proposal["id"])
+    status, body = call_api(page, check, ANA)
+    reloaded.on_action_answer(proposal["id"], "check", status, body)
+    reloaded.state()
+    assert reloaded.composer.entry(proposal["id"], "action")["business"] == {
+        "state": "unconfirmed",
+        "reason": "assistant-reloaded",
+        "late": True,
+        "lateStatus": "applied",
+    }
+    assert reloaded.check_action(proposal["id"]) == []
 
 
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:

@@ -341,8 +341,8 @@ class Composer:
         whose receipts changed) into the log, in one pass.
 
         `views(id)` returns its layers (`received`, `ui`, `business`) as the panel shows
-        them, or {} if the ledger has none yet; restored entries keep what they were
-        saved with.
+        them, or {} if the ledger has none yet; restored commands keep what they were
+        saved with (a restored action the ledger was given back is checked like any).
         """
         if not ids:
             return
@@ -351,7 +351,7 @@ class Composer:
             if (
                 entry_id not in ids
                 or entry["kind"] not in ("command", "action")
-                or entry.get("restored")
+                or (entry.get("restored") and entry["kind"] == "command")
                 or not isinstance(entry_id, str)
             ):
                 continue

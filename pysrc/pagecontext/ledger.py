@@ -132,6 +132,23 @@ class ReceiptLedger:
         self._changed[command_id] = None
         self._forget_oldest()
 
+    def restore(
+        self, command_id: str, connection_id: int, layers: Mapping[LayerName, LayerRecord]
+    ) -> None:
+        """Record a command of an earlier document (a saved conversation) with its layers
+        as they ended, so that what is learned of it later (a business action checked
+        with the server) is recorded as for any other: late, never as success. Nothing
+        for an id already recorded or a layer still pending."""
+        if command_id in self._entries or any(r.state == "pending" for r in layers.values()):
+            return
+        self._entries[command_id] = _Entry(
+            connection_id=connection_id,
+            sent_at=self._clock(),
+            layers=dict(layers),
+            deadlines_ms=self._deadlines_ms,
+        )
+        self._forget_oldest()
+
     def start(self, command_id: str, layer: LayerName) -> None:
         """The request that settles `layer` of `command_id` went out now, after the
         command's own (a business action's second step): its deadline counts from now.

@@ -54,7 +54,7 @@ from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRej
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
 from pagecontext.integration import SAVED_STATE_FORMAT, saved_state_readable
 from pagecontext.items import ContextItem, JsonValue
-from pagecontext.ledger import LayerRecord, LayerState, ReceiptLedger
+from pagecontext.ledger import LayerName, LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
     MAX_SAFE_INTEGER,
@@ -748,6 +748,25 @@ def _record_view(record: LayerRecord | None) -> dict[str, JsonValue] | None:
     }
 
 
+_SETTLED: Final = frozenset(("applied", "stale-context", "not-found", "rejected", "unconfirmed"))
+
+
+def _view_record(view: object) -> LayerRecord | None:
+    """The ledger record a saved layer view (`_record_view`'s) stands for; None if it is
+    not one, or its layer had not ended."""
+    if not isinstance(view, dict):
+        return None
+    state, reason, late = view.get("state"), view.get("reason"), view.get("late", False)
+    late_status = view.get("lateStatus")
+    if state not in _SETTLED or not isinstance(late, bool):
+        return None
+    if not (reason is None or isinstance(reason, str)):
+        return None
+    if not (late_status is None or isinstance(late_status, str)):
+        return None
+    return LayerRecord(state=state, reason=reason, late=late, late_status=late_status)
+
+
 class AssistantSession:
     """The assistant party: commits contexts, pins them, sends commands, keeps receipts."""
 
@@ -1427,6 +1446,7 @@ class AssistantSession:
         composer = saved.get("composer")
         if isinstance(composer, dict):
             self.composer.restore(composer)
+            self._restore_unconfirmed_actions()
         chip = saved.get("pinned")
         if isinstance(chip, dict):
             try:
@@ -1436,6 +1456,25 @@ class AssistantSession:
             if isinstance(message, ContextMessage):
                 self.pinned = message
                 self.pinned_restored = True
+
+    def _restore_unconfirmed_actions(self) -> None:
+        """Put the restored business actions that ended unconfirmed with no later word
+        (the assistant reloaded while one was on its way, say) back in the ledger, so
+        that the user can still check with the server whether they happened."""
+        for entry in self.composer.log:
+            if entry.get("kind") != "action" or not entry.get("restored"):
+                continue
+            received = _view_record(entry.get("received"))
+            business = _view_record(entry.get("business"))
+            entry_id = entry.get("id")
+            if received is None or business is None or not isinstance(entry_id, str):
+                continue
+            if business.state == "unconfirmed" and not business.late:
+                layers: dict[LayerName, LayerRecord] = {
+                    "received": received,
+                    "business": business,
+                }
+                self.ledger.restore(entry_id, _NO_CONNECTION, layers)
 
     def edge_message(self, kind: Literal["state", "persist"]) -> dict[str, object]:
         """Build the message a `Refresh(kind)` effect stands for."""

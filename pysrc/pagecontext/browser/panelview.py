@@ -169,7 +169,7 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
         status.setAttribute("data-pc-action-status", state)
         el.append(status)
         business = entry.get("business") or {}
-        if state == "unconfirmed" and not business.get("late") and not entry.get("restored"):
+        if state == "unconfirmed" and not business.get("late"):
             check = text_element("button", "Check with the server")
             check.setAttribute("type", "button")
             check.setAttribute("data-pc-action-decision", "check")
