@@ -497,15 +497,15 @@ def broken_resource_api(request: pytest.FixtureRequest) -> Iterator[str]:
         server.server_close()
 
 
-def run_error_code(tmp_path: Path, reader: ResourceReader) -> str:
-    """The code of the RUN_ERROR that ends a run whose reads go to `reader`, after
-    RUN_STARTED."""
+def run_error_code(tmp_path: Path, reader: ResourceReader, run_id: str = "run-1") -> str:
+    """The code of the RUN_ERROR that ends a run (`run_id`) whose reads go to `reader`,
+    after RUN_STARTED."""
     (tmp_path / "index.html").write_text("<!doctype html>")
     (tmp_path / "web").mkdir()
     config = ServerConfig(root=tmp_path)
     app = create_assistant_app(config, resource_reader=reader)
     with assistant_client(config, app) as assistant:
-        events = stream(assistant, run_body())
+        events = stream(assistant, {**run_body(), "runId": run_id})
     assert [e.type for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     return str(events[-1].code)  # type: ignore[attr-defined]
 
@@ -528,14 +528,22 @@ def test_the_reader_reads_no_more_than_its_limit(broken_resource_api: str) -> No
         reader("sales-2026-03-north", "Bearer x")
 
 
-def test_any_other_failure_after_run_started_ends_with_a_run_error(tmp_path: Path) -> None:
+def test_any_other_failure_after_run_started_ends_with_a_run_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A read that fails in a way nobody foresaw: RUN_ERROR internal-error, never a
-    dropped stream."""
+    dropped stream; the server's log names the run by the caller's id quoted and cut,
+    so that the id cannot write lines of its own into the log."""
 
     def reader(_ref: str, _authorization: str) -> LiveRead:
         raise RuntimeError("a defect")
 
-    assert run_error_code(tmp_path, reader) == "internal-error"
+    run_id = "run\nFORGED log line " + "x" * 500
+    assert run_error_code(tmp_path, reader, run_id) == "internal-error"
+    [record] = [r for r in caplog.records if "could not answer run" in r.getMessage()]
+    message = record.getMessage()
+    assert "\n" not in message
+    assert len(message) < 200
 
 
 def test_agent_over_real_sockets_reads_the_page_origin_over_http(

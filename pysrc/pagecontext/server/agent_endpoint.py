@@ -245,7 +245,8 @@ def agent_endpoint(
                 return
             except Exception:
                 # A run that started ends with RUN_ERROR, never a dropped stream.
-                _LOG.exception("the agent could not answer run %s", run_input.run_id)
+                # The run's id is the caller's: written quoted and cut, never as given.
+                _LOG.exception("the agent could not answer run %.80r", run_input.run_id)
                 yield run_error("the agent could not answer: an internal error", "internal-error")
                 return
             for event in answered:
