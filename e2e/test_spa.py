@@ -230,6 +230,22 @@ def test_a_refused_config_leaves_nothing_mounted_and_the_next_mount_binds(
         expect(html(page)).not_to_have_attribute(name, re.compile(".*"))
 
 
+def test_mount_says_it_runs_no_apps(page: Page, origins: Origins) -> None:
+    """`apps` given to `mount()`, which only a config block runs: the console says so
+    rather than leave the modules unrun without a word."""
+    page.goto(origins.page + "/examples/spa.html")
+    with page.expect_console_message(lambda m: "does not run config.apps" in m.text) as said:
+        page.evaluate(
+            """async () => {
+                 const { mount, unmount } = await import("/web/boot.mjs");
+                 const loading = mount({ role: "page", apps: ["sales"] });
+                 unmount();
+                 await loading;
+               }"""
+        )
+    assert said.value.type == "warning"
+
+
 def test_an_embed_unmounted_while_it_loads_says_closed(page: Page, origins: Origins) -> None:
     """`unmount()` called while a mount still loads (a route left at once): the mount
     resolves with no edge, and the page says `closed` on `<html>` and in a

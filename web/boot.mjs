@@ -402,6 +402,13 @@ function holdEarlyEvents() {
  * and the handle's `edge` is null.
  */
 export async function mount(config) {
+  if (config?.apps !== undefined) {
+    console.warn("pagecontext: mount() does not run config.apps (only a config block does): a single-page app runs its own code (docs/integration.md)");
+  }
+  return mountConfig(config);
+}
+
+async function mountConfig(config) {
   if (config === null || typeof config !== "object" || Array.isArray(config)) {
     throw new TypeError("pagecontext: mount(config) needs the config object (docs/integration.md)");
   }
@@ -528,7 +535,7 @@ if (block) {
 
 // Mount the config block's `config`, then run the page's own MicroPython apps.
 async function autoMount(config) {
-  await mount(config);
+  await mountConfig(config);
   await nextTask();
   // The page's own MicroPython modules (config.apps), each with an async main().
   // They run even when the edge refused the config (the page works without its
