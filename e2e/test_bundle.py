@@ -124,6 +124,8 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
     assert [name.split("-")[0] for name in web] == ["boot", "snapshot", "styles", "worker"]
     assert all(len(name.split("-")[1].split(".")[0]) == 16 for name in web)
     assert not (bundle.out / "py" / "runtime.json").exists()
+    # What a host answers for a missing file, rather than the business page and 200.
+    assert "Not found" in (bundle.out / "404.html").read_text()
 
 
 def test_the_demo_flow_runs_from_the_bundle(

@@ -185,6 +185,33 @@ def test_build_takes_loopback_origins_over_http_and_others_over_https(
     assert built[1]["assistant_origin"] == "https://assistant.example.com:8443"
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["--page-origin", "https://sales.example.com"],
+        ["--assistant-origin", "https://assistant.example.com"],
+        [
+            "--page-origin",
+            "https://sales.example.com",
+            "--assistant-origin",
+            "http://localhost:8001",
+        ],
+    ],
+)
+def test_build_refuses_one_origin_here_and_the_other_elsewhere(
+    tmp_path: Path,
+    built: list[dict[str, object]],
+    capsys: pytest.CaptureFixture[str],
+    given: list[str],
+) -> None:
+    """One origin given and the other left at its default (this machine's): the bundle's
+    page would frame, and hand the user's selection to, whatever answers on the
+    visitor's own machine. Refused, naming both flags; nothing is built."""
+    assert main(["build", str(tmp_path / "out"), *given]) == 2
+    assert "give --page-origin and --assistant-origin together" in capsys.readouterr().err
+    assert built == []
+
+
 def test_no_agent_builds_an_assistant_whose_agent_url_is_empty(
     tmp_path: Path, built: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -281,6 +308,16 @@ def test_build_never_replaces_a_folder_that_holds_no_bundle(
     web_root.joinpath("_headers").unlink()
     web_root.joinpath("vendor").rmdir()
     web_root.rmdir()
+    # A bundle's files copied into a web root (`cp -r dist/* www/` leaves the hidden
+    # mark behind) beside a page of the site's own: its runtime.json is no mark.
+    copied = tmp_path / "copied"
+    (copied / "py").mkdir(parents=True)
+    (copied / "py" / "runtime.json").write_text('{"pyodide": {}, "snapshot": {}}')
+    (copied / "dashboard.html").write_text("<!doctype html>")
+    assert main(["build", str(copied), "--keep-previous"]) == 1
+    assert "holds no earlier output" in capsys.readouterr().err
+    assert (copied / "dashboard.html").read_text() == "<!doctype html>"
+    shutil.rmtree(copied)
     assert main(["build", str(tmp_path / "notes.txt")]) == 1
     assert "is a file" in capsys.readouterr().err
     assert main(["build", str(ROOT), "--root", str(ROOT)]) == 1

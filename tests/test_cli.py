@@ -250,11 +250,16 @@ def test_a_bad_agent_url_is_a_usage_error(
         "http://",
         "https:///run",
         "http://agents.example/run",  # another machine, in clear text
+        "https://agent.example.com:99999/run",  # no such port
+        "https://agent.example.com:abc/run",
+        "https://agent.example.com:0/run",
+        "https://agent.example.com/run\x00",  # a control character
     ],
 )
 def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
     """ "//host/x" and "/\\host/x" are another host to a browser, not a path on the
-    assistant origin; an http(s) URL names its host, and plain http only this machine's."""
+    assistant origin; an http(s) URL names its host and a port that exists, and plain
+    http only this machine's; no control character is written into a page."""
     with pytest.raises(SystemExit) as caught:
         main(["demo", "--root", str(root), "--agent-url", url])
     assert caught.value.code == 2

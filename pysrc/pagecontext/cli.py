@@ -56,10 +56,12 @@ def _agent_url(text: str) -> str:
     # "/\\host/x", which browsers read the same way.
     path = text.startswith("/") and text[1:2] not in ("/", "\\")
     try:
-        host = urlsplit(text).hostname if absolute else None
+        # `port` raises ValueError for a port that is not a number from 0 to 65535.
+        host = urlsplit(text).hostname if absolute and urlsplit(text).port != 0 else None
     except ValueError:
         host = None
-    if not (path or host) or any(c.isspace() for c in text):
+    printable = all(c.isprintable() and not c.isspace() for c in text)
+    if not (path or host) or not printable:
         raise argparse.ArgumentTypeError(
             f"the agent URL must be an http(s) URL with a host, or a path on the "
             f"assistant origin: {text!r}"
@@ -90,6 +92,13 @@ def _in_clear_text(url: str, host: str | None) -> bool:
     """True if `url`, whose host is `host`, is plain http to another machine than this
     one (not one of _LOOPBACK_HOSTS): what the user's credentials must never cross."""
     return url.startswith("http://") and host not in _LOOPBACK_HOSTS
+
+
+def _on_this_machine(origin: str) -> bool:
+    """True if the exact origin `origin` is one of this machine's (a loopback host)."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(origin).hostname in _LOOPBACK_HOSTS
 
 
 def _origin(text: str) -> str:
@@ -373,6 +382,16 @@ def _build(args: argparse.Namespace) -> int:
 
     if args.page_origin == args.assistant_origin:
         print("pagecontext: the page and the assistant need two origins", file=sys.stderr)
+        return EXIT_USAGE
+    if _on_this_machine(args.page_origin) != _on_this_machine(args.assistant_origin):
+        # One origin given and the other left at its default: a bundle whose page frames
+        # (and hands the selection to) whatever answers on the visitor's own machine.
+        print(
+            "pagecontext: the page and the assistant origins must both be on this machine "
+            f"or both elsewhere (got {args.page_origin} and {args.assistant_origin}): "
+            "give --page-origin and --assistant-origin together",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     out: Path = args.outdir
     root: Path = args.root if args.root is not None else find_repo_root()

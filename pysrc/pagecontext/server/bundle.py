@@ -282,6 +282,12 @@ def headers_file(policies: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+NOT_FOUND_PAGE: Final = (
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Not found</title>'
+    "</head><body><p>Not found.</p></body></html>\n"
+)
+
+
 def build_bundle(
     root: Path,
     out: Path,
@@ -327,6 +333,11 @@ def build_bundle(
             agent_url if agent_url is not None else DEFAULT_AGENT_PATH,
         )
         _write_sales(folder)
+        # A host that finds no 404.html answers a missing file with index.html and 200
+        # (Cloudflare Pages takes the folder for a single-page app): a page of an earlier
+        # build asking for a file that is gone would get HTML, under a name cached as
+        # immutable.
+        (folder / "404.html").write_text(NOT_FOUND_PAGE, encoding="utf-8")
         (folder / MANIFEST_PATH).write_text(json.dumps(assets, indent=1), encoding="utf-8")
         (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
         step("integrity hashes")

@@ -331,18 +331,10 @@ OUTPUT_MARK: Final = ".pagecontext-output"
 
 
 def _is_output(folder: Path) -> bool:
-    """True if `folder` holds an earlier output: its mark, or, for an output written
-    before the mark was, a `py/runtime*.json` that describes a runtime and snapshot."""
-    if (folder / OUTPUT_MARK).is_file():
-        return True
-    for path in (folder / "py").glob("runtime*.json"):
-        try:
-            runtime = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(runtime, dict) and {"pyodide", "snapshot"} <= runtime.keys():
-            return True
-    return False
+    """True if `folder` holds an earlier output: its mark, and nothing less. (A bundle's
+    files copied into a web root beside the site's own pages, without the mark, are not
+    one: replacing that folder would delete the pages.)"""
+    return (folder / OUTPUT_MARK).is_file()
 
 
 def _no_progress(_step: str) -> None:
