@@ -485,3 +485,19 @@ def test_build_keeps_the_earlier_bundle_only_when_asked(
     assert main(["build", out]) == 0
     assert main(["build", out, "--keep-previous"]) == 0
     assert [call["keep"] for call in built] == [False, True]
+
+
+def test_a_build_takes_only_the_npm_packages_the_lock_pins(tmp_path: Path) -> None:
+    """node_modules left by an earlier `npm ci` (the lock has moved on since): the build
+    refuses it, naming both versions, rather than ship what the lock does not name."""
+    from pagecontext.server.site import SiteError, _npm_version
+
+    (tmp_path / "node_modules" / "pyodide").mkdir(parents=True)
+    (tmp_path / "node_modules" / "pyodide" / "package.json").write_text('{"version": "1.0.0"}')
+    lock = {"packages": {"node_modules/pyodide": {"version": "1.0.0"}}}
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    assert _npm_version(tmp_path / "node_modules", "pyodide") == "1.0.0"
+    lock["packages"]["node_modules/pyodide"]["version"] = "2.0.0"
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    with pytest.raises(SiteError, match=r"version 1\.0\.0, and package-lock\.json pins 2\.0\.0"):
+        _npm_version(tmp_path / "node_modules", "pyodide")

@@ -115,12 +115,25 @@ def sri(data: bytes) -> str:
 
 
 def _npm_version(node_modules: Path, package: str) -> str:
+    """The version of `package` installed in `node_modules`, which must be the one the
+    repository's package-lock.json pins: what a build copies into the site is what
+    the lock names, not what an earlier `npm ci` left."""
     manifest = node_modules / package / "package.json"
     if not manifest.is_file():
         raise SiteError(f"{manifest} is missing: run `npm ci` (make does)")
     version = json.loads(manifest.read_text())["version"]
     if not isinstance(version, str):
         raise SiteError(f"{manifest} has no version")
+    lock = node_modules.parent / "package-lock.json"
+    try:
+        pinned = json.loads(lock.read_text())["packages"][f"node_modules/{package}"]["version"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SiteError(f"{lock} pins no version of {package}") from None
+    if version != pinned:
+        raise SiteError(
+            f"{manifest} is version {version}, and {lock.name} pins {pinned}: "
+            "run `npm ci` (make does)"
+        )
     return version
 
 
