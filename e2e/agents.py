@@ -167,6 +167,8 @@ class Stall:
         self.finished = threading.Event()
 
     def arm(self) -> None:
+        """Hold the next requests; `held` counts them from now."""
+        self.held = 0
         self.finished.clear()
         self._released.clear()
         self.armed.set()

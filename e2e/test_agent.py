@@ -105,13 +105,16 @@ def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
     """Scenario 8: the highlights are applied and nothing is written; the flag happens
     only when the user confirms, and shows success only from the server's answer."""
     assistant = panel(demo)
+    # The session's one server keeps the flags of the tests before this one.
+    before = admin(origins, "GET", "/admin/flags")["flags"]
+    assert isinstance(before, list)
     select_and_ask(demo, ROW)
     ask(assistant, QUESTION)
     proposal = assistant.locator('[data-pc-log-kind="action"]')
     expect(proposal).to_have_attribute("data-pc-action-state", "proposed")
     expect(proposal).to_have_attribute("data-pc-action-ref", ROW)
     expect(assistant.locator('[data-pc-log-status="applied"]')).to_have_count(3)
-    assert admin(origins, "GET", "/admin/flags")["flags"] == []
+    assert admin(origins, "GET", "/admin/flags")["flags"] == before
 
     # From the keyboard: the entry keeps the focus when it is redrawn, and its outcome
     # is said through the panel's status region.
@@ -119,8 +122,8 @@ def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
     expect(proposal).to_have_attribute("data-pc-action-state", "applied", timeout=STEP_TIMEOUT_MS)
     flags = admin(origins, "GET", "/admin/flags")["flags"]
     assert isinstance(flags, list)
-    [flag] = [f for f in flags if isinstance(f, dict) and f["ref"] == ROW]
-    assert flag["user"] == "ana"
+    [flag] = [f for f in flags if isinstance(f, dict) and f not in before]
+    assert (flag["ref"], flag["user"]) == (ROW, "ana")
     expect(proposal.locator("[data-pc-action-status]")).to_contain_text(f"flag {flag['id']}")
     expect(proposal).to_be_focused()
     expect(assistant.locator("[data-pc-announce]")).to_have_text(
@@ -305,9 +308,10 @@ def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
 def test_a_refresh_the_page_took_and_could_not_do_says_so(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:
-    """The page takes the refresh, its reload fails, and it answers with
-    `pagecontext:command-done` (`not-found`, its reason) before any render: the command
-    is `not-found` with that reason, and the answer is taken, not refused."""
+    """The page takes the refresh (the demo's own reload never runs), its reload fails,
+    and it answers with `pagecontext:command-done` (`not-found`, its reason) in a later
+    task, with no render between: the command is `not-found` with that reason, and the
+    answer is taken, not refused."""
     demo, agent = agent_demo
     assistant = panel(demo)
     pin(demo, assistant, ROW)

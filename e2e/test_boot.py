@@ -309,18 +309,19 @@ def test_an_embedder_that_sends_nothing_is_not_waited_for(
         origin = float(worker.evaluate("() => performance.timeOrigin"))
         [[opened_at, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
         assert done_at < origin + opened_at
-    # It did wait (timers never fire early), and gave up on its own timer: the bounds
-    # leave a loaded machine seconds of slack, and stay far below the 30 s after which
-    # the whole restore would be given up.
+    # It did wait (timers never fire early), and gave up on its own timer, not on the
+    # restore's (its restore was not given up: "runtime-loaded" above): an embedder
+    # that never offered, at 500 ms, sooner than the 10 s it gives one that did.
     [[asked, _]] = worker.evaluate(MARKS_NAMED, "runtime-offered")
     [[gave_up, _]] = worker.evaluate(
         MARKS_NAMED, "peer-silent" if mode == "silent" else "peer-offered"
     )
     [[opened, _]] = worker.evaluate(MARKS_NAMED, "snapshot-opened")
+    assert "snapshot-failed" not in steps
     if mode == "silent":
-        assert 499 <= gave_up - asked < 5_000
+        assert 499 <= gave_up - asked < 9_999
     else:
-        assert 9_999 <= opened - gave_up < 20_000
+        assert opened - gave_up >= 9_999
 
 
 def test_a_child_waits_for_an_embedder_still_downloading(page: Page, origins: Origins) -> None:

@@ -19,6 +19,7 @@ from .helpers import (
     OTHER_ROW,
     ROW,
     HeldWasm,
+    diagnose_now,
     html,
     panel,
     pin,
@@ -401,6 +402,8 @@ def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_se
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
     assert any("over the limits the assistant applies" in text for text in messages), messages
     demo.get_by_role("button", name="Ask AI").click()
+    # The page's worker has taken the click: a share it made would be on <html> by now.
+    diagnose_now(demo)
     expect(html(demo)).to_have_attribute("data-pc-shared-revision", "1")
     expect(chip).to_have_attribute("data-pc-chip-revision", "1")
     expect(panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_have_count(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import given, settings
@@ -259,8 +260,19 @@ def test_malformed_origins_are_not_exact_origins(origin: object) -> None:
     configured=st.sampled_from([ORIGIN, "null", "*", "http://a:1"]),
 )
 def test_origin_rules_answer_a_bool_for_any_text(origin: str, configured: str) -> None:
-    """The rules never raise: any text is either exactly the configured origin or refused."""
-    assert is_exact_origin(origin) in (True, False)
+    """The rules never raise: any text is either exactly the configured origin or refused;
+    and what is taken for an exact origin is one as a URL parser reads it too (an http(s)
+    scheme, a lower-case host, a port that exists, nothing after them)."""
+    exact = is_exact_origin(origin)
+    assert isinstance(exact, bool)
+    if exact:
+        parts = urlsplit(origin)
+        assert parts.scheme in ("http", "https")
+        assert f"{parts.scheme}://{parts.netloc}" == origin
+        assert parts.hostname == parts.netloc.split(":")[0] == parts.netloc.split(":")[0].lower()
+        assert parts.port is None or 0 < parts.port < 65536
+        assert (parts.path, parts.query, parts.fragment) == ("", "", "")
+        assert parts.username is None
     allowed = origin_allowed(origin, configured)
     assert allowed is (origin == configured and configured not in ("null", "*"))
 
