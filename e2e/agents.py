@@ -38,7 +38,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Mode = Literal["answer", "forbidden", "html-error", "malformed", "split-character", "no-cors"]
 # An answer whose character U+1F4C8 is cut between its two deltas (JavaScript's halves),
@@ -153,8 +153,9 @@ class ExternalAgent:
 
 
 class Stall:
-    """ASGI middleware: while `armed` is set, POST requests to `path` wait until it is
-    cleared, then go on (the server acts late; the client may have given up)."""
+    """ASGI middleware: while `armed` is set, POST requests to `path` are read whole, then
+    wait until it is cleared, then go on (the server acts late, as one waiting for a
+    lock does; the client may have given up meanwhile)."""
 
     def __init__(self, app: ASGIApp, path: str) -> None:
         self.app = app
@@ -185,9 +186,17 @@ class Stall:
             and self.armed.is_set()
         ):
             self.held += 1
+            # The body as it came, before the client can go: the app reads it after.
+            messages = [await receive()]
+            while messages[-1]["type"] == "http.request" and messages[-1].get("more_body"):
+                messages.append(await receive())
+
+            async def replayed() -> Message:
+                return messages.pop(0) if messages else await receive()
+
             await _wait(self._released)
             try:
-                await self.app(scope, receive, send)
+                await self.app(scope, replayed, send)
             finally:
                 self.finished.set()
             return

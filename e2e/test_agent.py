@@ -135,7 +135,9 @@ def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
 def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     demo: Page, origins: Origins
 ) -> None:
-    """Scenario 8: no answer from the action API shows `unconfirmed`."""
+    """Scenario 8: no answer from the action API shows `unconfirmed`; the server checked
+    says "not flagged yet" while the request is held, and "flagged later" once it is
+    written: never success."""
     assistant = panel(demo)
     select_and_ask(demo, ROW)
     ask(assistant, QUESTION)
@@ -164,7 +166,16 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
         # is flagged, and the answer is recorded late; it is never success.
         check.click()
         expect(status).to_contain_text(
-            "The server says it is not flagged.", timeout=STEP_TIMEOUT_MS
+            "The server says it is not flagged yet.", timeout=STEP_TIMEOUT_MS
+        )
+        expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
+        # The held request is written once the server goes on (it waited for a lock, say):
+        # asked again, the server has the flag, which is the last word.
+        stall.release()
+        assert stall.finished.wait(timeout=STEP_TIMEOUT_MS / 1000)
+        check.click()
+        expect(status).to_contain_text(
+            "The server says it was flagged later", timeout=STEP_TIMEOUT_MS
         )
         expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
         expect(check).to_have_count(0)

@@ -650,7 +650,9 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     origins: Origins, db: Path, server_acted: bool
 ) -> None:
     """No answer came; the user asks the server what happened. The answer is recorded
-    late (flagged or not), and the action never shows success."""
+    late (flagged or not), and the action never shows success. "Not flagged yet" may be
+    asked again, and becomes "flagged later" once the request that was on its way is
+    written; "flagged" is the last word."""
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
@@ -671,7 +673,20 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     pair.assistant.state()
     result = log(pair, "action")[0]["result"]
     assert (result is not None) == server_acted
-    # One answer is kept: asking again sends nothing.
+    if server_acted:
+        # "Flagged" is the last word: asking again sends nothing.
+        assert pair.assistant.check_action(proposal["id"]) == []
+        return
+    # "Not flagged yet" may be asked again: the request that was on its way is written
+    # now (the server waited for its lock), and the next check finds its flag.
+    assert call_api(page, execute, ANA)[0] == 201
+    [again] = pair.assistant.check_action(proposal["id"])
+    status, body = call_api(page, again, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+    pair.assistant.state()
+    assert log(pair, "action")[0]["result"] is not None
     assert pair.assistant.check_action(proposal["id"]) == []
 
 
@@ -706,6 +721,9 @@ def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins,
     proposal = flag_proposal(pair, db, assistant)
     confirmed(pair, page, proposal["id"])
     past_the_deadline(pair)
+    # Past the deadline, which outlasts the request's timeout, the request is not waited
+    # for: the user may check at once.
+    assert len(pair.assistant.check_action(proposal["id"])) == 1
     assert pair.assistant.on_action_failed(proposal["id"], "execute", "timeout") == []
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late) == ("unconfirmed", False)
@@ -766,6 +784,20 @@ def test_a_proposal_confirmed_in_two_tabs_flags_the_row_once(origins: Origins, d
     for session in (pair.assistant, tab):
         layers_now = {name: r.state for name, r in session.ledger.get(proposal["id"]).items()}
         assert layers_now == {"received": "applied", "business": "applied"}
+
+
+def test_a_200_with_another_rows_flag_is_no_success(origins: Origins, db: Path) -> None:
+    """The server answers the flag request with 200 and a flag made for this action's id
+    but of another row: the action is not done (rejected), and the panel never says the
+    row was flagged."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    confirmed(pair, page, proposal["id"])
+    other = {"id": 9, "ref": "sales-2026-03-west", "user": "ana", "taskId": proposal["taskId"]}
+    answer = {"flag": {**other, "note": None, "flaggedAt": AT, "actionId": proposal["id"]}}
+    pair.assistant.on_action_answer(proposal["id"], "execute", 200, answer)
+    assert layers(pair, proposal["id"])["business"] == "rejected"
 
 
 def test_an_action_the_assistant_reloaded_during_can_still_be_checked(

@@ -386,6 +386,33 @@ def test_an_action_confirmed_again_gets_the_flag_it_has(api: TestClient) -> None
     assert [f["actionId"] for f in listed.json()["flags"]] == ["a-1", "a-2"]
 
 
+def test_an_action_id_of_another_rows_flag_is_refused_and_its_token_holds(
+    api: TestClient,
+) -> None:
+    """A flag request for a row in another task, naming an action whose flag is of this
+    row (an id the agent gave two proposals): 409 `action-id-taken`, no flag made and
+    none of the first returned as this one's; its confirmation is not spent."""
+    first = api.post(
+        "/api/actions/flag",
+        json={
+            "ref": NORTH_MARCH,
+            "taskId": "task-1",
+            "actionId": "call_1",
+            "confirmationToken": confirm(api),
+        },
+        headers=ANA,
+    )
+    assert first.status_code == 201
+    token = confirm(api, task_id="task-2")
+    body = {"ref": NORTH_MARCH, "taskId": "task-2", "confirmationToken": token}
+    taken = api.post("/api/actions/flag", json={**body, "actionId": "call_1"}, headers=ANA)
+    assert (taken.status_code, taken.json()["reason"]) == (409, "action-id-taken")
+    listed = api.get(f"/api/actions/flags?ref={NORTH_MARCH}&taskId=task-2", headers=ANA)
+    assert listed.json()["flags"] == []
+    again = api.post("/api/actions/flag", json={**body, "actionId": "call_2"}, headers=ANA)
+    assert again.status_code == 201
+
+
 @pytest.mark.scenario(8)
 def test_a_confirmed_flag_is_recorded_once(api: TestClient) -> None:
     """A token issued for the task flags the row once (201); a replay is a 409 `used`."""

@@ -244,13 +244,20 @@ def test_malformed_origins_are_not_exact_origins(origin: object) -> None:
     assert is_exact_origin(origin) is False
 
 
-@settings(max_examples=100)
+@settings(max_examples=300)
 @given(
     origin=st.one_of(
         st.text(max_size=30),
         # The configured origins themselves, and near misses of them.
         st.sampled_from([ORIGIN, "http://a:1", "null", "*", ORIGIN + "/", "http://a:01"]),
         st.builds(lambda rest: "http://" + rest, st.text(max_size=20)),
+        # Origins a page could be configured with, well-formed or nearly.
+        st.builds(
+            lambda scheme, host, port: f"{scheme}://{host}{port}",
+            st.sampled_from(["http", "https", "HTTP", "ftp"]),
+            st.from_regex(r"[a-zA-Z0-9.\-]{1,15}", fullmatch=True),
+            st.sampled_from(["", ":1", ":8000", ":443", ":80", ":65535", ":65536", ":0", ":"]),
+        ),
         st.builds(
             lambda port: "http://a:" + port,
             # Digits of other scripts are digits to str.isdigit(), not to an origin.

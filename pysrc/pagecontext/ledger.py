@@ -149,6 +149,18 @@ class ReceiptLedger:
         )
         self._forget_oldest()
 
+    def found_later(self, command_id: str, layer: LayerName) -> LayerRecord | None:
+        """A layer recorded late as `not-found` (asked, the server had no record of it
+        yet) that the server now shows done: recorded late as `applied` instead, still
+        `unconfirmed`, never success. None, and nothing changed, for any other layer."""
+        entry = self._entries.get(command_id)
+        current = entry.layers.get(layer) if entry is not None else None
+        if entry is None or current is None or current.late_status != "not-found":
+            return None
+        updated = replace(current, late_status="applied")
+        self._set(command_id, entry, layer, updated)
+        return updated
+
     def start(self, command_id: str, layer: LayerName) -> None:
         """The request that settles `layer` of `command_id` went out now, after the
         command's own (a business action's second step): its deadline counts from now.

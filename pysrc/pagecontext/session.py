@@ -386,10 +386,14 @@ def _take_handshake(
     return effects + read(raw) if unread else effects
 
 
-def _flag_of(body: Mapping[str, object], action_id: str) -> bool:
-    """True if an action API answer holds a flag made for the action `action_id`."""
+def _flag_of(body: Mapping[str, object], action: Mapping[str, JsonValue]) -> bool:
+    """True if an action API answer holds the flag the logged action `action` asked for:
+    made for it (its id), of its row and its task."""
     flag = body.get("flag")
-    return isinstance(flag, dict) and flag.get("actionId") == action_id
+    if not isinstance(flag, dict):
+        return False
+    made = (flag.get("actionId"), flag.get("ref"), flag.get("taskId"))
+    return made == (action.get("id"), action.get("resourceRef"), action.get("taskId"))
 
 
 def _type_of(raw: object) -> object:
@@ -1300,16 +1304,19 @@ class AssistantSession:
     def check_action(self, action_id: str) -> list[Effect]:
         """Ask the server whether a confirmed action that stayed unconfirmed happened.
 
-        Only for an action whose `business` layer is unconfirmed with no late answer yet:
-        the server's answer is recorded late (`applied` if the flag exists, `not-found`
-        if not), and never turns unconfirmed into success.
+        Only for an action whose `business` layer is unconfirmed with no late answer
+        yet, or only "not found" (a flag request on its way, from this document or
+        another, may be written since): the server's answer is recorded late (`applied`
+        if the flag exists, `not-found` if not), and never turns unconfirmed into
+        success.
         """
         try:
             entry = self.composer.entry(action_id, "action")
             business = self.ledger.get(action_id)["business"]
         except KeyError:
             return []
-        if entry.get("kind") != "action" or business.state != "unconfirmed" or business.late:
+        checked = business.late and business.late_status != "not-found"
+        if entry.get("kind") != "action" or business.state != "unconfirmed" or checked:
             return []
         if action_id in self._in_flight:
             return []  # its own request may still answer
@@ -1330,7 +1337,8 @@ class AssistantSession:
     ) -> list[Effect]:
         """The action API answered `step` of `action_id` with HTTP `status` and `body`.
 
-        Success is recorded only from the server's 201; a refusal keeps the server's
+        Success is recorded only from the server's 201, or its 200 with the flag this
+        very action already had (its row, its task); a refusal keeps the server's
         reason. An answer past the layer's deadline is recorded late, never as success.
         """
         layer = _action_layer(step)
@@ -1347,9 +1355,14 @@ class AssistantSession:
             flags = [f for f in listed if isinstance(f, dict) and f.get("actionId") == action_id]
             found: LayerState = "applied" if flags else "not-found"
             record = self.ledger.settle(action_id, "business", found, "checked")
+            if record is None and flags:
+                # "Not found" when asked before: the flag came since.
+                record = self.ledger.found_later(action_id, "business")
             if record is not None and flags:
                 self.composer.action_result(action_id, json.loads(_compact(flags[0])))
-        elif status != 201 and not (step == "execute" and _flag_of(body, action_id)):
+        elif status != 201 and not (
+            step == "execute" and status == 200 and self._its_flag(action_id, body)
+        ):
             why = reason if isinstance(reason, str) else f"http-{status}"
             record = self.ledger.settle(action_id, layer, "rejected", why)
         elif step == "confirm":
@@ -1377,6 +1390,13 @@ class AssistantSession:
         if record is None:
             return []
         return [*effects, _STATE, _PERSIST]
+
+    def _its_flag(self, action_id: str, body: Mapping[str, object]) -> bool:
+        """True if an answer's flag is the one the logged action `action_id` asked for."""
+        try:
+            return _flag_of(body, self.composer.entry(action_id, "action"))
+        except KeyError:
+            return False
 
     def on_action_failed(self, action_id: str, step: str, code: str) -> list[Effect]:
         """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
@@ -1429,10 +1449,13 @@ class AssistantSession:
         return [*effects, _STATE, _PERSIST]
 
     def tick(self) -> list[Effect]:
-        """The clock passed a deadline: pending layers become unconfirmed."""
-        if self.ledger.expire():
-            return [_STATE, _PERSIST]
-        return []
+        """The clock passed a deadline: pending layers become unconfirmed. A business
+        action whose layer did is no longer waited for: its deadline outlasts its
+        request's timeout, so a request that has not ended by then never will."""
+        expired = self.ledger.expire()
+        for command_id, _layer in expired:
+            self._in_flight.discard(command_id)
+        return [_STATE, _PERSIST] if expired else []
 
     def restore(self, saved: Mapping[str, object]) -> None:
         """Restore the pinned context saved by `_persist`, marked as restored.

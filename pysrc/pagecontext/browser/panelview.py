@@ -169,7 +169,11 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
         status.setAttribute("data-pc-action-status", state)
         el.append(status)
         business = entry.get("business") or {}
-        if state == "unconfirmed" and not business.get("late"):
+        # Asked again after "not flagged yet": a flag request on its way (this tab's,
+        # or another's) may still be written; "flagged" is the last word.
+        if state == "unconfirmed" and (
+            not business.get("late") or business.get("lateStatus") == "not-found"
+        ):
             check = text_element("button", "Check with the server")
             check.setAttribute("type", "button")
             check.setAttribute("data-pc-action-decision", "check")
@@ -205,7 +209,7 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
         result = entry.get("result") or {}
         text += " The server says it was flagged later (flag " + str(result.get("id")) + ")."
     elif layer.get("late") and layer.get("lateStatus") == "not-found":
-        text += " The server says it is not flagged."
+        text += " The server says it is not flagged yet."
     elif layer.get("late"):
         text += " A late answer said " + str(layer.get("lateStatus")) + "."
     return state, text

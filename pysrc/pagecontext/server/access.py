@@ -48,6 +48,7 @@ __all__ = [
     "DEMO_READ_TOKENS",
     "DEMO_TOKENS",
     "REF_PATTERN",
+    "ActionIdTaken",
     "FlagRecord",
     "Grant",
     "GrantKind",
@@ -341,6 +342,10 @@ def set_values(path: Path, ref: str, units_sold: int | None, revenue_eur: float 
     return row
 
 
+class ActionIdTaken(Exception):  # noqa: N818 - reads as the outcome it is
+    """A flag request names an action whose flag is of another row or task."""
+
+
 def record_flag(
     path: Path,
     ref: str,
@@ -353,13 +358,17 @@ def record_flag(
     """Record that `user` flagged `ref` for review in task `task_id` at `at` (for the
     assistant's action `action_id`, if named); return it, and True. An action of this
     user's that has its flag already (a proposal confirmed again, in another tab or after
-    a reload) gets no second one: that flag is returned, and False."""
+    a reload) gets no second one: that flag is returned, and False. Raises
+    ActionIdTaken if the action's flag is of another row or task (an id the agent used
+    twice): nothing is written."""
     with _connect(path) as connection:
         if action_id is not None:
             # The write lock from here: two requests for one action cannot both find none.
             connection.execute("BEGIN IMMEDIATE")
             made = _flags(connection, (("user", user), ("action_id", action_id)))
             if made:
+                if (made[0]["ref"], made[0]["taskId"]) != (ref, task_id):
+                    raise ActionIdTaken(action_id)
                 return made[0], False
         cursor = connection.execute(
             "INSERT INTO flags (ref, user, task_id, note, flagged_at, action_id)"

@@ -350,6 +350,14 @@ class _Api:
                 self.now(),
                 parsed.action_id,
             )
+        except access.ActionIdTaken:
+            # The agent named two proposals alike: this one is not done, and its row's
+            # confirmation holds.
+            with self._confirmations_lock:
+                self.confirmations.refund(spent)
+            return _error(
+                409, "conflict", "action-id-taken", "that actionId flagged another row or task"
+            )
         except sqlite3.OperationalError as error:
             if is_busy(error):
                 # Nothing was written (the lock was never had): the user's confirmation

@@ -375,7 +375,8 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
     if target.is_dir() and any(target.iterdir()) and not _is_output(target):
         raise SiteError(
             f"{out} is not empty and holds no earlier output (no {OUTPUT_MARK}): "
-            "write into a new or empty folder"
+            "write into a new or empty folder (an output of an older pagecontext, made "
+            f"before the mark: `touch {out}/{OUTPUT_MARK}` to have it replaced)"
         )
     # The folders above `out` that do not exist yet, the deepest first.
     made = list(itertools.takewhile(lambda folder: not folder.exists(), target.parents))
