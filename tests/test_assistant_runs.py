@@ -825,6 +825,25 @@ def test_an_action_the_assistant_reloaded_during_can_still_be_checked(
     assert reloaded.check_action(proposal["id"]) == []
 
 
+def test_not_flagged_yet_may_be_checked_again_after_a_reload(origins: Origins, db: Path) -> None:
+    """The server said "not flagged yet" while the flag request was on its way; the
+    assistant reloads, and the request is written: the restored action may be checked
+    again, and the check finds the flag (late)."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"])
+    timed_out(pair, proposal["id"])
+    [check] = pair.assistant.check_action(proposal["id"])
+    pair.assistant.on_action_answer(proposal["id"], "check", *call_api(page, check, ANA))
+    reloaded = reopened(pair)
+    assert call_api(page, execute, ANA)[0] == 201
+    [again] = reloaded.check_action(proposal["id"])
+    reloaded.on_action_answer(proposal["id"], "check", *call_api(page, again, ANA))
+    record = reloaded.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
+
+
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:
     _, assistant = origins
     pair = sales_pair(db)

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 from urllib.parse import urlencode
 
 from pagecontext.agui import (
@@ -752,7 +752,16 @@ def _record_view(record: LayerRecord | None) -> dict[str, JsonValue] | None:
     }
 
 
-_SETTLED: Final = frozenset(("applied", "stale-context", "not-found", "rejected", "unconfirmed"))
+_SETTLED: Final = frozenset(get_args(LayerState)) - {"pending"}
+
+
+def _checkable(business: LayerRecord) -> bool:
+    """True if the server may be asked whether a business action happened: its layer is
+    unconfirmed with no late word, or only "not found" (a flag request on its way, from
+    this document or another, may be written since); "flagged later" is the last word."""
+    if business.state != "unconfirmed":
+        return False
+    return not business.late or business.late_status == "not-found"
 
 
 def _view_record(view: object) -> LayerRecord | None:
@@ -1315,8 +1324,7 @@ class AssistantSession:
             business = self.ledger.get(action_id)["business"]
         except KeyError:
             return []
-        checked = business.late and business.late_status != "not-found"
-        if entry.get("kind") != "action" or business.state != "unconfirmed" or checked:
+        if entry.get("kind") != "action" or not _checkable(business):
             return []
         if action_id in self._in_flight:
             return []  # its own request may still answer
@@ -1481,9 +1489,9 @@ class AssistantSession:
                 self.pinned_restored = True
 
     def _restore_unconfirmed_actions(self) -> None:
-        """Put the restored business actions that ended unconfirmed with no later word
-        (the assistant reloaded while one was on its way, say) back in the ledger, so
-        that the user can still check with the server whether they happened."""
+        """Put the restored business actions the user may still check with the server
+        (`_checkable`: the assistant reloaded while one was on its way, say) back in the
+        ledger, so that the check works on them as on any other."""
         for entry in self.composer.log:
             if entry.get("kind") != "action" or not entry.get("restored"):
                 continue
@@ -1492,7 +1500,7 @@ class AssistantSession:
             entry_id = entry.get("id")
             if received is None or business is None or not isinstance(entry_id, str):
                 continue
-            if business.state == "unconfirmed" and not business.late:
+            if _checkable(business):
                 layers: dict[LayerName, LayerRecord] = {
                     "received": received,
                     "business": business,
