@@ -752,7 +752,7 @@ def _record_view(record: LayerRecord | None) -> dict[str, JsonValue] | None:
     }
 
 
-_SETTLED: Final = frozenset(get_args(LayerState)) - {"pending"}
+_SETTLED: Final[frozenset[LayerState]] = frozenset(get_args(LayerState)) - {"pending"}
 
 
 def _checkable(business: LayerRecord) -> bool:
