@@ -108,6 +108,7 @@ __all__ = [
     "paired_throughout",
     "parse_event",
     "read_authorization",
+    "read_outside_json",
     "read_task_context",
     "task_context_entry",
     "tool_call_command",
@@ -489,6 +490,16 @@ def paired_throughout(value: object) -> object:
     if isinstance(value, dict):
         return {paired_surrogates(str(key)): paired_throughout(item) for key, item in value.items()}
     return value
+
+
+def read_outside_json(text: str | bytes) -> object:
+    """The JSON value of `text` from outside (a request's body, a state the browser's
+    storage gave back), read by `models.parse_json`, with every string made text that
+    UTF-8 carries (`paired_throughout`) when it escapes a lone surrogate. Raises
+    ValueError if it is not JSON, or is nested too deeply."""
+    value = parse_json(text)
+    raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return paired_throughout(value) if escapes_surrogate(raw) else value
 
 
 def parse_event(data: str) -> BaseEvent:

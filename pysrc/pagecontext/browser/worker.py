@@ -24,11 +24,11 @@ import js
 import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
-from pagecontext.agui import paired_throughout
+from pagecontext.agui import read_outside_json
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY, filters_in_page_order
-from pagecontext.models import Limits, escapes_surrogate, parse_json
+from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
     ACTION_TIMEOUT_MS,
@@ -161,11 +161,9 @@ def _saved_state(text: object) -> dict[str, Any]:
     if not isinstance(text, str):
         return {}
     try:
-        saved = parse_json(text)
+        saved = read_outside_json(text)
     except ValueError:
         return {}
-    if escapes_surrogate(text):
-        saved = paired_throughout(saved)
     return saved if isinstance(saved, dict) else {}
 
 

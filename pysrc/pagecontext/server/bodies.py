@@ -25,8 +25,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pagecontext.agui import paired_throughout
-from pagecontext.models import escapes_surrogate, parse_json
+from pagecontext.agui import read_outside_json
 
 REFUSED_BODY_HEADERS: Final = {"Connection": "close"}
 # The longest a request body may take to arrive, from the first read to the last byte.
@@ -100,12 +99,8 @@ async def read_body(request: Request, limit: int, seconds: float = BODY_SECONDS)
 
 
 def read_json(body: bytes) -> object:
-    """Return the JSON value of a request body, read by `pagecontext.models.parse_json`
-    (so an escaped lone surrogate, which JavaScript writes for a character cut in two, is
-    read like any other text), with every string, keys included, made text that UTF-8
-    carries (`agui.paired_throughout`: a lone surrogate becomes U+FFFD).
-    Raises ValueError if it is not JSON, or is nested too deeply."""
-    value = parse_json(body)
-    if escapes_surrogate(body.decode("utf-8", "replace")):
-        return paired_throughout(value)
-    return value
+    """Return the JSON value of a request body (`agui.read_outside_json`: an escaped lone
+    surrogate, which JavaScript writes for a character cut in two, is read like any other
+    text, and becomes U+FFFD). Raises ValueError if it is not JSON, or is nested too
+    deeply."""
+    return read_outside_json(body)
