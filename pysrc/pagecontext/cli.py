@@ -136,15 +136,14 @@ def _origin(text: str) -> str:
 def _host_problem(host: str) -> str | None:
     """Why `host` (lower case) cannot be the host of an origin the demo serves or a
     bundle is built for, or None if it can."""
-    from pagecontext.windowrules import is_exact_origin, is_full_ipv4
+    from pagecontext.windowrules import ends_in_a_number, is_exact_origin, is_full_ipv4
 
     if ":" in host:
         return "an IPv6 address names no origin here: use a host name or an IPv4 address"
     if is_exact_origin(f"http://{host}"):
         return None
     # Why not (the rule itself is is_exact_origin's).
-    last = host.rsplit(".", 1)[-1]
-    if (last.isdigit() or last.startswith("0x")) and not is_full_ipv4(host):
+    if ends_in_a_number(host) and not is_full_ipv4(host):
         return (
             "an IPv4 address written as a browser writes it, in full: four numbers, "
             "no zero before one"

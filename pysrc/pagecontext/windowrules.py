@@ -99,17 +99,21 @@ def is_exact_origin(origin: object) -> bool:
         return False
     if not all(ch in _HOST_CHARS for ch in host):
         return False
-    labels = host.split(".")
-    if "" in labels:
-        return False
+    if ".." in host:
+        return False  # an empty label
     # A host whose last label is a number is an IPv4 address, which a browser writes in
     # full (127.1, 0x7f.0.0.1 and 2130706433 are all 127.0.0.1): any other spelling is
     # an origin no browser sends.
-    last = labels[-1]
-    numeric = all(ch in _DIGITS for ch in last) or (
-        last.startswith("0x") and all(ch in _HEX for ch in last[2:])
-    )
-    return not numeric or is_full_ipv4(host)
+    return not ends_in_a_number(host) or is_full_ipv4(host)
+
+
+def ends_in_a_number(host: str) -> bool:
+    """True if the last label of `host` is a number (decimal, or hex after `0x`): a
+    browser reads such a host as an IPv4 address."""
+    last = host.rsplit(".", 1)[-1]
+    if last.startswith("0x"):
+        return all(ch in _HEX for ch in last[2:])
+    return last != "" and all(ch in _DIGITS for ch in last)
 
 
 def is_full_ipv4(host: str) -> bool:
