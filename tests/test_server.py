@@ -435,6 +435,46 @@ def test_precompress_writes_brotli_variants_and_stores_the_stdlib_zip(tmp_path: 
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
+def test_assemble_writes_the_brotli_variants_before_the_site_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server reading the site while it is assembled sees the old site whole: the new
+    one takes its place with its brotli variants written, never before them."""
+    from pagecontext.server import site
+
+    out = tmp_path / "site"
+    (out / "py").mkdir(parents=True)
+    (out / site.OUTPUT_MARK).write_text("")
+    (out / "py" / "runtime.json").write_text("old")
+
+    def assembled(_root: Path, folder: Path, *_args: object) -> dict[str, object]:
+        vendor = folder / "vendor" / "pyodide-1"
+        vendor.mkdir(parents=True)
+        (vendor / "pyodide.asm.wasm").write_bytes(b"\0asm" + bytes(range(256)) * 400)
+        (folder / "py").mkdir()
+        (folder / "py" / "runtime.json").write_text("new")
+        return {"runtime": "new"}
+
+    seen_while_compressing = []
+    compress = site.precompress
+
+    def precompress(folder: Path, cache: Path) -> list[tuple[Path, int, int]]:
+        seen_while_compressing.append((out / "py" / "runtime.json").read_text())
+        return compress(folder, cache)
+
+    monkeypatch.setattr(site, "assemble_into", assembled)
+    monkeypatch.setattr(site, "precompress", precompress)
+    runtime, compressed = site.assemble(
+        tmp_path, out, tmp_path / "wheels", brotli_cache=tmp_path / "cache"
+    )
+    assert seen_while_compressing == ["old"]
+    assert runtime == {"runtime": "new"}
+    assert (out / "py" / "runtime.json").read_text() == "new"
+    wasm = out / "vendor" / "pyodide-1" / "pyodide.asm.wasm"
+    assert [path for path, _, _ in compressed] == [wasm]
+    assert wasm.with_name("pyodide.asm.wasm.br").is_file()
+
+
 def test_assistant_page_gets_the_agent_url_as_json_string_text(root: Path) -> None:
     """{{AGENT_URL}} becomes /agent by default, or the external URL escaped for a script."""
     (root / "web" / "assistant.html").write_text('<script>{"agentUrl": "{{AGENT_URL}}"}</script>')

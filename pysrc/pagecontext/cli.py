@@ -356,18 +356,18 @@ def _demo(args: argparse.Namespace) -> int:
 def _assemble(args: argparse.Namespace) -> int:
     import subprocess
 
-    from pagecontext.server.compress import brotli_cache, precompress
+    from pagecontext.server.compress import brotli_cache
     from pagecontext.server.site import SiteError, assemble
 
     root: Path = args.root if args.root is not None else find_repo_root()
     try:
-        assemble(root, args.out, args.wheels, _step)
+        _runtime, compressed = assemble(
+            root, args.out, args.wheels, _step, brotli_cache=brotli_cache(root)
+        )
     except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
-    cache = brotli_cache(root)
-    print(f"pagecontext: brotli variants of the runtime files (cached in {cache})...")
-    for path, size, packed in precompress(args.out, cache):
+    for path, size, packed in compressed:
         print(f"  {path.name}: {size:,} -> {packed:,} bytes")
     return 0
 

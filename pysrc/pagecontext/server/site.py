@@ -57,7 +57,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from pagecontext.server.compress import STORED_ZIPS, brotli_cache, cached_brotli, restore_stored
+from pagecontext.server.compress import (
+    STORED_ZIPS,
+    brotli_cache,
+    cached_brotli,
+    precompress,
+    restore_stored,
+)
 
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 MICROPYTHON_FILES = ("micropython.mjs", "micropython.wasm")
@@ -411,16 +417,32 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
 
 
 def assemble(
-    root: Path, out: Path, wheels_dir: Path, progress: Callable[[str], None] = _no_progress
-) -> dict[str, object]:
-    """Assemble the site into `out` and return the runtime description it wrote.
+    root: Path,
+    out: Path,
+    wheels_dir: Path,
+    progress: Callable[[str], None] = _no_progress,
+    *,
+    brotli_cache: Path | None = None,
+) -> tuple[dict[str, object], list[tuple[Path, int, int]]]:
+    """Assemble the site into `out`; return the runtime description it wrote and, for
+    each brotli variant written, (file, size, brotli size).
 
-    `out` is replaced only once the whole site is written (`replacing`); `progress` is
-    told each step as it starts. Raises SiteError for a missing input or an `out` that
-    must not be replaced.
+    `brotli_cache` keeps the brotli variants of the runtime between builds (default: no
+    variants). `out` is replaced only once the whole site is written, its variants
+    included (`replacing`): a server reading `out` meanwhile serves the old site whole,
+    never a variant half written. `progress` is told each step as it starts. Raises
+    SiteError for a missing input or an `out` that must not be replaced.
     """
     with replacing(out, root) as folder:
-        return assemble_into(root, folder, wheels_dir, progress)
+        runtime = assemble_into(root, folder, wheels_dir, progress)
+        compressed = []
+        if brotli_cache is not None:
+            progress(f"brotli variants of the runtime files (cached in {brotli_cache})")
+            compressed = [
+                (out / path.relative_to(folder), size, packed)
+                for path, size, packed in precompress(folder, brotli_cache)
+            ]
+    return runtime, compressed
 
 
 # The browser's third-party wheels, each pinned by version and SHA-256 (`make` downloads
