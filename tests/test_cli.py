@@ -302,6 +302,7 @@ def test_the_two_origins_need_two_host_names(
     ("option", "value", "said"),
     [
         ("--host", "no-such-host.invalid", "cannot resolve --host 'no-such-host.invalid'"),
+        ("--host", "0.0.0.0", "--host '0.0.0.0' is 0.0.0.0, not this machine's loopback"),
         ("--db", "/etc/passwd/demo.db", "cannot use the database /etc/passwd/demo.db"),
     ],
 )

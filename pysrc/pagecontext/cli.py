@@ -166,8 +166,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--host",
         default="127.0.0.1",
         help="host the servers bind to and the page origin uses: a host name (taken in "
-        "lower case, as browsers write origins) or an IPv4 address; an IPv6 address "
-        "names no origin here and is refused (default: %(default)s)",
+        "lower case, as browsers write origins) or an IPv4 address, of this machine's "
+        "loopback (the demo's users have published tokens); an IPv6 address names no "
+        "origin here and is refused (default: %(default)s)",
     )
     demo.add_argument("--page-port", type=_port, default=8000, help="default: %(default)s")
     demo.add_argument(

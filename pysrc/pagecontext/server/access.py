@@ -67,7 +67,8 @@ __all__ = [
     "user_for_token",
 ]
 
-# Demo-only credentials: the server binds to loopback, and these are in the docs.
+# Demo-only credentials: the demo serves loopback only (run.port_problem), and these
+# are in the docs.
 DEMO_TOKENS: Final = {"ana": "pc-demo-token-ana", "ben": "pc-demo-token-ben"}
 DEMO_READ_TOKENS: Final = {"ana": "pc-demo-read-ana", "ben": "pc-demo-read-ben"}
 _DEMO_GRANTS: Final = {"ana": REGIONS, "ben": ("North", "South")}

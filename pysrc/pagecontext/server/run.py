@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import ipaddress
 import signal
 import socket
 import sqlite3
@@ -77,6 +78,20 @@ def _bind_problem(host: str, port: int) -> OSError | socket.gaierror | None:
         return None
 
 
+def _outside_address(host: str) -> str | None:
+    """An address `host` resolves to that is not this machine's loopback, or None (also
+    when it does not resolve: binding it then says so)."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return None
+    for *_rest, address in found:
+        text = str(address[0])
+        if not ipaddress.ip_address(text.split("%")[0]).is_loopback:
+            return text
+    return None
+
+
 def port_problem(config: ServerConfig) -> str | None:
     """Return a one-line message if the configured ports cannot be used, else None.
 
@@ -90,6 +105,14 @@ def port_problem(config: ServerConfig) -> str | None:
         return (
             f"pagecontext: the page and the assistant need two different ports "
             f"(both are {config.page_port})"
+        )
+    outside = _outside_address(config.bind_host)
+    if outside is not None:
+        # Its users' tokens are published (access.DEMO_TOKENS): anyone who reached it
+        # could read every row and flag them as the demo's user.
+        return (
+            f"pagecontext: --host {config.bind_host!r} is {outside}, not this machine's "
+            "loopback: the demo's users have published tokens, so it serves this machine only"
         )
     for port, option in (
         (config.page_port, "--page-port"),
