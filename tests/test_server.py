@@ -356,6 +356,19 @@ def test_missing_static_file_is_404(page: TestClient, path: str) -> None:
     assert response.headers.get("cache-control") != IMMUTABLE
 
 
+@pytest.mark.parametrize("path", ["/web/%00", "/web/" + "a" * 300, "/vendor/x%00.wasm"])
+@pytest.mark.parametrize("encoding", ["gzip", "br"])
+def test_a_path_no_file_can_have_is_404_whatever_the_encoding(
+    config: ServerConfig, path: str, encoding: str
+) -> None:
+    """A NUL or a name too long for the file system is a 404 (with nosniff), also when
+    the browser takes brotli and the server looks for the `.br` variant first."""
+    with page_client(config, raise_server_exceptions=False) as client:
+        response = client.get(path, headers={"Accept-Encoding": encoding})
+    assert response.status_code == 404
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
 def test_missing_build_folder_is_404_not_500(tmp_path: Path) -> None:
     """Before the site is built the app still starts and static requests are 404s."""
     (tmp_path / "index.html").write_text(INDEX_HTML)

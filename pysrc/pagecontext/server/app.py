@@ -220,7 +220,14 @@ class _BuildStaticFiles(StaticFiles):
     async def get_response(self, path: str, scope: Scope) -> Response:
         """Serve the brotli variant `<path>.br` when there is one and the browser takes br."""
         if not path.endswith(".br") and _accepts_brotli(scope):
-            full_path, stat_result = await anyio.to_thread.run_sync(self.lookup_path, path + ".br")
+            try:
+                full_path, stat_result = await anyio.to_thread.run_sync(
+                    self.lookup_path, path + ".br"
+                )
+            except (ValueError, OSError):
+                # A path no file can have (a NUL, a name too long): Starlette's own
+                # response below answers it, 404 with or without the variant's name.
+                stat_result = None
             if stat_result is not None and stat.S_ISREG(stat_result.st_mode):
                 response = self.file_response(full_path, stat_result, scope)
                 media_type, _ = mimetypes.guess_type(path)
