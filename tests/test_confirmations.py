@@ -113,6 +113,22 @@ def test_the_registry_stays_bounded() -> None:
     assert refusal(tokens, issued[4].token, BINDING) == "used"
 
 
+def test_a_user_asking_for_many_tokens_drops_only_their_own() -> None:
+    """Past max_live_per_user a user's own oldest token is forgotten; another user's
+    confirmation, issued before all of them, still works."""
+    tokens = ConfirmationRegistry(
+        clock=FakeClock(), token_factory=counter_ids("tok"), max_live=8, max_live_per_user=3
+    )
+    other = dataclasses.replace(BINDING, user="ben")
+    theirs = tokens.issue(other)
+    mine = [tokens.issue(BINDING) for _ in range(20)]
+    assert len(tokens) == 4
+    assert refusal(tokens, mine[16].token, BINDING) == "unknown"
+    tokens.consume(theirs.token, other)
+    for token in mine[17:]:
+        tokens.consume(token.token, BINDING)
+
+
 def test_a_repeating_token_factory_is_a_local_error() -> None:
     """A factory that repeats a token must not re-arm it."""
     tokens = ConfirmationRegistry(clock=FakeClock(), token_factory=lambda: "same")
@@ -126,6 +142,8 @@ def test_bad_settings_are_a_local_error() -> None:
     for ttl_ms, max_live, max_spent in ((0, 1, 1), (1, 0, 1), (1, 1, 0)):
         with pytest.raises(LocalProtocolError):
             registry(ttl_ms=ttl_ms, max_live=max_live, max_spent=max_spent)
+    with pytest.raises(LocalProtocolError):
+        ConfirmationRegistry(clock=FakeClock(), token_factory=str, max_live_per_user=0)
 
 
 def test_the_registry_keeps_no_usable_token() -> None:

@@ -12,8 +12,10 @@ Rules:
 - Refusal reasons, checked in this order: `unknown` (never issued, or forgotten to keep
   the registry bounded), `used`, `expired`, `wrong-task`, `wrong-user`, `wrong-action`,
   `wrong-ref`.
-- Bounded: at most `max_live` unspent tokens (the oldest is dropped, expired ones first)
-  and `max_spent` remembered spent ones; a forgotten spent token reads as `unknown`.
+- Bounded: at most `max_live_per_user` unspent tokens per user (issuing one more drops
+  that user's oldest, so no user's confirmations push out another's), at most
+  `max_live` in all (the oldest is dropped, expired ones first), and `max_spent`
+  remembered spent ones; a forgotten token reads as `unknown`.
 - An action that did not happen after its token was spent (its write failed before
   anything was written) may `refund` it: the token is live again, with its binding and
   expiry, so that the user's confirmation holds for a retry.
@@ -46,6 +48,7 @@ __all__ = [
 
 DEFAULT_TTL_MS: Final = 120_000.0
 _DEFAULT_MAX_LIVE: Final = 1024
+_DEFAULT_MAX_LIVE_PER_USER: Final = 16
 _DEFAULT_MAX_SPENT: Final = 4096
 
 RefusalReason = Literal[
@@ -107,14 +110,18 @@ class ConfirmationRegistry:
         token_factory: Callable[[], str],
         ttl_ms: float = DEFAULT_TTL_MS,
         max_live: int = _DEFAULT_MAX_LIVE,
+        max_live_per_user: int = _DEFAULT_MAX_LIVE_PER_USER,
         max_spent: int = _DEFAULT_MAX_SPENT,
     ) -> None:
-        if ttl_ms <= 0 or max_live < 1 or max_spent < 1:
-            raise LocalProtocolError("ttl_ms, max_live and max_spent must be positive")
+        if ttl_ms <= 0 or max_live < 1 or max_live_per_user < 1 or max_spent < 1:
+            raise LocalProtocolError(
+                "ttl_ms, max_live, max_live_per_user and max_spent must be positive"
+            )
         self._clock = clock
         self._token_factory = token_factory
         self._ttl_ms = ttl_ms
         self._max_live = max_live
+        self._max_live_per_user = max_live_per_user
         self._max_spent = max_spent
         self._live: OrderedDict[str, _Live] = OrderedDict()
         # Spent or expired tokens, by digest, with the reason a later presentation gets.
@@ -136,6 +143,9 @@ class ConfirmationRegistry:
         if key in self._live or key in self._spent:
             raise LocalProtocolError("the token factory returned a token it gave before")
         self._drop_expired(now)
+        users = [key for key, live in self._live.items() if live.binding.user == binding.user]
+        for old in users[: max(0, len(users) - self._max_live_per_user + 1)]:
+            del self._live[old]
         while len(self._live) >= self._max_live:
             self._live.popitem(last=False)
         expires_at_ms = now + self._ttl_ms
