@@ -364,6 +364,29 @@ def test_a_refresh_nobody_takes_is_not_found_at_once(
     expect(command).to_contain_text("refresh: not-found (no-refresh)")
 
 
+def test_a_refresh_nobody_takes_is_not_confirmed_by_a_render_during_it(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """A listener that does not take the refresh (no preventDefault) but makes the table
+    render while the event is dispatched, for its own reasons: nothing reloads for the
+    command, so it is `not-found` (`no-refresh`), not confirmed by that render."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    demo.evaluate(
+        """() => window.addEventListener("pagecontext:refresh", (event) => {
+             event.stopPropagation();
+             event.target.dispatchEvent(
+               new CustomEvent("pagecontext:rendered", {bubbles: true}));
+           }, {capture: true})"""
+    )
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+
+
 # A component of its own, with no refresh of its own, and a listener on the document
 # that takes every refresh that reaches it.
 NOTES = """() => {

@@ -260,6 +260,10 @@ class Edge:
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.generations: dict[str, int] = {}  # componentId -> generation last reported
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
+        # The component whose pagecontext:refresh is being dispatched, and whether it
+        # rendered during the dispatch (which counts only if a listener took the event).
+        self.refreshing: str | None = None
+        self.rendered_while_refreshing = False
         # Commands the page carries out itself (it cancelled `pagecontext:command`).
         self.delegated: list[str] = []
         # The command whose pagecontext:command is being dispatched, and an answer the
@@ -800,6 +804,8 @@ class Edge:
                 "shareable": shareable,
             }
         )
+        if component_id == self.refreshing:
+            self.rendered_while_refreshing = True
         for command_id in self.pending_refresh.pop(component_id, []):
             self._ui_done(command_id, "applied", "ok")
 
@@ -962,18 +968,21 @@ class Edge:
             self._ui_done(command_id, "applied", "ok")
             return
         if action == "refresh":
-            # Waiting before the event: the page may render again inside its listener.
-            _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
             # On the component only (it does not bubble): a listener elsewhere must not
             # take another component's refresh.
             detail = {"commandId": command_id}
-            if _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False):
-                # No listener took it (preventDefault): no reload will come, and an
-                # unrelated render later must not confirm it.
-                waiting = self.pending_refresh.get(component_id, [])
-                if command_id in waiting:
-                    waiting.remove(command_id)
-                    self._ui_done(command_id, "not-found", "no-refresh")
+            self.refreshing, self.rendered_while_refreshing = component_id, False
+            taken = not _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False)
+            rendered, self.refreshing = self.rendered_while_refreshing, None
+            if not taken:
+                # No listener took it (preventDefault): no reload will come, and a render
+                # for another reason, during the event or later, must not confirm it.
+                self._ui_done(command_id, "not-found", "no-refresh")
+            elif rendered:
+                # The page reloaded inside its listener.
+                self._ui_done(command_id, "applied", "ok")
+            else:
+                _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
             return
         generation = message.get("generation")
         # What the component shows now; a generation that does not parse keeps the one it
