@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FrameLocator, Page, expect
 
 from .agents import ExternalAgent
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
@@ -301,6 +301,18 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
     assert [ROW in tasks[0], OTHER_ROW in tasks[1]] == [True, True]
 
 
+def asked_to_refresh(
+    assistant: FrameLocator, agent: ExternalAgent, status: str, reason: str
+) -> None:
+    """The agent asks for a refresh of the pinned row's table; its receipt in the panel's
+    log is `status` (`reason`)."""
+    agent.tool = "refresh"
+    ask(assistant, QUESTION)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", status, timeout=STEP_TIMEOUT_MS)
+    expect(command).to_contain_text(f"refresh: {status} ({reason})")
+
+
 def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:
@@ -309,11 +321,7 @@ def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
     demo, agent = agent_demo
     assistant = panel(demo)
     pin(demo, assistant, ROW)
-    agent.tool = "refresh"
-    ask(assistant, QUESTION)
-    command = assistant.locator('[data-pc-log-kind="command"]')
-    expect(command).to_have_attribute("data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text("refresh: applied (ok)")
+    asked_to_refresh(assistant, agent, "applied", "ok")
 
 
 def test_a_refresh_the_page_took_and_could_not_do_says_so(
@@ -336,11 +344,7 @@ def test_a_refresh_the_page_took_and_could_not_do_says_so(
                new CustomEvent("pagecontext:command-done", {detail})), 0);
            }, {capture: true})"""
     )
-    agent.tool = "refresh"
-    ask(assistant, QUESTION)
-    command = assistant.locator('[data-pc-log-kind="command"]')
-    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text("refresh: not-found (reload-failed)")
+    asked_to_refresh(assistant, agent, "not-found", "reload-failed")
     assert html(demo).get_attribute("data-pc-refused-command-done") is None
 
 
@@ -357,11 +361,7 @@ def test_a_refresh_nobody_takes_is_not_found_at_once(
         """() => window.addEventListener("pagecontext:refresh",
              (event) => event.stopPropagation(), {capture: true})"""
     )
-    agent.tool = "refresh"
-    ask(assistant, QUESTION)
-    command = assistant.locator('[data-pc-log-kind="command"]')
-    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+    asked_to_refresh(assistant, agent, "not-found", "no-refresh")
 
 
 def test_a_refresh_nobody_takes_is_not_confirmed_by_a_render_during_it(
@@ -380,11 +380,7 @@ def test_a_refresh_nobody_takes_is_not_confirmed_by_a_render_during_it(
                new CustomEvent("pagecontext:rendered", {bubbles: true}));
            }, {capture: true})"""
     )
-    agent.tool = "refresh"
-    ask(assistant, QUESTION)
-    command = assistant.locator('[data-pc-log-kind="command"]')
-    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+    asked_to_refresh(assistant, agent, "not-found", "no-refresh")
 
 
 # A component of its own, with no refresh of its own, and a listener on the document
@@ -413,11 +409,7 @@ def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAg
     demo.locator('[data-pc-resource-ref="n:1"]').click()
     demo.get_by_role("button", name="Ask AI").click()
     expect(assistant.locator('[data-pc-chip="n:1"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
-    agent.tool = "refresh"
-    ask(assistant, QUESTION)
-    command = assistant.locator('[data-pc-log-kind="command"]')
-    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text("refresh: not-found (no-refresh)")
+    asked_to_refresh(assistant, agent, "not-found", "no-refresh")
 
 
 def test_a_character_cut_between_two_deltas_is_shown_whole(
