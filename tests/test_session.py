@@ -370,6 +370,33 @@ def test_an_older_or_equal_revision_never_overwrites_the_pinned_context(embedder
     assert state(pair)["refused"] == {"stale-revision": 3}
 
 
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_revision_goes_once_to_each_assistant(embedder: Side) -> None:
+    """The assistant keeps the page instance's last revision across conversations and
+    bindings, so the page sends a revision once to it: "Ask AI" again after a new
+    conversation, or on a new binding, sends nothing (which the assistant would refuse
+    as stale), and the pinned context stays."""
+    pair = shared_pair(embedder)
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    share(pair)
+    pair.handshake()
+    share(pair)
+    assert [c["selectionRevision"] for c in pair.sent_by("page", "context")] == [1]
+    assert state(pair)["refused"] == {}
+    assert chip(pair)["resourceRef"] == "row:2"
+
+
+def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
+    """A new assistant document holds no context: the same revision goes to it."""
+    pair = shared_pair("page")
+    pair.reload_assistant("asst-2")
+    pair.handshake()
+    share(pair)
+    assert [c["selectionRevision"] for c in pair.sent_by("page", "context")] == [1, 1]
+    assert chip(pair)["resourceRef"] == "row:2"
+
+
 # -- commands and receipts ---------------------------------------------------------------
 
 

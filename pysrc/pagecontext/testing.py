@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import EllipsisType
 from typing import Any, Literal
 
+from pagecontext.errors import LocalProtocolError
 from pagecontext.models import CommandMessage, ReceiptStatus, Scalar
 from pagecontext.resolver import RenderedObjects
 from pagecontext.session import (
@@ -326,6 +327,21 @@ class ChannelPair:
         self.page, self.dom, self.page_edge, self.page_closed = self._new_page(page_instance_id)
         if self.embedder == "assistant":
             self.run("assistant", self.assistant.child_reloaded())
+
+    def reload_assistant(self, assistant_instance_id: str) -> None:
+        """Replace the assistant (the page's child) by a new document: new session, no
+        port yet; the page is told its child reloaded. Bind it with `handshake()`."""
+        if self.embedder != "page":
+            raise LocalProtocolError("an assistant that embeds the page reloads with it")
+        self.child_reloaded()
+        self.assistant = AssistantSession(
+            instance_id=assistant_instance_id,
+            conversation_id=self.assistant.conversation_id,
+            clock=self.clock,
+            new_id=counter_ids(f"{assistant_instance_id}-"),
+        )
+        self.assistant_edge.clear()
+        self.assistant_closed.clear()
 
     def render(
         self,
