@@ -23,7 +23,8 @@ def command(ui: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 @pytest.mark.parametrize(
-    "reason", ["view-changed", "not-rendered", "ok", "deadline", "assistant-reloaded"]
+    "reason",
+    ["view-changed", "not-rendered", "ok", "deadline", "assistant-reloaded", "not-plain"],
 )
 def test_a_reason_the_protocol_lists_reaches_the_agent_as_it_is(reason: str) -> None:
     """The page's and the ledger's listed reasons are the agent's to read."""

@@ -87,13 +87,16 @@ RECEIPT_REASONS: Final = frozenset(
         "not-focusable",
     }
 )
-# Every reason `parse_message` may refuse a message with (docs/protocol.md section 8.3).
+# Every reason a port message may be refused with (docs/protocol.md section 8.3): those
+# of `parse_message`, and `not-plain`, which only the receiving worker's plain-data
+# check finds (`unreadable`).
 REFUSAL_REASONS: Final = frozenset(
     {
         "malformed",
         "forbidden-key",
         "too-deep",
         "not-json",
+        "not-plain",
         "too-large",
         "unsupported-version",
         "over-limit",
