@@ -209,7 +209,6 @@ def test_a_selector_like_resource_ref_is_only_data() -> None:
         pytest.param(without(context(), "version"), id="no-version"),
         pytest.param(receipt(commandId="c", layer="ui", reason="Not OK"), id="reason-code"),
         pytest.param(receipt(commandId="c", layer="business"), id="receipt-layer"),
-        pytest.param(receipt(commandId="c", layer="ui", detail="d" * 201), id="detail-201"),
     ],
 )
 def test_invalid_payloads_are_malformed(raw: dict[str, Any]) -> None:
@@ -429,9 +428,15 @@ def test_limits_are_configurable() -> None:
 
 
 def test_a_receipt_detail_over_the_configured_limit_is_over_limit() -> None:
-    """max_detail_chars bounds a receipt's detail."""
+    """max_detail_chars bounds a receipt's detail, as every limit is: over the default
+    (200) or a configured one, `over-limit`; within a configured one, accepted."""
     raw = receipt(commandId="c", layer="ui", detail="d" * 50)
     assert rejection(raw, Limits(max_detail_chars=10)) == ("over-limit", "msg-1")
+    longer = receipt(commandId="c", layer="ui", detail="d" * 201)
+    assert rejection(longer) == ("over-limit", "msg-1")
+    parsed = parse_message(longer, Limits(max_detail_chars=300))
+    assert isinstance(parsed, ReceiptMessage)
+    assert parsed.detail == "d" * 201
 
 
 @pytest.mark.parametrize("raw", [None, [], "context", 42, {"messageId": 5}])

@@ -257,9 +257,8 @@ class ReceiptMessage(_Envelope):
     layer: Literal["received", "ui"]
     status: ReceiptStatus
     reason: Annotated[str, StringConstraints(pattern=_REASON_PATTERN)]
-    detail: Annotated[str, StringConstraints(max_length=200)] | None = Field(
-        default=None, exclude_if=_is_none
-    )
+    # Its length is the limits' (`max_detail_chars`, `over-limit`), as every other one is.
+    detail: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class ConversationMessage(_Envelope):
