@@ -844,6 +844,7 @@ def test_not_flagged_yet_may_be_checked_again_after_a_reload(origins: Origins, d
     assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "applied")
 
 
+@pytest.mark.scenario(8)
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:
     _, assistant = origins
     pair = sales_pair(db)

@@ -20,6 +20,7 @@ from pagecontext.models import (
 from pagecontext.receiver import Accepted, ContextReceiver, Refused
 from strategies import MUTATIONS, contexts, mutants, stamped
 from wire import without
+from work import calls_for_each
 
 
 def context(revision: object = 1, **changes: Any) -> dict[str, Any]:
@@ -281,6 +282,23 @@ def flood_message(index: int) -> object:
     if kind == 10:
         return wire.command(messageId=f"c{index}")
     return [index, "x" * 100]
+
+
+@pytest.mark.scenario(19)
+def test_refusing_a_message_takes_no_more_work_after_thousands_refused() -> None:
+    """Bounded in time, counted rather than timed: refusing 1,200 messages (each kind of
+    the flood 100 times) makes as many function calls after 9,600 refused as after
+    1,200, so a refusal's cost does not grow with the flood."""
+    receiver = bound()
+    receiver.receive(context(2))
+    for index in range(1200):
+        receiver.receive(flood_message(index))
+    early = calls_for_each(receiver.receive, [flood_message(i) for i in range(1200, 2400)])
+    for index in range(2400, 9600):
+        receiver.receive(flood_message(index))
+    late = calls_for_each(receiver.receive, [flood_message(i) for i in range(9600, 10_800)])
+    assert late == early
+    assert receiver.last_revision == 2
 
 
 @pytest.mark.scenario(19)

@@ -18,6 +18,7 @@ from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.testing import FakeClock, FakeDom, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 from strategies import MUTATIONS, commands, mutants, stamped
+from work import calls_for_each
 
 VIEW = ComponentView("sales", {"region": ("EU",)}, 1)
 OTHER_VIEW = ComponentView("sales", {"region": ("EU",)}, 2)
@@ -580,6 +581,25 @@ def flood_command(index: int) -> object:
     if kind == 6:
         return command(messageId=message_id, target={"componentId": "table", "__proto__": {}})
     return [index]
+
+
+@pytest.mark.scenario(19)
+def test_refusing_a_command_takes_no_more_work_after_thousands_refused() -> None:
+    """Bounded in time, counted rather than timed: once the page's memory of receipts is
+    full, refusing 1,600 commands (each kind of the flood 200 times) makes as many
+    function calls after 13,400 commands as after 5,000, within 1% (the ids' lengths
+    differ)."""
+    page = Page(remembered=1024)
+    page.select()
+    for index in range(5000):
+        if index % 8 in REMEMBERED:
+            page.resolve(flood_command(index))
+    early = calls_for_each(page.resolve, [flood_command(i) for i in range(5000, 6600)])
+    for index in range(6600, 13_400):
+        page.resolve(flood_command(index))
+    late = calls_for_each(page.resolve, [flood_command(i) for i in range(13_400, 15_000)])
+    assert early * 0.99 <= late <= early * 1.01
+    assert page.dom.highlights == {}
 
 
 @pytest.mark.scenario(19)

@@ -16,6 +16,7 @@ from pagecontext.windowrules import (
     NONCE_CHARS,
     child_url,
     connect_message,
+    connect_target,
     encode_nonce,
     handshake_type,
     is_b64url,
@@ -155,6 +156,15 @@ def test_the_configured_origin_is_allowed() -> None:
 def test_lookalike_origins_are_refused(origin: object) -> None:
     """Anything but the exact configured string is refused."""
     assert origin_allowed(origin, ORIGIN) is False
+
+
+@pytest.mark.scenario(13)
+def test_connect_is_posted_to_the_exact_origin_unless_the_child_is_opaque() -> None:
+    """`connect` goes to the configured origin; `"*"` only for a child the embedder
+    sandboxed itself, whose opaque origin no exact target matches (connect carries no
+    selection data)."""
+    assert connect_target(ORIGIN, opaque_child=False) == ORIGIN
+    assert connect_target(ORIGIN, opaque_child=True) == "*"
 
 
 @pytest.mark.scenario(11, 12)
