@@ -11,7 +11,18 @@ from playwright.sync_api import FrameLocator, Page, expect
 
 from .agents import ExternalAgent
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import OTHER_ROW, ROW, admin, ask, html, panel, pin, select_and_ask
+from .helpers import (
+    OTHER_ROW,
+    ROW,
+    admin,
+    ask,
+    html,
+    open_preview,
+    panel,
+    pin,
+    preview_text,
+    select_and_ask,
+)
 
 QUESTION = "Why is this row so high?"
 # The business layer's deadline, and a margin for a loaded machine.
@@ -299,6 +310,54 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
         for run in agent.inputs
     ]
     assert [ROW in tasks[0], OTHER_ROW in tasks[1]] == [True, True]
+
+
+# A password field in the row, which the user types into; the page then hands the
+# row's form values with its selection, as a page keeping its own selection does.
+TYPED_IN_THE_ROW = """ref => {
+  const row = document.querySelector(`tr[data-pc-resource-ref="${ref}"]`);
+  const cell = document.createElement("td");
+  const field = document.createElement("input");
+  Object.assign(field, {type: "password", name: "password"});
+  field.setAttribute("aria-label", "Password");
+  cell.append(field);
+  row.append(cell);
+}"""
+SELECTED_WITH_THE_FORM = """ref => {
+  const values = {region: "North", month: "2026-03", unitsSold: 4231,
+                  password: document.querySelector("input[name=password]").value};
+  document.dispatchEvent(new CustomEvent("pagecontext:select",
+    {detail: {componentId: "sales-table", resourceRef: ref, values}}));
+  document.dispatchEvent(new CustomEvent("pagecontext:share"));
+}"""
+
+
+@pytest.mark.scenario(21)
+def test_a_secret_typed_into_the_page_never_reaches_the_panel_or_the_agent(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """A password typed into an unsaved field of the selected row and handed with the
+    selection: the page does not declare it shareable, so it is in neither the chip, the
+    panel's "What the AI sees" nor the run the agent gets, where the declared values
+    are."""
+    demo, agent = agent_demo
+    demo.evaluate(TYPED_IN_THE_ROW, ROW)
+    demo.get_by_label("Password").fill("hunter2")
+    demo.evaluate(SELECTED_WITH_THE_FORM, ROW)
+    assistant = panel(demo)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text(
+        "4231 units", timeout=STEP_TIMEOUT_MS
+    )
+    expect(chip).not_to_contain_text("hunter2")
+    open_preview(assistant)
+    expect(preview_text(assistant)).to_contain_text("4231")
+    expect(preview_text(assistant)).not_to_contain_text("hunter2")
+    ask(assistant, QUESTION)
+    sent = agent.inputs[-1].model_dump_json()
+    assert "4231" in sent
+    assert "hunter2" not in sent
+    assert "password" not in sent
 
 
 def asked_to_refresh(
