@@ -567,6 +567,28 @@ def test_after_a_revoke_the_answer_says_so_and_no_snapshot_value_is_in_it(
     assert pair.sent_by("assistant", "command") == []
 
 
+@pytest.mark.scenario(5)
+def test_a_run_without_page_data_keeps_the_question_and_no_snapshot_value(db: Path) -> None:
+    """What an agent gives its model once the read was refused (`agui.without_page_data`):
+    the question and the task's ids, and no value the user saw, neither from the task
+    entry nor from the question's untrusted block."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    run_input = RunAgentInput.model_validate_json(ask(pair, "Why so high?").body)
+    assert "4231" in run_input.model_dump_json()
+    kept = agui.without_page_data(run_input)
+    assert "4231" not in kept.model_dump_json()
+    task = agui.read_task_context(kept)
+    assert task is not None
+    assert (task.resource_ref, task.snapshot) == (NORTH_MARCH, {})
+    [question] = [m for m in kept.messages if isinstance(m, UserMessage)]
+    assert isinstance(question.content, str)
+    assert question.content.endswith("Why so high?")
+    assert "<pagecontext-data>" not in question.content
+    assert kept.tools == run_input.tools
+    assert kept.forwarded_props == run_input.forwarded_props
+
+
 # --- the business action -------------------------------------------------------------------
 
 

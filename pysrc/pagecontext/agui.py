@@ -62,7 +62,7 @@ from ag_ui.core import (
 )
 from pydantic import Field, TypeAdapter, ValidationError
 
-from pagecontext.block import safe_json
+from pagecontext.block import safe_json, without_untrusted
 from pagecontext.errors import LocalProtocolError, PagecontextError
 from pagecontext.models import (
     ObservedAt,
@@ -112,6 +112,7 @@ __all__ = [
     "read_task_context",
     "task_context_entry",
     "tool_call_command",
+    "without_page_data",
 ]
 
 TASK_CONTEXT_DESCRIPTION: Final = "pagecontext.task"
@@ -391,6 +392,34 @@ def read_task_context(run_input: RunAgentInput) -> TaskContext | None:
             f"the {TASK_CONTEXT_DESCRIPTION!r} context entry is not a valid task: "
             f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']}"
         ) from None
+
+
+def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
+    """`run_input` as a model may be given it once the user's read of the task's
+    resource was refused: the `pagecontext.task` entry without its snapshot (the ids and
+    times stay), and the user messages without their untrusted blocks (what the page
+    showed, `block.without_untrusted`); the rest as it was. The snapshot must not stand
+    in for access the user no longer has (docs/agent.md).
+
+    Raises ValueError for a task entry that `read_task_context` refuses.
+    """
+    task = read_task_context(run_input)
+    context = [
+        entry
+        if entry.description != TASK_CONTEXT_DESCRIPTION or task is None
+        else Context(
+            description=entry.description,
+            value=task_context_entry(task.model_copy(update={"snapshot": {}})).value,
+        )
+        for entry in run_input.context or ()
+    ]
+    messages = [
+        message.model_copy(update={"content": without_untrusted(message.content)})
+        if message.role == "user" and isinstance(message.content, str)
+        else message
+        for message in run_input.messages
+    ]
+    return run_input.model_copy(update={"context": context, "messages": messages})
 
 
 def read_authorization(run_input: RunAgentInput) -> str | None:

@@ -41,6 +41,7 @@ __all__ = [
     "render_block",
     "render_line",
     "safe_json",
+    "without_untrusted",
 ]
 
 TRUSTED_TAG: Final = "pagecontext-instructions"
@@ -230,6 +231,23 @@ def render_block(instructions: Sequence[Instruction], items: Sequence[ContextIte
         lines.extend(render_line(item) for item in items)
         lines.extend((REMINDER, _CLOSE_UNTRUSTED))
     return "\n".join(lines)
+
+
+def without_untrusted(text: str) -> str:
+    """`text` (a message that may hold blocks `render_block` rendered) with each untrusted
+    block left out, its lines from the opening tag's to the closing tag's. A block's lines
+    never hold a line break or a tag of their own, so a line that is a closing tag ends
+    one; an opening tag with no closing one after it is kept, as text."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    at = 0
+    while at < len(lines):
+        if lines[at] == _OPEN_UNTRUSTED and _CLOSE_UNTRUSTED in lines[at + 1 :]:
+            at = lines.index(_CLOSE_UNTRUSTED, at + 1) + 1
+            continue
+        kept.append(lines[at])
+        at += 1
+    return "\n".join(kept)
 
 
 def extract_lines(block: str) -> list[str]:
