@@ -31,7 +31,7 @@ from pagecontext.models import (
     parse_context_json,
     parse_message,
 )
-from pagecontext.receiver import Accepted, ContextReceiver, Refused
+from pagecontext.receiver import Accepted, ContextReceiver, Refused, Repeated
 from pagecontext.resolver import CommandResolver
 from pagecontext.testing import ChannelPair, FakeClock, FakeDom, Side, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
@@ -164,6 +164,17 @@ def test_the_receiver_commits_only_valid_newer_contexts_and_keeps_working(
             best = message.selection_revision
             expected = message if isinstance(message, ContextMessage) else None
             assert receiver.committed == expected
+        elif isinstance(result, Repeated):
+            # The last one again: its revision, and what it committed (or none).
+            message = parse_message(raw)
+            assert isinstance(message, ContextMessage | SelectionClearedMessage)
+            assert message.selection_revision == best
+            if isinstance(message, ContextMessage):
+                assert receiver.committed is not None
+                assert message.selection == receiver.committed.selection
+            else:
+                assert receiver.committed is None
+            assert (receiver.last_revision, receiver.committed) == before
         else:
             assert isinstance(result, Refused)
             assert (receiver.last_revision, receiver.committed) == before

@@ -17,7 +17,7 @@ from pagecontext.models import (
     ContextMessage,
     SelectionClearedMessage,
 )
-from pagecontext.receiver import Accepted, ContextReceiver, Refused
+from pagecontext.receiver import Accepted, ContextReceiver, Refused, Repeated
 from strategies import MUTATIONS, contexts, mutants, stamped
 from wire import without
 from work import calls_for_each
@@ -51,13 +51,32 @@ def test_a_valid_context_is_committed() -> None:
 
 @pytest.mark.parametrize("older", [3, 4])
 def test_same_or_older_revisions_never_overwrite(older: int) -> None:
-    """A revision not above the last accepted is stale-revision; the commit stays."""
+    """A revision not above the last accepted, with another selection, is
+    stale-revision; the commit stays."""
     receiver = bound()
     receiver.receive(context(4))
     committed = receiver.committed
-    assert receiver.receive(context(older)) == Refused("stale-revision")
+    other = context(older)
+    other["selection"] = {**other["selection"], "resourceRef": "row:other"}
+    assert receiver.receive(other) == Refused("stale-revision")
     assert receiver.committed == committed
     assert receiver.last_revision == 4
+
+
+def test_the_last_revision_sent_again_is_a_repeat_not_a_refusal() -> None:
+    """The last context again (the page shares it again after a new conversation), or
+    the last selection-cleared again: Repeated, nothing changes, nothing is counted."""
+    receiver = bound()
+    receiver.receive(context(4))
+    committed = receiver.committed
+    again = context(4, messageId="again-1")
+    assert isinstance(receiver.receive(again), Repeated)
+    assert (receiver.committed, receiver.last_revision) == (committed, 4)
+    receiver.receive(cleared(5))
+    assert isinstance(receiver.receive(cleared(5, messageId="again-2")), Repeated)
+    assert receiver.receive(context(5)) == Refused("stale-revision")
+    assert (receiver.committed, receiver.last_revision) == (None, 5)
+    assert dict(receiver.counts) == {"stale-revision": 1}
 
 
 def test_selection_cleared_uncommits_and_records_the_revision() -> None:
@@ -259,8 +278,8 @@ def test_every_payload_mutation_is_refused_and_the_receiver_keeps_working(
 def flood_message(index: int) -> object:
     """The index-th of a rotation of messages the bound receiver refuses."""
     kind = index % 12
-    if kind == 0:
-        return context(2, messageId=f"bad{index}")  # stale revision
+    if kind == 0:  # the last revision with another selection: stale
+        return wire.with_selection(context(2, messageId=f"bad{index}"), resourceRef=f"r{index}")
     if kind == 1:
         return context(index + 10, pageInstanceId="page-X")
     if kind == 2:

@@ -356,9 +356,9 @@ def test_an_older_or_equal_revision_never_overwrites_the_pinned_context(embedder
     select(pair, "row:3")
     share(pair)
     first, second = pair.sent_by("page", "context")
-    # The same revision again: the page sends it once per binding.
+    # The same revision again: the page sends it once per binding and conversation.
     assert [e for e in pair.page.share() if isinstance(e, ToPeer)] == []
-    pair.post("assistant", second)  # a repeat
+    pair.post("assistant", second)  # a repeat: the same selection, not refused
     pair.post("assistant", first)  # an older revision, replayed
     changed = {**second, "messageId": "x-1"}
     changed["selection"] = {**second["selection"], "resourceRef": "row:1"}  # type: ignore[dict-item]
@@ -367,23 +367,45 @@ def test_an_older_or_equal_revision_never_overwrites_the_pinned_context(embedder
     assert pair.assistant.pinned is not None
     assert pair.assistant.pinned.selection_revision == 2
     assert chip(pair)["resourceRef"] == "row:3"
-    assert state(pair)["refused"] == {"stale-revision": 3}
+    assert state(pair)["refused"] == {"stale-revision": 2}
 
 
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
-def test_a_revision_goes_once_to_each_assistant(embedder: Side) -> None:
-    """The assistant keeps the page instance's last revision across conversations and
-    bindings, so the page sends a revision once to it: "Ask AI" again after a new
-    conversation, or on a new binding, sends nothing (which the assistant would refuse
-    as stale), and the pinned context stays."""
+def test_a_revision_sent_again_after_a_new_conversation_is_a_repeat(embedder: Side) -> None:
+    """ "Ask AI" again on the same binding sends nothing; after a new conversation, or on
+    a new binding, the revision goes again, and the assistant, which took it already,
+    takes it as a repeat: nothing refused, the pinned context kept."""
     pair = shared_pair(embedder)
+    share(pair)
     pair.run("assistant", pair.assistant.new_conversation("conv-2"))
     pair.pump()
     share(pair)
     pair.handshake()
     share(pair)
-    assert [c["selectionRevision"] for c in pair.sent_by("page", "context")] == [1]
+    sent = [(c["selectionRevision"], c["conversationId"]) for c in pair.sent_by("page", "context")]
+    assert sent == [(1, "conv-1"), (1, "conv-2"), (1, "conv-2")]
     assert state(pair)["refused"] == {}
+    assert chip(pair)["resourceRef"] == "row:2"
+
+
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_context_that_crossed_a_new_conversation_is_sent_again_and_taken(
+    embedder: Side,
+) -> None:
+    """The page shares a selection while the assistant starts a new conversation: the
+    context, stamped with the old one, is refused; "Ask AI" again sends it stamped with
+    the new one, and it is pinned."""
+    pair = ChannelPair(embedder=embedder)
+    render_orders(pair)
+    select(pair)
+    pair.run("page", pair.page.share())  # on its way...
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))  # ...as this is
+    pair.pump()
+    assert pair.assistant.pinned is None
+    assert state(pair)["refused"] == {"conversation-mismatch": 1}
+    share(pair)
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.conversation_id == "conv-2"
     assert chip(pair)["resourceRef"] == "row:2"
 
 
@@ -1303,7 +1325,8 @@ def test_port_messages_as_json_text_have_the_same_outcome_as_decoded_ones() -> N
     stamp = {"pageInstanceId": "page-1", "conversationId": "conv-1"}
     sequence = [
         wire.context(**stamp, selectionRevision=2),
-        wire.context(**stamp, selectionRevision=2),  # not newer
+        wire.with_selection(wire.context(**stamp, selectionRevision=2), resourceRef="x"),  # stale
+        wire.context(**stamp, selectionRevision=2),  # the same again: a repeat
         wire.context(**stamp, selectionRevision=5, messageId="m-5"),
         wire.context(pageInstanceId="page-2", conversationId="conv-1", selectionRevision=9),
         wire.context(**stamp, selectionRevision=6, extra=1),

@@ -2,7 +2,9 @@
 
 This module owns the assistant's committed context and revision monotonicity: a context
 is committed only from the bound page instance and conversation, with a revision greater
-than the last accepted one. Same or older revisions never overwrite.
+than the last accepted one. Same or older revisions never overwrite; the last one sent
+again, the same selection (the page shares a revision again after a new conversation or
+binding), changes nothing and is not refused.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pagecontext.models import (
     parse_message,
 )
 
-__all__ = ["Accepted", "ContextReceiver", "ReceiveResult", "Refused"]
+__all__ = ["Accepted", "ContextReceiver", "ReceiveResult", "Refused", "Repeated"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,15 @@ class Refused:
     reason: str
 
 
-ReceiveResult = Accepted | Refused
+@dataclass(frozen=True)
+class Repeated:
+    """The message is the last one committed or recorded, sent again: the same revision
+    and the same selection (or none, for a selection-cleared). It changes nothing."""
+
+    message: ContextMessage | SelectionClearedMessage
+
+
+ReceiveResult = Accepted | Refused | Repeated
 
 
 class ContextReceiver:
@@ -102,7 +112,8 @@ class ContextReceiver:
         contexts, `parse_context_json`) if it is for the bound page and newer.
 
         Refusal reasons: "unexpected-type", "unbound", "page-instance",
-        "conversation-mismatch", "stale-revision".
+        "conversation-mismatch", "stale-revision". The last revision sent again with the
+        same selection is Repeated, not refused.
         """
         if not isinstance(message, ContextMessage | SelectionClearedMessage):
             return self._refuse("unexpected-type")
@@ -113,10 +124,18 @@ class ContextReceiver:
         if message.conversation_id != self._conversation_id:
             return self._refuse("conversation-mismatch")
         if message.selection_revision <= self._last_revision:
+            if message.selection_revision == self._last_revision and self._is_committed(message):
+                return Repeated(message)
             return self._refuse("stale-revision")
         self._last_revision = message.selection_revision
         self._committed = message if isinstance(message, ContextMessage) else None
         return Accepted(message)
+
+    def _is_committed(self, message: ContextMessage | SelectionClearedMessage) -> bool:
+        """Whether `message` holds what was committed last (nothing, for a clear)."""
+        if isinstance(message, SelectionClearedMessage):
+            return self._committed is None
+        return self._committed is not None and self._committed.selection == message.selection
 
     def _refuse(self, reason: str) -> Refused:
         self._counts[reason] += 1

@@ -440,8 +440,8 @@ class PageSession:
         self._limits = limits
         self._declared: dict[str, tuple[FieldSpec, ...]] = {}
         self._share_when_bound = False
-        # The assistant instance (binding.peer_instance_id) and revision last shared.
-        self._shared: tuple[str, int] | None = None
+        # The binding (connection, conversation) and revision last shared on it.
+        self._shared: tuple[int, str, int] | None = None
         # Applied commands whose `ui` receipt waits for the edge's UI work, oldest first:
         # at most UI_PENDING_MAX (a command the page took over and never answers stays
         # unconfirmed at the assistant), and none from an earlier binding.
@@ -566,11 +566,12 @@ class PageSession:
             return [ToEdge({"kind": "share-queued"})]
         self._share_when_bound = False
         binding = self._conn.binding
-        shared = (binding.peer_instance_id, self.tracker.latest_revision)
+        shared = (binding.connection_id, binding.conversation_id, self.tracker.latest_revision)
         if shared == self._shared:
-            # Sent to this assistant already, on this binding or an earlier one, in this
-            # conversation or another: it keeps this page instance's last revision
-            # across both (docs/protocol.md 8.7), and would refuse it as stale.
+            # Sent on this binding and conversation already. After a new conversation or
+            # binding it goes again: the first may have crossed the assistant's switch
+            # and been refused, and one it took comes back as a repeat, which changes
+            # nothing and is not refused (docs/protocol.md 8.7).
             return []
         self._shared = shared
         current = self.tracker.current
