@@ -16,6 +16,7 @@ from .helpers import (
     ROW,
     admin,
     ask,
+    diagnose_now,
     html,
     open_preview,
     panel,
@@ -383,28 +384,39 @@ def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
     asked_to_refresh(assistant, agent, "applied", "ok")
 
 
+@pytest.mark.parametrize("when", ["later", "inside"])
 def test_a_refresh_the_page_took_and_could_not_do_says_so(
-    agent_demo: tuple[Page, ExternalAgent],
+    agent_demo: tuple[Page, ExternalAgent], when: str
 ) -> None:
     """The page takes the refresh (the demo's own reload never runs), its reload fails,
-    and it answers with `pagecontext:command-done` (`not-found`, its reason) in a later
-    task, with no render between: the command is `not-found` with that reason, and the
-    answer is taken, not refused."""
+    and it answers with `pagecontext:command-done` (`not-found`, its reason), in a later
+    task or inside its listener, with no render between: the command is `not-found` with
+    that reason, and the answer is taken, not refused; a render after it changes
+    nothing."""
     demo, agent = agent_demo
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     demo.evaluate(
-        """() => window.addEventListener("pagecontext:refresh", (event) => {
+        """(inside) => window.addEventListener("pagecontext:refresh", (event) => {
              event.stopPropagation();
              event.preventDefault();
              const detail = {commandId: event.detail.commandId, status: "not-found",
                              reason: "reload-failed"};
-             setTimeout(() => document.dispatchEvent(
-               new CustomEvent("pagecontext:command-done", {detail})), 0);
-           }, {capture: true})"""
+             const answer = () => document.dispatchEvent(
+               new CustomEvent("pagecontext:command-done", {detail}));
+             if (inside) answer(); else setTimeout(answer, 0);
+           }, {capture: true})""",
+        when == "inside",
     )
     asked_to_refresh(assistant, agent, "not-found", "reload-failed")
     assert html(demo).get_attribute("data-pc-refused-command-done") is None
+    demo.locator('[data-pc-component="sales-table"]').evaluate(
+        """(table) => table.dispatchEvent(new CustomEvent("pagecontext:rendered",
+             {bubbles: true}))"""
+    )
+    diagnose_now(demo)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found")
 
 
 def test_a_refresh_nobody_takes_is_not_found_at_once(

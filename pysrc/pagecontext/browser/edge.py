@@ -971,13 +971,23 @@ class Edge:
             # On the component only (it does not bubble): a listener elsewhere must not
             # take another component's refresh.
             detail = {"commandId": command_id}
+            # While it is dispatched, a render or a pagecontext:command-done is noted, to
+            # count once it is known whether a listener took it.
             self.refreshing, self.rendered_while_refreshing = component_id, False
+            self.dispatching = command_id
             taken = not _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False)
             rendered, self.refreshing = self.rendered_while_refreshing, None
+            early, self.early_answer = self.early_answer, None
+            self.dispatching = None
             if not taken:
                 # No listener took it (preventDefault): no reload will come, and a render
                 # for another reason, during the event or later, must not confirm it.
+                if early is not None:
+                    self._refuse_event("command-done", command_id + " was not taken by the page")
                 self._ui_done(command_id, "not-found", "no-refresh")
+            elif early is not None:
+                # The page took it and answered inside its listener (a reload that failed).
+                self._ui_done(command_id, early[0], early[1])
             elif rendered:
                 # The page reloaded inside its listener.
                 self._ui_done(command_id, "applied", "ok")
