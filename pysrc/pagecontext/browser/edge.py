@@ -944,7 +944,7 @@ class Edge:
         # it is known whether the listener cancelled the event.
         self.dispatching = command_id
         cancelled = not _dispatch(component, "pagecontext:command", detail, True)
-        early, self.early_answer = self.early_answer, None
+        early = self._early_answer_taken()
         self.dispatching = None
         if cancelled:
             # The page carries it out itself and answers with pagecontext:command-done;
@@ -977,7 +977,7 @@ class Edge:
             self.dispatching = command_id
             taken = not _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False)
             rendered, self.refreshing = self.rendered_while_refreshing, None
-            early, self.early_answer = self.early_answer, None
+            early = self._early_answer_taken()
             self.dispatching = None
             if not taken:
                 # No listener took it (preventDefault): no reload will come, and a render
@@ -1055,6 +1055,12 @@ class Edge:
             return
         self.delegated.remove(command_id)
         self._ui_done(command_id, status, reason)
+
+    def _early_answer_taken(self) -> tuple[str, str] | None:
+        """The answer the page gave (pagecontext:command-done) while the command being
+        dispatched was, if any; it is forgotten."""
+        early, self.early_answer = self.early_answer, None
+        return early
 
     def _ui_done(self, command_id: str, status: str, reason: str) -> None:
         self._to_worker(
