@@ -9,11 +9,15 @@ import pytest
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
+    ImageInputContent,
+    InputContentUrlSource,
+    RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
     StepFinishedEvent,
     StepStartedEvent,
+    TextInputContent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -39,7 +43,9 @@ from pagecontext.agui import (
     paired_surrogates,
     paired_throughout,
 )
+from pagecontext.block import render_block
 from pagecontext.errors import LocalProtocolError
+from pagecontext.items import ContextItem
 from pagecontext.models import Quantity, Target
 from pagecontext.store import ContextEntry
 
@@ -555,3 +561,29 @@ def test_paired_throughout_reaches_every_string_of_a_saved_state() -> None:
         "k\ufffd": ["\U0001f4c8", None, 2.5],
     }
     json.dumps(paired_throughout(saved), ensure_ascii=False).encode("utf-8")
+
+
+def test_without_page_data_cleans_each_text_part_of_a_user_message() -> None:
+    """A user message made of parts: each text part loses its untrusted block, its own
+    words stay, and a part of another kind is kept as it is."""
+    block = render_block([], [ContextItem(type="field", key="unitsSold", value="4231")])
+    image = ImageInputContent(
+        type="image", source=InputContentUrlSource(type="url", value="https://x.example/a.png")
+    )
+    content = [TextInputContent(type="text", text=f"{block}\n\nWhy?"), image]
+    run = RunAgentInput(
+        thread_id="t",
+        run_id="r",
+        state={},
+        messages=[UserMessage(id="u1", role="user", content=content)],
+        tools=[],
+        context=[],
+        forwarded_props={},
+    )
+    [message] = agui.without_page_data(run).messages
+    assert isinstance(message, UserMessage)
+    assert isinstance(message.content, list)
+    text, kept = message.content
+    assert isinstance(text, TextInputContent)
+    assert text.text == "\nWhy?"
+    assert kept == image

@@ -58,6 +58,7 @@ from ag_ui.core import (
     EventType,
     Message,
     RunAgentInput,
+    TextPart,
     Tool,
 )
 from pydantic import Field, TypeAdapter, ValidationError
@@ -398,7 +399,8 @@ def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
     """`run_input` as a model may be given it once the user's read of the task's
     resource was refused: the `pagecontext.task` entry without its snapshot (the ids and
     times stay), and the user messages without their untrusted blocks (what the page
-    showed, `block.without_untrusted`); the rest as it was. The snapshot must not stand
+    showed, `block.without_untrusted`; in each text part of one made of parts); the rest
+    as it was. The snapshot must not stand
     in for access the user no longer has (docs/agent.md).
 
     Raises ValueError for a task entry that `read_task_context` refuses.
@@ -414,12 +416,27 @@ def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
         for entry in run_input.context or ()
     ]
     messages = [
-        message.model_copy(update={"content": without_untrusted(message.content)})
-        if message.role == "user" and isinstance(message.content, str)
+        message.model_copy(update={"content": _without_untrusted_parts(message.content)})
+        if message.role == "user"
         else message
         for message in run_input.messages
     ]
     return run_input.model_copy(update={"context": context, "messages": messages})
+
+
+def _without_untrusted_parts(content: object) -> object:
+    """A user message's content (its text, or its parts: each text part's text) without
+    its untrusted blocks; other parts (an image, a document) as they are."""
+    if isinstance(content, str):
+        return without_untrusted(content)
+    if isinstance(content, list):
+        return [
+            part.model_copy(update={"text": without_untrusted(part.text)})
+            if isinstance(part, TextPart)
+            else part
+            for part in content
+        ]
+    return content
 
 
 def read_authorization(run_input: RunAgentInput) -> str | None:
