@@ -127,6 +127,14 @@ def test_a_user_asking_for_many_tokens_drops_only_their_own() -> None:
     tokens.consume(theirs.token, other)
     for token in mine[17:]:
         tokens.consume(token.token, BINDING)
+    # A refund counts too: the user's oldest live token makes room for it.
+    held = [tokens.issue(BINDING) for _ in range(3)]
+    spent = tokens.consume(held[0].token, BINDING)
+    tokens.issue(BINDING)
+    tokens.refund(spent)
+    assert len(tokens) == 3
+    assert refusal(tokens, held[1].token, BINDING) == "unknown"
+    tokens.consume(held[0].token, BINDING)
 
 
 def test_a_repeating_token_factory_is_a_local_error() -> None:

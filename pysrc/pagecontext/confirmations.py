@@ -143,13 +143,11 @@ class ConfirmationRegistry:
         if key in self._live or key in self._spent:
             raise LocalProtocolError("the token factory returned a token it gave before")
         self._drop_expired(now)
-        users = [key for key, live in self._live.items() if live.binding.user == binding.user]
-        for old in users[: max(0, len(users) - self._max_live_per_user + 1)]:
-            del self._live[old]
         while len(self._live) >= self._max_live:
             self._live.popitem(last=False)
         expires_at_ms = now + self._ttl_ms
         self._live[key] = _Live(binding, expires_at_ms)
+        self._keep_per_user(binding.user, key)
         return IssuedConfirmation(token, expires_at_ms)
 
     def consume(self, token: str, binding: ConfirmationBinding) -> SpentConfirmation:
@@ -187,6 +185,14 @@ class ConfirmationRegistry:
         if self._spent.get(spent.key) == "used":
             del self._spent[spent.key]
             self._live[spent.key] = spent.live
+            self._keep_per_user(spent.live.binding.user, spent.key)
+
+    def _keep_per_user(self, user: str, key: str) -> None:
+        """Forget `user`'s oldest live tokens but `key` (the one just issued or
+        refunded) past max_live_per_user."""
+        theirs = [k for k, live in self._live.items() if live.binding.user == user and k != key]
+        for old in theirs[: max(0, len(theirs) + 1 - self._max_live_per_user)]:
+            del self._live[old]
 
     def _remember(self, key: str, reason: RefusalReason) -> None:
         self._spent[key] = reason
