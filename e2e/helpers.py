@@ -28,12 +28,24 @@ ROW = "sales-2026-03-north"
 OTHER_ROW = "sales-2026-05-east"
 
 
-def document_policy(frames: str, *, workers: str = "'self'") -> str:
-    """The documented policy of a page that frames, and is framed by, only `frames`."""
+def document_policy(frames: str, *, workers: str = "'self'", connects: str = "") -> str:
+    """The documented policy of a page that frames, and is framed by, only `frames`, and
+    connects to its own origin and `connects` (origins, space-separated)."""
     return (
         f"script-src 'self' 'wasm-unsafe-eval'; worker-src {workers}; "
-        f"frame-src {frames}; frame-ancestors {frames}; object-src 'none'; base-uri 'none'; "
+        f"frame-src {frames}; frame-ancestors {frames}; "
+        f"connect-src 'self' data:{' ' + connects if connects else ''}; "
+        "object-src 'none'; base-uri 'none'; "
         "require-trusted-types-for 'script'; trusted-types pagecontext"
+    )
+
+
+def scripts_policy(connects: str = "") -> str:
+    """The documented policy of every script (its workers'), connecting to its own origin
+    and `connects`."""
+    return (
+        "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; "
+        f"connect-src 'self' data:{' ' + connects if connects else ''}"
     )
 
 
@@ -250,10 +262,13 @@ def expect_no_csp_violations(page: Page, workers: list[Worker]) -> None:
         assert worker_violations(worker) == [], (worker.url, worker_violations(worker))
 
 
-def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Worker]:
+def watched_demo_flow(
+    page: Page, context: BrowserContext, url: str, *, question: bool = True
+) -> list[Worker]:
     """Watch CSP violations (watch_csp), open the demo page at `url`, wait until both
-    frames are bound, select a row, Ask AI, Show me, and wait for `applied`; return the
-    core workers that started."""
+    frames are bound, select a row, Ask AI, Show me, wait for `applied`, and (with
+    `question`) ask the agent a question, answered; return the core workers that
+    started."""
     watch_csp(context)
     workers: list[Worker] = []
     page.on("worker", lambda worker: workers.append(worker))
@@ -263,6 +278,8 @@ def watched_demo_flow(page: Page, context: BrowserContext, url: str) -> list[Wor
     select_and_ask(page, ROW)
     expect(panel(page).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     show_and_expect(panel(page), "applied")
+    if question:
+        ask(panel(page), "Why is this row so high?")
     return workers
 
 

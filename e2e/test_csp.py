@@ -20,6 +20,7 @@ from .helpers import (
     html,
     open_workbench,
     panel,
+    scripts_policy,
     select_and_ask,
     show_and_expect,
     watch_csp,
@@ -28,8 +29,6 @@ from .helpers import (
 )
 
 pytestmark = pytest.mark.e2e
-
-WORKER_POLICY = "script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'"
 
 
 def headers(url: str) -> dict[str, str]:
@@ -41,12 +40,17 @@ def test_every_page_and_script_sends_exactly_the_documented_policy(origins: Orig
     """The page frames and is framed by the assistant origin only, the assistant's panel
     and workbench the page origin only; scripts carry the worker policy; no page sends
     COOP or COEP."""
+    assistant_connects = f"{origins.assistant} {origins.page}"
     expected = {
         origins.page + "/": document_policy(origins.assistant),
-        origins.assistant + "/assistant.html": document_policy(origins.page),
-        origins.assistant + "/workbench.html": document_policy(origins.page),
-        origins.page + "/web/worker.mjs": WORKER_POLICY,
-        origins.assistant + "/web/boot.mjs": WORKER_POLICY,
+        origins.assistant + "/assistant.html": document_policy(
+            origins.page, connects=assistant_connects
+        ),
+        origins.assistant + "/workbench.html": document_policy(
+            origins.page, connects=assistant_connects
+        ),
+        origins.page + "/web/worker.mjs": scripts_policy(),
+        origins.assistant + "/web/boot.mjs": scripts_policy(assistant_connects),
     }
     for url, policy in expected.items():
         sent = headers(url)
@@ -60,12 +64,13 @@ def test_only_the_sandboxed_panel_may_start_a_data_worker(sandboxed_origins: Ori
     """With --sandboxed-panel, the panel's document also allows data: workers (its opaque
     origin cannot start one from a URL); the workbench and the page keep the strict policy."""
     origins = sandboxed_origins
-    panel_policy = document_policy(origins.page, workers="'self' data:")
+    connects = f"{origins.assistant} {origins.page}"
+    panel_policy = document_policy(origins.page, workers="'self' data:", connects=connects)
     assert headers(origins.assistant + "/assistant.html")["content-security-policy"] == (
         panel_policy
     )
     assert headers(origins.assistant + "/workbench.html")["content-security-policy"] == (
-        document_policy(origins.page)
+        document_policy(origins.page, connects=connects)
     )
     assert headers(origins.page + "/")["content-security-policy"] == (
         document_policy(origins.assistant)
@@ -94,6 +99,27 @@ def test_a_full_demo_flow_raises_no_violation(
     assert refused_worker is True
     expect(html(page)).to_have_attribute("data-csp-violations", "1")
     assert page.evaluate("window.__cspViolations[0]").startswith("require-trusted-types-for")
+
+
+def test_no_frame_or_worker_can_connect_to_another_origin(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """connect-src: after a demo flow that asked the agent (and raised no violation), a
+    script running in either document or either core worker, as an injected one would,
+    cannot fetch from a third origin: refused, and reported as a connect-src
+    violation."""
+    workers = watched_demo_flow(page, context, origins.page + "/")
+    expect_no_csp_violations(page, workers)
+    attempt = "(url) => fetch(url).then(() => false, () => true)"
+    target = origins.third + "/e2e/attacker.html"
+    assistant = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    for frame in (page.main_frame, assistant):
+        assert frame.evaluate(attempt, target) is True, frame.url
+        expect(frame.locator("html")).to_have_attribute("data-csp-violations", "1")
+        assert frame.evaluate("window.__cspViolations")[0].split()[0] == "connect-src"
+    for worker in workers:
+        assert worker.evaluate(attempt, target) is True, worker.url
+        assert [v.split()[0] for v in worker_violations(worker)] == ["connect-src"]
 
 
 def test_a_script_in_the_page_can_neither_write_markup_nor_start_a_script(
@@ -187,8 +213,9 @@ def test_the_sandboxed_panel_raises_no_violation(
     page: Page, context: BrowserContext, sandboxed_origins: Origins
 ) -> None:
     """The panel in a sandboxed iframe starts its worker from a data: URL, which its
-    policy alone allows: the flow raises no violation, and that worker may not eval."""
-    workers = watched_demo_flow(page, context, sandboxed_origins.page + "/")
+    policy alone allows: the flow raises no violation, and that worker may not eval.
+    (It asks no question: an opaque origin reaches no agent, docs/agent.md.)"""
+    workers = watched_demo_flow(page, context, sandboxed_origins.page + "/", question=False)
     expect_no_csp_violations(page, workers)
     panel_worker = next(w for w in workers if w.url.startswith("data:"))
     refused = panel_worker.evaluate(

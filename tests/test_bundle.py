@@ -20,7 +20,7 @@ from pagecontext.server.bundle import (
     keep_previous,
     manifest,
 )
-from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
+from pagecontext.server.csp import assistant_policy, page_policy, worker_policy
 from pagecontext.server.site import OUTPUT_MARK, SiteError, build_project_wheel, sri
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,8 +52,9 @@ def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() ->
     """Pages: their policy, revalidated; /web (the worker's script): the worker policy,
     immutable; the runtimes and wheels: immutable."""
     policy = page_policy("https://assistant.example")
-    panel = assistant_policy("https://page.example")
-    text = headers_file({"/": policy, "/index.html": policy, "/assistant.html": panel})
+    panel = assistant_policy("https://page.example", "https://assistant.example", "/agent")
+    scripts = worker_policy("https://page.example", "https://assistant.example")
+    text = headers_file({"/": policy, "/index.html": policy, "/assistant.html": panel}, scripts)
     blocks = _headers_rules(text)
     assert blocks["/"] == [f"  Content-Security-Policy: {policy}", "  Cache-Control: no-cache"]
     # A host that serves the panel at its pretty URL (/assistant) matches that rule.
@@ -61,7 +62,7 @@ def test_the_headers_file_gives_each_page_its_policy_and_the_worker_its_own() ->
         assert blocks[path] == [f"  Content-Security-Policy: {panel}", "  Cache-Control: no-cache"]
     assert "/index" not in blocks
     for folder in ("/web/*", "/vendor/*"):  # the folders that serve JavaScript
-        assert f"  Content-Security-Policy: {WORKER_POLICY}" in blocks[folder]
+        assert f"  Content-Security-Policy: {scripts}" in blocks[folder]
     for folder in ("/web/*", "/vendor/*", "/wheels/*", "/py/*"):
         assert "  Cache-Control: public, max-age=31536000, immutable" in blocks[folder]
 
@@ -70,7 +71,7 @@ def test_every_file_of_the_bundle_is_sent_nosniff() -> None:
     """As the demo server does, every response carries `X-Content-Type-Options: nosniff`,
     once: the pages, the data, the scripts, the runtimes and the bundle's own lists."""
     policy = page_policy("https://assistant.example")
-    text = headers_file({"/": policy, "/index.html": policy})
+    text = headers_file({"/": policy, "/index.html": policy}, worker_policy())
     for path in (
         "/",
         "/index.html",

@@ -45,7 +45,13 @@ from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
 from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
-from pagecontext.server.csp import CspMiddleware, assistant_policy, page_policy
+from pagecontext.server.csp import (
+    CspMiddleware,
+    assistant_connects,
+    assistant_policy,
+    page_policy,
+    worker_policy,
+)
 from pagecontext.server.data import create_demo_db, query_sales
 
 __all__ = [
@@ -373,17 +379,19 @@ def _build_app(
     *,
     host: str,
     csp: Callable[[str], str],
+    scripts: str,
     lifespan: Lifespan[Starlette] | None = None,
 ) -> Starlette:
     """Assemble an origin's app: its own routes, the shared static mounts, the policy
-    (`csp` gives the Content-Security-Policy of the HTML document at a path). It answers
+    (`csp` gives the Content-Security-Policy of the HTML document at a path, `scripts`
+    that of every script, its workers'). It answers
     only requests for its own `host`: a page whose name an attacker rebinds to this
     machine's address (DNS rebinding) gets a 400, not the admin API or a bearer token."""
     middleware = [
         Middleware(RefusedBodyMiddleware),
         Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
         Middleware(_NoSniffMiddleware),
-        Middleware(CspMiddleware, policy_for=csp),
+        Middleware(CspMiddleware, policy_for=csp, scripts=scripts),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
     return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
@@ -458,7 +466,13 @@ def create_page_app(
         *_static_routes(config),
     ]
     policy = page_policy(config.assistant_origin)
-    return _build_app(routes, host=config.page_host, csp=lambda _path: policy, lifespan=lifespan)
+    return _build_app(
+        routes,
+        host=config.page_host,
+        csp=lambda _path: policy,
+        scripts=worker_policy(),
+        lifespan=lifespan,
+    )
 
 
 def create_assistant_app(
@@ -497,11 +511,13 @@ def create_assistant_app(
         ),
         *_static_routes(config),
     ]
-    policy = assistant_policy(config.page_origin)
+    origins = (config.page_origin, config.assistant_origin, config.assistant_agent_url)
+    policy = assistant_policy(*origins)
     # Only the panel runs sandboxed; the workbench keeps the strict policy.
-    panel_policy = assistant_policy(config.page_origin, sandboxed=config.sandboxed_panel)
+    panel_policy = assistant_policy(*origins, sandboxed=config.sandboxed_panel)
     return _build_app(
         routes,
         host=config.assistant_host,
         csp=lambda path: panel_policy if path == "/assistant.html" else policy,
+        scripts=worker_policy(*assistant_connects(*origins)),
     )

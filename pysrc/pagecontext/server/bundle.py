@@ -46,7 +46,12 @@ from typing import Final
 from pagecontext.server.api import SALES_UNITS
 from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill_template
 from pagecontext.server.compress import precompress
-from pagecontext.server.csp import WORKER_POLICY, assistant_policy, page_policy
+from pagecontext.server.csp import (
+    assistant_connects,
+    assistant_policy,
+    page_policy,
+    worker_policy,
+)
 from pagecontext.server.data import create_demo_db, query_sales
 from pagecontext.server.site import SiteError, assemble_into, replacing, sri
 
@@ -221,7 +226,7 @@ def _write_pages(
         policy = (
             page_policy(origins["assistant"])
             if origin == "page"
-            else assistant_policy(origins["page"])
+            else assistant_policy(origins["page"], origins["assistant"], agent_url)
         )
         policies["/" + name] = policy
     policies["/"] = policies["/index.html"]
@@ -249,9 +254,9 @@ def manifest(out: Path, urls: dict[str, str]) -> dict[str, dict[str, str]]:
     return entries
 
 
-def headers_file(policies: dict[str, str]) -> str:
+def headers_file(policies: dict[str, str], scripts: str) -> str:
     """Return the `_headers` file (the format of Netlify and Cloudflare Pages): each page's
-    policy, the scripts' policy, the cache policy of the rest, and
+    policy, the scripts' policy (`scripts`), the cache policy of the rest, and
     `X-Content-Type-Options: nosniff` on every file (a rule `/*`; the hosts send the
     headers of every rule a URL matches), as the demo server sends it.
 
@@ -273,7 +278,7 @@ def headers_file(policies: dict[str, str]) -> str:
     for folder in ("/web/*", *IMMUTABLE_FOLDERS):
         headers = [("Cache-Control", IMMUTABLE)]
         if folder in SCRIPT_FOLDERS:
-            headers.insert(0, ("Content-Security-Policy", WORKER_POLICY))
+            headers.insert(0, ("Content-Security-Policy", scripts))
         blocks.append((folder, headers))
     lines = []
     for path, headers in blocks:
@@ -325,13 +330,11 @@ def build_bundle(
         urls = _hash_names(root, folder)
         origins = {"page": page_origin, "assistant": assistant_origin}
         assets = manifest(folder, urls)
-        policies = _write_pages(
-            root,
-            folder,
-            assets,
-            origins,
-            agent_url if agent_url is not None else DEFAULT_AGENT_PATH,
-        )
+        agent = agent_url if agent_url is not None else DEFAULT_AGENT_PATH
+        policies = _write_pages(root, folder, assets, origins, agent)
+        # The two origins serve the same files: their workers' scripts, one policy, which
+        # lets either connect where the assistant's does.
+        scripts = worker_policy(*assistant_connects(page_origin, assistant_origin, agent))
         _write_sales(folder)
         # A host that finds no 404.html answers a missing file with index.html and 200
         # (Cloudflare Pages takes the folder for a single-page app): a page of an earlier
@@ -339,7 +342,7 @@ def build_bundle(
         # immutable.
         (folder / "404.html").write_text(NOT_FOUND_PAGE, encoding="utf-8")
         (folder / MANIFEST_PATH).write_text(json.dumps(assets, indent=1), encoding="utf-8")
-        (folder / "_headers").write_text(headers_file(policies), encoding="utf-8")
+        (folder / "_headers").write_text(headers_file(policies, scripts), encoding="utf-8")
         step("integrity hashes")
         integrity = {
             "/" + path.relative_to(folder).as_posix(): sri(path.read_bytes())

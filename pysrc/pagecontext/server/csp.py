@@ -14,9 +14,15 @@ One policy per HTML document, chosen by where the document runs:
   an HTML or script sink. The only policy a document may make is pagecontext's
   (`trusted-types pagecontext`), and it makes one URL, the worker's (web/boot.mjs), so a
   script injected into either document cannot write markup or start a script by URL.
+- Connections (`fetch`, XHR) name exact origins too: each document and worker its own
+  origin; the assistant's also the page's (its action API) and its agent's. `data:` is
+  allowed (a restoring worker reads the empty standard library it is handed as one);
+  nothing can be sent there. So a script running in either frame cannot send what it
+  reads anywhere else.
 - A sandboxed panel (an opaque origin) cannot start a worker from its own origin's URL,
   so its document alone also allows `data:` workers (docs/security.md says what that
-  costs).
+  costs), and names its own origin for its connections, which `'self'` does not match
+  in an opaque origin.
 
 The static bundle (`pagecontext.server.bundle`) writes the same policies for a static
 host to send; this module is the one place they are spelled.
@@ -26,26 +32,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Final
+from urllib.parse import urlsplit
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "TRUSTED_TYPES",
-    "WORKER_POLICY",
     "CspMiddleware",
+    "assistant_connects",
     "assistant_policy",
+    "connect_src",
+    "origin_of",
     "page_policy",
     "policy",
+    "worker_policy",
 ]
 
 SCRIPT_SRC: Final = "script-src 'self' 'wasm-unsafe-eval'"
 WORKER_SRC: Final = "worker-src 'self'"
 # The sandboxed panel's worker starts from a data: URL that imports the real worker.
 SANDBOXED_WORKER_SRC: Final = "worker-src 'self' data:"
-# The policy of every JavaScript response: a worker started from a URL runs under the
-# policy of its script's response (frames mean nothing in a worker).
-WORKER_POLICY: Final = f"{SCRIPT_SRC}; {WORKER_SRC}"
 # Trusted Types: no string reaches a script or HTML sink of the document (innerHTML,
 # a script's src, a worker's URL, ...); the one policy allowed, pagecontext's own
 # (web/boot.mjs), makes one TrustedScriptURL, its worker's.
@@ -55,30 +62,72 @@ TRUSTED_TYPES: Final = "require-trusted-types-for 'script'; trusted-types pageco
 DOCUMENT_ONLY: Final = f"object-src 'none'; base-uri 'none'; {TRUSTED_TYPES}"
 
 
-def policy(*, frames: str, framed_by: str, data_workers: bool = False) -> str:
-    """Return the policy of a document that may frame only `frames` and be framed only by
-    `framed_by` (exact origins), optionally allowing `data:` workers."""
+def origin_of(url: str) -> str:
+    """The origin of the absolute http(s) URL `url` (``scheme://host[:port]``), or ""
+    for a path (the document's own origin) or no URL."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return ""
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def connect_src(*origins: str) -> str:
+    """`connect-src`: the document's or worker's own origin, `data:`, and `origins`
+    (exact origins, each once; "" is left out)."""
+    listed = ["'self'", "data:", *dict.fromkeys(origin for origin in origins if origin)]
+    return "connect-src " + " ".join(listed)
+
+
+def worker_policy(*origins: str) -> str:
+    """The policy of every JavaScript response: a worker started from a URL runs under
+    the policy of its script's response (frames mean nothing in a worker). It may
+    connect to its own origin and to `origins`."""
+    return f"{SCRIPT_SRC}; {WORKER_SRC}; {connect_src(*origins)}"
+
+
+def policy(
+    *, frames: str, framed_by: str, data_workers: bool = False, connects: tuple[str, ...] = ()
+) -> str:
+    """Return the policy of a document that may frame only `frames`, be framed only by
+    `framed_by` and connect only to its own origin and `connects` (exact origins),
+    optionally allowing `data:` workers."""
     workers = SANDBOXED_WORKER_SRC if data_workers else WORKER_SRC
     return (
-        f"{SCRIPT_SRC}; {workers}; frame-src {frames}; frame-ancestors {framed_by}; {DOCUMENT_ONLY}"
+        f"{SCRIPT_SRC}; {workers}; frame-src {frames}; frame-ancestors {framed_by}; "
+        f"{connect_src(*connects)}; {DOCUMENT_ONLY}"
     )
 
 
 def page_policy(assistant_origin: str) -> str:
-    """The business page's policy: it frames its assistant and is framed only by it."""
+    """The business page's policy: it frames its assistant and is framed only by it, and
+    connects to its own origin only."""
     return policy(frames=assistant_origin, framed_by=assistant_origin)
 
 
-def assistant_policy(page_origin: str, *, sandboxed: bool = False) -> str:
+def assistant_connects(page_origin: str, assistant_origin: str, agent_url: str) -> tuple[str, ...]:
+    """Where the assistant (its document, and its worker) connects besides its own
+    origin: itself by name (for an opaque, sandboxed document), the page's origin (the
+    action API) and its agent's (`agent_url`: a path is on its own origin; "" is none)."""
+    return (assistant_origin, page_origin, origin_of(agent_url))
+
+
+def assistant_policy(
+    page_origin: str, assistant_origin: str, agent_url: str, *, sandboxed: bool = False
+) -> str:
     """The assistant's policy (panel and workbench): it frames the page and is framed only
-    by it. `sandboxed` is for the panel in a sandboxed iframe, which needs `data:`
-    workers."""
-    return policy(frames=page_origin, framed_by=page_origin, data_workers=sandboxed)
+    by it, and connects to `assistant_connects`. `sandboxed` is for the panel in a
+    sandboxed iframe, which needs `data:` workers."""
+    return policy(
+        frames=page_origin,
+        framed_by=page_origin,
+        data_workers=sandboxed,
+        connects=assistant_connects(page_origin, assistant_origin, agent_url),
+    )
 
 
 class CspMiddleware:
     """Adds ``Content-Security-Policy``: ``policy_for(path)`` to every HTML response,
-    `WORKER_POLICY` to every JavaScript response.
+    `scripts` (a `worker_policy`) to every JavaScript response.
 
     A document takes its policy from its own response. So does a worker started from a
     URL: without the header on its script, the worker (Pyodide and all it loads) would
@@ -86,9 +135,10 @@ class CspMiddleware:
     the header has no effect.
     """
 
-    def __init__(self, app: ASGIApp, *, policy_for: Callable[[str], str]) -> None:
+    def __init__(self, app: ASGIApp, *, policy_for: Callable[[str], str], scripts: str) -> None:
         self.app = app
         self.policy_for = policy_for
+        self.scripts = scripts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,7 +152,7 @@ class CspMiddleware:
                 if media_type == "text/html":
                     headers["Content-Security-Policy"] = self.policy_for(scope["path"])
                 elif media_type == "text/javascript":
-                    headers["Content-Security-Policy"] = WORKER_POLICY
+                    headers["Content-Security-Policy"] = self.scripts
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
