@@ -726,6 +726,15 @@ class PageSession:
                 peer_instance_id=binding.peer_instance_id,
             )
             self.resolver.bind(self.page_instance_id, message.conversation_id)
+            if self._shared == (
+                binding.connection_id,
+                binding.conversation_id,
+                self.tracker.latest_revision,
+            ):
+                # The selection shared last went out stamped with the conversation the
+                # assistant has left, and may have crossed this message and been refused:
+                # sent again, it is taken, or is a repeat (docs/protocol.md 8.7).
+                return self.share()
         return []
 
 
