@@ -266,6 +266,26 @@ def test_an_agent_url_without_a_host_is_refused(root: Path, url: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://[::1]:9000/agent", "an IPv6 address names no origin the assistant's policy"),
+        ("https://[2001:db8::1]/agent", "an IPv6 address names no origin the assistant's policy"),
+        ("https://agent.example.com:/run", "':' is followed by no port"),
+    ],
+)
+def test_an_agent_url_the_assistants_policy_cannot_name_is_refused(
+    root: Path, capsys: pytest.CaptureFixture[str], url: str, said: str
+) -> None:
+    """The assistant's connect-src lists the agent's origin: one its source expressions
+    cannot name (an IPv6 address, a ':' with no port) would have every request refused,
+    so it is refused here, in one line."""
+    with pytest.raises(SystemExit) as caught:
+        main(["demo", "--root", str(root), "--agent-url", url])
+    assert caught.value.code == 2
+    assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
     "url",
     [
         "https://svc:S3CRET@agent.example.com/agent",

@@ -78,6 +78,10 @@ def test_the_policies_name_exact_origins_and_nothing_unsafe() -> None:
         ("http://127.0.0.1:9000", "http://127.0.0.1:9000"),
         ("https://user:secret@agent.example:8443/x?y#z", "https://agent.example:8443"),
         ("data:text/plain,x", ""),
+        ("https://Agent.EXAMPLE/run", "https://agent.example"),
+        ("https://агент.example/agent", "https://xn--80agg6aza.example"),
+        ("https://bücher.example:8443/", "https://xn--bcher-kva.example:8443"),
+        ("https://agent.example:99999/", ""),
     ],
 )
 def test_an_agents_origin_is_its_urls_or_none(url: str, origin: str) -> None:
@@ -114,6 +118,16 @@ def test_only_the_sandboxed_panel_allows_data_workers(tmp_path: Path) -> None:
         workbench = assistant.get("/workbench.html").headers["content-security-policy"]
     assert panel == assistant_policy(PAGE, ASSISTANT, "/agent", sandboxed=True)
     assert workbench == assistant_policy(PAGE, ASSISTANT, "/agent")
+
+
+def test_an_international_agent_name_is_sent_in_ascii(tmp_path: Path) -> None:
+    """A header is Latin-1: the agent's international host name goes into the policy as
+    its IDNA form (which the browser fetches), and the pages are served."""
+    config = ServerConfig(root=_root(tmp_path), agent_url="https://агент.example/agent")
+    with assistant_client(config) as assistant:
+        response = assistant.get("/assistant.html")
+    assert response.status_code == 200
+    assert "https://xn--80agg6aza.example;" in response.headers["content-security-policy"]
 
 
 def test_the_assistant_connects_to_an_external_agents_origin(tmp_path: Path) -> None:

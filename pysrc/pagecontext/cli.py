@@ -66,6 +66,16 @@ def _agent_url(text: str) -> str:
             f"the agent URL must be an http(s) URL with a host, or a path on the "
             f"assistant origin: {text!r}"
         )
+    netloc = urlsplit(text).netloc if absolute else ""
+    if netloc.startswith("["):
+        # The assistant's Content-Security-Policy lists the agent's origin, and its
+        # source expressions cannot name an IPv6 address: every request would be refused.
+        raise argparse.ArgumentTypeError(
+            f"an IPv6 address names no origin the assistant's policy can allow: use a "
+            f"host name or an IPv4 address: {text!r}"
+        )
+    if netloc.endswith(":"):
+        raise argparse.ArgumentTypeError(f"the agent URL's ':' is followed by no port: {text!r}")
     if absolute and "@" in urlsplit(text).netloc:
         # The URL is written into the assistant's page, which anyone may read; and
         # browsers refuse to fetch a URL with credentials in it.

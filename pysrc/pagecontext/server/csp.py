@@ -18,7 +18,8 @@ One policy per HTML document, chosen by where the document runs:
   origin; the assistant's also the page's (its action API) and its agent's. `data:` is
   allowed (a restoring worker reads the empty standard library it is handed as one);
   nothing can be sent there. So a script running in either frame cannot send what it
-  reads anywhere else.
+  reads anywhere else with fetch, XHR, EventSource or WebSocket (an image, a font or a
+  navigation are other ways out, which no directive here closes).
 - A sandboxed panel (an opaque origin) cannot start a worker from its own origin's URL,
   so its document alone also allows `data:` workers (docs/security.md says what that
   costs), and names its own origin for its connections, which `'self'` does not match
@@ -63,12 +64,23 @@ DOCUMENT_ONLY: Final = f"object-src 'none'; base-uri 'none'; {TRUSTED_TYPES}"
 
 
 def origin_of(url: str) -> str:
-    """The origin of the absolute http(s) URL `url` (``scheme://host[:port]``), or ""
-    for a path (the document's own origin) or no URL."""
+    """The origin of the absolute http(s) URL `url` as a policy names it
+    (``scheme://host[:port]``: the host in lower case, and in ASCII, an international
+    name as its IDNA form, which is what the browser fetches), or "" for a path (the
+    document's own origin), no URL, or a URL with no host or a port that is not one."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https"):
         return ""
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    try:
+        host, port = parts.hostname, parts.port
+        ascii_host = host.encode("idna").decode("ascii") if host else ""
+    except (ValueError, UnicodeError):
+        return ""
+    if not ascii_host:
+        return ""
+    if ":" in ascii_host:  # an IPv6 address, which no source expression can name
+        ascii_host = f"[{ascii_host}]"
+    return f"{parts.scheme}://{ascii_host}" + (f":{port}" if port is not None else "")
 
 
 def connect_src(*origins: str) -> str:
