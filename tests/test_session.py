@@ -408,6 +408,27 @@ def test_a_context_that_crossed_a_new_conversation_is_sent_again_and_taken(
     assert chip(pair)["resourceRef"] == "row:2"
 
 
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_a_selection_shared_after_its_component_narrowed_is_a_new_revision(
+    embedder: Side,
+) -> None:
+    """The table stops sharing `amount` after the row was shared: what the page sends
+    of it next (here at once, on a new conversation) is a new revision without the
+    field, which the assistant takes, so it no longer holds what the page stopped
+    sharing; the same revision never goes out with two contents."""
+    pair = shared_pair(embedder)
+    pair.render("orders", ROWS, filters=FILTERS, generation=2, shareable=[("status", None)])
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
+    assert [revision for revision, _ in sent] == [1, 2]
+    assert sent[1][1]["snapshot"] == {"status": "open"}  # type: ignore[index]
+    assert pair.assistant.pinned is not None
+    assert pair.assistant.pinned.selection.snapshot == {"status": "open"}
+    assert state(pair)["refused"] == {}
+    assert pair.last_edge("page", "selected")["revision"] == 2
+
+
 def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
     """A new assistant document holds no context: the same revision goes to it."""
     pair = shared_pair("page")

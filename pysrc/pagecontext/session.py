@@ -558,7 +558,8 @@ class PageSession:
     def share(self) -> list[Effect]:
         """Send the current selection to the assistant, now or as soon as bound: a
         context, or a `selection-cleared` once the user cleared one. Nothing before any
-        selection."""
+        selection. A selection whose component has stopped sharing some of its fields
+        goes as a new revision without them (`tracker.narrow`)."""
         if self.tracker.latest_revision == 0:
             return []
         if self._conn.binding is None:
@@ -566,13 +567,20 @@ class PageSession:
             return [ToEdge({"kind": "share-queued"})]
         self._share_when_bound = False
         binding = self._conn.binding
+        effects: list[Effect] = []
+        narrowed = self.tracker.narrow()
+        if narrowed is not None:
+            current = self.tracker.current
+            assert current is not None
+            ref = current.resource_ref
+            effects.append(ToEdge({"kind": "selected", "revision": narrowed, "resourceRef": ref}))
         shared = (binding.connection_id, binding.conversation_id, self.tracker.latest_revision)
         if shared == self._shared:
             # Sent on this binding and conversation already. After a new conversation or
             # binding it goes again: the first may have crossed the assistant's switch
             # and been refused, and one it took comes back as a repeat, which changes
             # nothing and is not refused (docs/protocol.md 8.7).
-            return []
+            return effects
         self._shared = shared
         current = self.tracker.current
         message: ContextMessage | SelectionClearedMessage
@@ -592,6 +600,7 @@ class PageSession:
                 selection=self.tracker.shareable(current),
             )
         return [
+            *effects,
             ToPeer(dump_message(message)),
             ToEdge({"kind": "shared", "revision": message.selection_revision}),
         ]

@@ -191,6 +191,20 @@ class SelectionTracker:
             return selection
         return selection.model_copy(update={"snapshot": kept or None})
 
+    def narrow(self) -> int | None:
+        """Issue a revision for the current selection as its component shares it now
+        (`shareable`: fields it stopped declaring left out), and return it; None, and no
+        revision, if it shares all of it still (or nothing is selected). A revision never
+        carries two contents, so what is shared of a selection after its component
+        narrowed is a new one."""
+        current = self._current
+        if current is None:
+            return None
+        narrowed = self.shareable(current)
+        if narrowed == current:
+            return None
+        return self._issue(narrowed)
+
     def clear(self) -> int:
         """Issue a revision for a cleared selection; return it."""
         return self._issue(None)
