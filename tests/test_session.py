@@ -429,6 +429,25 @@ def test_a_selection_shared_after_its_component_narrowed_is_a_new_revision(
     assert pair.last_edge("page", "selected")["revision"] == 2
 
 
+def test_a_narrowed_selection_is_checked_against_the_view_it_was_made_in() -> None:
+    """The table re-renders with other filters and stops sharing `amount`: the narrowed
+    revision still belongs to the view the row was selected in, so Show me on it is
+    `stale-context` (`view-changed`), and nothing is highlighted."""
+    pair = ChannelPair()
+    pair.render("orders", ROWS, filters={"region": "EU"}, generation=1, shareable=SHAREABLE)
+    select(pair)
+    pair.render(
+        "orders", ROWS, filters={"region": "US"}, generation=2, shareable=[("status", None)]
+    )
+    share(pair)
+    assert [c["selectionRevision"] for c in pair.sent_by("page", "context")] == [2]
+    pair.run("assistant", pair.assistant.show())
+    pair.pump()
+    receipts = [r for r in pair.sent_by("page", "receipt") if r["layer"] == "received"]
+    assert {(r["status"], r["reason"]) for r in receipts} == {("stale-context", "view-changed")}
+    assert pair.dom.highlights == {}
+
+
 def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
     """A new assistant document holds no context: the same revision goes to it."""
     pair = shared_pair("page")

@@ -203,7 +203,9 @@ class SelectionTracker:
         narrowed = self.shareable(current)
         if narrowed == current:
             return None
-        return self._issue(narrowed)
+        # The views it was selected in, not the ones shown now: a command on it is
+        # checked against them (a view changed since is `view-changed`).
+        return self._issue(narrowed, self._history.get(self._latest_revision))
 
     def clear(self) -> int:
         """Issue a revision for a cleared selection; return it."""
@@ -232,12 +234,15 @@ class SelectionTracker:
             raise LocalProtocolError(f"can't {event}: component {component_id!r} not declared")
         return component
 
-    def _issue(self, selection: Selection | None) -> int:
+    def _issue(
+        self, selection: Selection | None, views: Mapping[str, ComponentView] | None = None
+    ) -> int:
+        """Issue the next revision for `selection`, in `views` (default: the views now)."""
         if self._latest_revision >= MAX_SAFE_INTEGER:
             raise LocalProtocolError("can't issue a revision: the safe-integer range is spent")
         self._latest_revision += 1
         self._current = selection
-        self._history[self._latest_revision] = self._views
+        self._history[self._latest_revision] = self._views if views is None else views
         while len(self._history) > self._history_size:
             self._history.popitem(last=False)
         return self._latest_revision
