@@ -11,6 +11,7 @@ from clients import assistant_client, page_client
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.csp import (
     TRUSTED_TYPES,
+    agent_url_problem,
     assistant_policy,
     connect_src,
     origin_of,
@@ -120,14 +121,38 @@ def test_only_the_sandboxed_panel_allows_data_workers(tmp_path: Path) -> None:
     assert workbench == assistant_policy(PAGE, ASSISTANT, "/agent")
 
 
-def test_an_international_agent_name_is_sent_in_ascii(tmp_path: Path) -> None:
-    """A header is Latin-1: the agent's international host name goes into the policy as
-    its IDNA form (which the browser fetches), and the pages are served."""
-    config = ServerConfig(root=_root(tmp_path), agent_url="https://агент.example/agent")
-    with assistant_client(config) as assistant:
-        response = assistant.get("/assistant.html")
-    assert response.status_code == 200
-    assert "https://xn--80agg6aza.example;" in response.headers["content-security-policy"]
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://агент.example/agent",  # written as the browser fetches it: xn--80agg6aza
+        "https://faß.de/agent",  # IDNA 2003 and the browser's UTS 46 differ here
+        "https://%61gent.example/agent",
+        "https://evil.example\\.agent.example/agent",
+        "https://127.1/agent",
+        "https://0x7f000001/agent",
+        "https://a..b.example/agent",
+        "https://a;sandbox/agent",
+        "https://svc:S3CRET@agent.example/agent",
+        "http://[::1]:9000/agent",
+        "https://agent.example:/agent",
+    ],
+)
+def test_an_agent_url_the_policy_cannot_name_is_refused(tmp_path: Path, url: str) -> None:
+    """The agent's origin goes into the assistant's policy, and its URL into the public
+    page: a host not written as the browser writes it (which the policy would then name
+    wrongly, or break), an IPv6 address, a ':' with no port, or credentials, is refused
+    when the server is configured, never served as a broken policy."""
+    assert agent_url_problem(url) is not None
+    with pytest.raises(ValueError, match="agent"):
+        ServerConfig(root=_root(tmp_path), agent_url=url)
+
+
+def test_an_agent_url_on_a_default_port_or_with_upper_case_is_named_as_browsers_do() -> None:
+    """An explicit default port, or upper case in the host, is fine: the policy names
+    the origin as the browser fetches it."""
+    for url in ("https://agent.example:443/run", "https://Agent.Example/run"):
+        assert agent_url_problem(url) is None
+    assert origin_of("https://Agent.Example/run") == "https://agent.example"
 
 
 def test_the_assistant_connects_to_an_external_agents_origin(tmp_path: Path) -> None:

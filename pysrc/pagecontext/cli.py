@@ -66,23 +66,13 @@ def _agent_url(text: str) -> str:
             f"the agent URL must be an http(s) URL with a host, or a path on the "
             f"assistant origin: {text!r}"
         )
-    netloc = urlsplit(text).netloc if absolute else ""
-    if netloc.startswith("["):
-        # The assistant's Content-Security-Policy lists the agent's origin, and its
-        # source expressions cannot name an IPv6 address: every request would be refused.
-        raise argparse.ArgumentTypeError(
-            f"an IPv6 address names no origin the assistant's policy can allow: use a "
-            f"host name or an IPv4 address: {text!r}"
-        )
-    if netloc.endswith(":"):
-        raise argparse.ArgumentTypeError(f"the agent URL's ':' is followed by no port: {text!r}")
-    if absolute and "@" in urlsplit(text).netloc:
-        # The URL is written into the assistant's page, which anyone may read; and
-        # browsers refuse to fetch a URL with credentials in it.
-        raise argparse.ArgumentTypeError(
-            f"the agent URL must name no user or password (it is written into the public "
-            f"assistant page): {text!r}"
-        )
+    from pagecontext.server.csp import agent_url_problem
+
+    # Written into the assistant's page, which anyone may read, and its origin into the
+    # page's policy, which must name it as the browser fetches it.
+    problem = agent_url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: {text!r}")
     if _in_clear_text(text, host):
         # The user's read token goes to the agent with every run: never in clear text
         # over a network.

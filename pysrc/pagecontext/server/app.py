@@ -47,6 +47,7 @@ from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
 from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
 from pagecontext.server.csp import (
     CspMiddleware,
+    agent_url_problem,
     assistant_connects,
     assistant_policy,
     page_policy,
@@ -147,6 +148,9 @@ class ServerConfig:
         if demo_user not in access.DEMO_TOKENS:
             known = ", ".join(sorted(access.DEMO_TOKENS))
             raise ValueError(f"unknown demo user {demo_user!r}: one of {known}")
+        problem = agent_url_problem(agent_url) if agent_url else None
+        if problem is not None:
+            raise ValueError(f"{problem}: {agent_url!r}")
         # A hand-written __init__ because the defaults of build_dir and db_path
         # derive from other fields, which dataclass defaults cannot express.
         build = build_dir if build_dir is not None else root / "build"

@@ -47,6 +47,7 @@ from pagecontext.server.api import SALES_UNITS
 from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill_template
 from pagecontext.server.compress import precompress
 from pagecontext.server.csp import (
+    agent_url_problem,
     assistant_connects,
     assistant_policy,
     page_policy,
@@ -321,6 +322,9 @@ def build_bundle(
     project wheel cannot be built.
     """
     step = progress if progress is not None else (lambda _step: None)
+    problem = agent_url_problem(agent_url) if agent_url else None
+    if problem is not None:
+        raise SiteError(f"{problem}: {agent_url!r}")
     with replacing(out, root) as folder:
         assemble_into(root, folder, wheels_dir, step)
         if brotli_cache is not None:

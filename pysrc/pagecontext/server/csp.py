@@ -38,9 +38,12 @@ from urllib.parse import urlsplit
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pagecontext.windowrules import is_exact_origin
+
 __all__ = [
     "TRUSTED_TYPES",
     "CspMiddleware",
+    "agent_url_problem",
     "assistant_connects",
     "assistant_policy",
     "connect_src",
@@ -81,6 +84,35 @@ def origin_of(url: str) -> str:
     if ":" in ascii_host:  # an IPv6 address, which no source expression can name
         ascii_host = f"[{ascii_host}]"
     return f"{parts.scheme}://{ascii_host}" + (f":{port}" if port is not None else "")
+
+
+def agent_url_problem(url: str) -> str | None:
+    """Why the absolute agent URL `url` cannot be written into the assistant's page and
+    policy, or None (also for a path, which is on the assistant's own origin): its origin
+    must be one the policy names as the browser fetches it, a host in lower-case ASCII
+    letters, digits, dots and hyphens or an IPv4 address in full, and a port if any;
+    and it names no user or password (the page is public)."""
+    if not url.startswith(("http://", "https://")):
+        return None
+    netloc = urlsplit(url).netloc
+    if "@" in netloc:
+        return "the agent URL must name no user or password (it is written into the public page)"
+    if netloc.startswith("["):
+        return (
+            "an IPv6 address names no origin the assistant's policy can allow: use a host "
+            "name or an IPv4 address"
+        )
+    if netloc.endswith(":"):
+        return "the agent URL's ':' is followed by no port"
+    origin = origin_of(url)
+    default = ":443" if origin.startswith("https:") else ":80"
+    if not netloc.isascii() or not is_exact_origin(origin.removesuffix(default)):
+        return (
+            "the agent URL's host must be as a browser writes it, which the assistant's "
+            "policy then names: ASCII letters, digits, dots and hyphens (an international "
+            "name in its xn-- form), or an IPv4 address in full"
+        )
+    return None
 
 
 def connect_src(*origins: str) -> str:
