@@ -574,7 +574,7 @@ class PageSession:
             assert current is not None
             ref = current.resource_ref
             effects.append(ToEdge({"kind": "selected", "revision": narrowed, "resourceRef": ref}))
-        shared = (binding.connection_id, binding.conversation_id, self.tracker.latest_revision)
+        shared = self._share_key(binding)
         if shared == self._shared:
             # Sent on this binding and conversation already. After a new conversation or
             # binding it goes again: the first may have crossed the assistant's switch
@@ -597,13 +597,18 @@ class PageSession:
                 page_instance_id=self.page_instance_id,
                 conversation_id=binding.conversation_id,
                 selection_revision=self.tracker.latest_revision,
-                selection=self.tracker.shareable(current),
+                # As shareable as it is: narrow() above issued a revision if it was not.
+                selection=current,
             )
         return [
             *effects,
             ToPeer(dump_message(message)),
             ToEdge({"kind": "shared", "revision": message.selection_revision}),
         ]
+
+    def _share_key(self, binding: Binding) -> tuple[int, str, int]:
+        """What a share is sent once for: the binding, its conversation, the revision."""
+        return (binding.connection_id, binding.conversation_id, self.tracker.latest_revision)
 
     def attach_port(
         self, position: Position, nonce: str | None, peer: Mapping[str, object] | None = None
@@ -735,11 +740,7 @@ class PageSession:
                 peer_instance_id=binding.peer_instance_id,
             )
             self.resolver.bind(self.page_instance_id, message.conversation_id)
-            if self._shared == (
-                binding.connection_id,
-                binding.conversation_id,
-                self.tracker.latest_revision,
-            ):
+            if self._shared == self._share_key(binding):
                 # The selection shared last went out stamped with the conversation the
                 # assistant has left, and may have crossed this message and been refused:
                 # sent again, it is taken, or is a repeat (docs/protocol.md 8.7).
