@@ -45,7 +45,6 @@ from typing import Final
 
 from pagecontext.server.api import SALES_UNITS
 from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill_template
-from pagecontext.server.compress import precompress
 from pagecontext.server.csp import (
     agent_url_problem,
     assistant_connects,
@@ -54,7 +53,7 @@ from pagecontext.server.csp import (
     worker_policy,
 )
 from pagecontext.server.data import create_demo_db, query_sales
-from pagecontext.server.site import SiteError, assemble_into, replacing, sri
+from pagecontext.server.site import SiteError, assemble_into, brotli_variants, replacing, sri
 
 __all__ = ["Bundle", "Kept", "build_bundle", "headers_file", "keep_previous", "manifest"]
 
@@ -327,9 +326,7 @@ def build_bundle(
         raise SiteError(f"{problem}: {agent_url!r}")
     with replacing(out, root) as folder:
         assemble_into(root, folder, wheels_dir, step)
-        if brotli_cache is not None:
-            step("brotli variants of the runtime")
-            precompress(folder, brotli_cache)
+        brotli_variants(folder, brotli_cache, step)
         step("content-hashed names, the pages and their headers")
         urls = _hash_names(root, folder)
         origins = {"page": page_origin, "assistant": assistant_origin}

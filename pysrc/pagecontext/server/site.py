@@ -435,14 +435,23 @@ def assemble(
     """
     with replacing(out, root) as folder:
         runtime = assemble_into(root, folder, wheels_dir, progress)
-        compressed = []
-        if brotli_cache is not None:
-            progress(f"brotli variants of the runtime files (cached in {brotli_cache})")
-            compressed = [
-                (out / path.relative_to(folder), size, packed)
-                for path, size, packed in precompress(folder, brotli_cache)
-            ]
+        compressed = [
+            (out / path.relative_to(folder), size, packed)
+            for path, size, packed in brotli_variants(folder, brotli_cache, progress)
+        ]
     return runtime, compressed
+
+
+def brotli_variants(
+    folder: Path, cache: Path | None, progress: Callable[[str], None] = _no_progress
+) -> list[tuple[Path, int, int]]:
+    """Write the brotli variants of the runtime files in `folder`, an output being
+    written (before it replaces the one it is for), keeping them in `cache` between
+    builds; none if `cache` is None. Returns (file, size, brotli size) for each."""
+    if cache is None:
+        return []
+    progress(f"brotli variants of the runtime files (cached in {cache})")
+    return precompress(folder, cache)
 
 
 # The browser's third-party wheels, each pinned by version and SHA-256 (`make` downloads
