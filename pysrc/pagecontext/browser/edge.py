@@ -940,12 +940,7 @@ class Edge:
             "resourceRef": message.get("resourceRef"),
             "tone": message.get("tone"),
         }
-        # A listener may answer at once, inside dispatchEvent: that answer is kept until
-        # it is known whether the listener cancelled the event.
-        self.dispatching = command_id
-        cancelled = not _dispatch(component, "pagecontext:command", detail, True)
-        early = self._early_answer_taken()
-        self.dispatching = None
+        cancelled, early = self._dispatch_answered(component, "pagecontext:command", detail)
         if cancelled:
             # The page carries it out itself and answers with pagecontext:command-done;
             # until then (or if it never does) no UI receipt is sent.
@@ -971,14 +966,13 @@ class Edge:
             # On the component only (it does not bubble): a listener elsewhere must not
             # take another component's refresh.
             detail = {"commandId": command_id}
-            # While it is dispatched, a render or a pagecontext:command-done is noted, to
-            # count once it is known whether a listener took it.
+            # While it is dispatched, a render is noted too, to count once it is known
+            # whether a listener took it.
             self.refreshing, self.rendered_while_refreshing = component_id, False
-            self.dispatching = command_id
-            taken = not _dispatch(component, "pagecontext:refresh", detail, True, bubbles=False)
+            taken, early = self._dispatch_answered(
+                component, "pagecontext:refresh", detail, bubbles=False
+            )
             rendered, self.refreshing = self.rendered_while_refreshing, None
-            early = self._early_answer_taken()
-            self.dispatching = None
             if not taken:
                 # No listener took it (preventDefault): no reload will come, and a render
                 # for another reason, during the event or later, must not confirm it.
@@ -1056,11 +1050,18 @@ class Edge:
         self.delegated.remove(command_id)
         self._ui_done(command_id, status, reason)
 
-    def _early_answer_taken(self) -> tuple[str, str] | None:
-        """The answer the page gave (pagecontext:command-done) while the command being
-        dispatched was, if any; it is forgotten."""
+    def _dispatch_answered(
+        self, component: Any, name: str, detail: dict[str, Any], bubbles: bool = True
+    ) -> tuple[bool, tuple[str, str] | None]:
+        """Dispatch the cancelable event `name` about the command `detail["commandId"]`
+        on `component`; return whether a listener cancelled (took) it, and the answer a
+        listener gave at once (pagecontext:command-done, kept until it is known whether
+        the event was taken), if any."""
+        self.dispatching = detail["commandId"]
+        taken = not _dispatch(component, name, detail, True, bubbles=bubbles)
         early, self.early_answer = self.early_answer, None
-        return early
+        self.dispatching = None
+        return taken, early
 
     def _ui_done(self, command_id: str, status: str, reason: str) -> None:
         self._to_worker(
