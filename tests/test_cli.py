@@ -19,7 +19,7 @@ import pytest
 from clients import assistant_client
 from pagecontext.cli import find_repo_root, main
 from pagecontext.server.app import ServerConfig
-from pagecontext.server.run import PortUnavailableError, free_port, start_in_thread
+from pagecontext.server.run import PortUnavailableError, free_port, port_problem, start_in_thread
 
 PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
 
@@ -324,6 +324,24 @@ def test_the_two_origins_need_two_host_names(
         ("--host", "no-such-host.invalid", "cannot resolve --host 'no-such-host.invalid'"),
         ("--host", "0.0.0.0", "--host '0.0.0.0' is 0.0.0.0, not this machine's loopback"),
         ("--db", "/etc/passwd/demo.db", "cannot use the database /etc/passwd/demo.db"),
+        (
+            "--assistant-host",
+            "192.0.2.1",
+            "--assistant-host '192.0.2.1' is 192.0.2.1, not this machine's loopback",
+        ),
+        (
+            "--assistant-host",
+            "no-such-host.invalid",
+            "cannot resolve --assistant-host 'no-such-host.invalid'",
+        ),
+        # localhost is 127.0.0.1 to a browser, where nothing listens: the servers do on
+        # 127.0.0.2.
+        (
+            "--host",
+            "127.0.0.2",
+            "--assistant-host 'localhost' is 127.0.0.1, ::1, where the servers do not "
+            "listen: they listen on 127.0.0.2 (--host '127.0.0.2')",
+        ),
     ],
 )
 def test_a_host_or_database_that_cannot_be_used_is_one_line(
@@ -339,6 +357,26 @@ def test_a_host_or_database_that_cannot_be_used_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert said in err
+
+
+@pytest.mark.parametrize(
+    ("host", "assistant_host"),
+    [("127.0.0.1", "localhost"), ("localhost", "127.0.0.1"), ("127.0.0.1", "panel.localhost")],
+)
+def test_an_assistant_host_the_browser_reaches_where_the_servers_listen_is_taken(
+    root: Path, host: str, assistant_host: str
+) -> None:
+    """A browser resolves `localhost` and `*.localhost` to the loopback itself, and the
+    servers listen on --host's IPv4 address: each pair here reaches both servers."""
+    config = ServerConfig(
+        root=root,
+        page_host=host,
+        bind_host=host,
+        page_port=free_port(),
+        assistant_host=assistant_host,
+        assistant_port=free_port(),
+    )
+    assert port_problem(config) is None
 
 
 @pytest.mark.parametrize(

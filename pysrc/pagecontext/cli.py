@@ -175,7 +175,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "--assistant-host",
         default="localhost",
         help="host name of the assistant origin, as --host; must differ from --host so "
-        "the browser keeps the two apart (default: %(default)s)",
+        "the browser keeps the two apart, and reach the address the servers listen on "
+        "(--host's; a browser takes localhost and *.localhost as 127.0.0.1) "
+        "(default: %(default)s)",
     )
     demo.add_argument("--assistant-port", type=_port, default=8001, help="default: %(default)s")
     demo.add_argument(

@@ -78,17 +78,51 @@ def _bind_problem(host: str, port: int) -> OSError | socket.gaierror | None:
         return None
 
 
+def _resolved(host: str, family: int = 0) -> list[str] | None:
+    """The addresses this machine resolves `host` to, each once, or None if it does not."""
+    try:
+        found = socket.getaddrinfo(host, None, family, socket.SOCK_STREAM)
+    except socket.gaierror:
+        return None
+    return list(dict.fromkeys(str(address[0]).split("%")[0] for *_rest, address in found))
+
+
+def _outside(addresses: Sequence[str]) -> str | None:
+    """The first of `addresses` that is not this machine's loopback, or None."""
+    return next((a for a in addresses if not ipaddress.ip_address(a).is_loopback), None)
+
+
 def _outside_address(host: str) -> str | None:
     """An address `host` resolves to that is not this machine's loopback, or None (also
     when it does not resolve: binding it then says so)."""
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        return None
-    for *_rest, address in found:
-        text = str(address[0])
-        if not ipaddress.ip_address(text.split("%")[0]).is_loopback:
-            return text
+    return _outside(_resolved(host) or [])
+
+
+def _assistant_problem(config: ServerConfig) -> str | None:
+    """Why a browser would not reach the assistant's server at the assistant origin's
+    host name, or None. Both servers listen on `bind_host` (uvicorn binds a name's
+    IPv4 address); the browser resolves `localhost` and `*.localhost` to the loopback
+    itself, and any other name as the system does."""
+    host = config.assistant_host
+    if host == "localhost" or host.endswith(".localhost"):
+        addresses: list[str] | None = ["127.0.0.1", "::1"]
+    else:
+        addresses = _resolved(host)
+    if addresses is None:
+        return f"pagecontext: cannot resolve --assistant-host {host!r}"
+    outside = _outside(addresses)
+    if outside is not None:
+        return (
+            f"pagecontext: --assistant-host {host!r} is {outside}, not this machine's "
+            "loopback: the demo serves this machine only"
+        )
+    listening = _resolved(config.bind_host, socket.AF_INET)
+    if listening and listening[0] not in addresses:
+        return (
+            f"pagecontext: --assistant-host {host!r} is {', '.join(addresses)}, where the "
+            f"servers do not listen: they listen on {listening[0]} (--host "
+            f"{config.bind_host!r})"
+        )
     return None
 
 
@@ -114,6 +148,9 @@ def port_problem(config: ServerConfig) -> str | None:
             f"pagecontext: --host {config.bind_host!r} is {outside}, not this machine's "
             "loopback: the demo's users have published tokens, so it serves this machine only"
         )
+    assistant = _assistant_problem(config)
+    if assistant is not None:
+        return assistant
     for port, option in (
         (config.page_port, "--page-port"),
         (config.assistant_port, "--assistant-port"),
