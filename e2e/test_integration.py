@@ -378,6 +378,29 @@ def test_a_page_that_keeps_its_selection_shares_it_by_event(demo: Page) -> None:
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
 
 
+def test_a_field_the_page_stops_declaring_never_leaves_it(demo: Page) -> None:
+    """The table stops declaring `revenueEur` shareable and declares `unitsSold` with
+    another unit, and reports no render: the row selected before is shared without
+    either (a new revision, as the page narrowed it); a row selected after is shared as
+    the table declares it now."""
+    table = demo.locator('[data-pc-component="sales-table"]')
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    table.evaluate("t => t.setAttribute('data-pc-shareable', 'region month unitsSold:boxes')")
+    demo.get_by_role("button", name="Ask AI").click()
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="region"]')).to_have_text("North")
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_count(0)
+
+    select_and_ask(demo, OTHER_ROW)
+    chip = panel(demo).locator(f'[data-pc-chip="{OTHER_ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "3", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text(re.compile(" boxes$"))
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+
+
 def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_selection(
     demo: Page,
 ) -> None:

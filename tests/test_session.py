@@ -429,6 +429,19 @@ def test_a_selection_shared_after_its_component_narrowed_is_a_new_revision(
     assert pair.last_edge("page", "selected")["revision"] == 2
 
 
+def test_what_a_component_declares_as_the_user_shares_decides_what_goes() -> None:
+    """The table stops declaring `amount` and reports no render; the edge hands the
+    declaration over with the share: the row goes as a new revision without the field,
+    and the first revision, which held it, never goes."""
+    pair = ChannelPair()
+    render_orders(pair)
+    select(pair)
+    pair.page.declare("orders", [("status", None)])
+    share(pair)
+    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
+    assert [(revision, s["snapshot"]) for revision, s in sent] == [(2, {"status": "open"})]  # type: ignore[index]
+
+
 def test_a_narrowed_selection_is_checked_against_the_view_it_was_made_in() -> None:
     """The table re-renders with other filters and stops sharing `amount`: the narrowed
     revision still belongs to the view the row was selected in, so Show me on it is

@@ -467,16 +467,24 @@ class PageSession:
         refs: Iterable[str],
         shareable: Iterable[tuple[str, str | None]],
     ) -> None:
-        """Record what a component renders now: its view and its objects."""
-        specs = tuple(FieldSpec(name, unit) for name, unit in shareable)
-        if self._declared.get(component_id) != specs:
-            self.tracker.declare_component(component_id, specs)
-            self._declared[component_id] = specs
+        """Record what a component renders now: its view, its objects and the fields it
+        declares shareable."""
+        self.declare(component_id, shareable)
         frozen = {k: tuple(v) if isinstance(v, list) else v for k, v in filters.items()}
         self.tracker.set_view(
             component_id, ComponentView(page_id=page_id, filters=frozen, generation=generation)
         )
         self.rendered.update(component_id, refs)
+
+    def declare(self, component_id: str, shareable: Iterable[tuple[str, str | None]]) -> None:
+        """Record the fields a component declares shareable now, as (name, unit or None)
+        pairs. The edge reads them whenever a component renders, and again as a
+        selection is made or shared, so a field the page stopped declaring does not
+        leave with the next share (`share` narrows the selection)."""
+        specs = tuple(FieldSpec(name, unit) for name, unit in shareable)
+        if self._declared.get(component_id) != specs:
+            self.tracker.declare_component(component_id, specs)
+            self._declared[component_id] = specs
 
     def on_select(
         self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]

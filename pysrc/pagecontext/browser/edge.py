@@ -191,6 +191,16 @@ def _attr_values(element: Any, into: dict[str, Any]) -> str | None:
     return None
 
 
+def _declared(component: Any) -> list[list[Any]]:
+    """The fields a component declares shareable now (`data-pc-shareable`, each
+    `name` or `name:unit`), as [name, unit or None] pairs."""
+    shareable = []
+    for item in (component.getAttribute("data-pc-shareable") or "").split():
+        name, _, unit = item.partition(":")
+        shareable.append([name, unit or None])
+    return shareable
+
+
 def _view_generation(component: Any) -> int | None:
     """The data generation a component shows now, read on its own (its filters may not
     parse while its generation moved on); None if the generation does not parse."""
@@ -786,10 +796,6 @@ class Edge:
         self.registry[component_id] = refs
         self.components[component_id] = component
         self.generations[component_id] = generation
-        shareable = []
-        for item in (component.getAttribute("data-pc-shareable") or "").split():
-            name, _, unit = item.partition(":")
-            shareable.append([name, unit or None])
         self._to_worker(
             {
                 "kind": "view",
@@ -801,7 +807,7 @@ class Edge:
                 "filtersText": filters_text,
                 "generation": generation,
                 "refs": list(refs.keys()),
-                "shareable": shareable,
+                "shareable": _declared(component),
             }
         )
         if component_id == self.refreshing:
@@ -814,7 +820,7 @@ class Edge:
         if target is None or not hasattr(target, "closest"):
             return
         if target.closest("[data-pc-ask]") is not None:
-            self._to_worker({"kind": "share"})
+            self._share()
             return
         row = target.closest("[data-pc-resource-ref]")
         component = row.closest("[data-pc-component]") if row is not None else None
@@ -853,7 +859,13 @@ class Edge:
         self._mark_selected(row)
         self.selecting = (component_id, ref)
         self._selection_changed(
-            {"kind": "select", "componentId": component_id, "resourceRef": ref, "values": values}
+            {
+                "kind": "select",
+                "componentId": component_id,
+                "resourceRef": ref,
+                "values": values,
+                "shareable": _declared(component),
+            }
         )
 
     def _mark_selected(self, element: Any) -> None:
@@ -882,7 +894,17 @@ class Edge:
         "select"` it is shared at once."""
         self._to_worker(message)
         if self.config["share"] == "select":
-            self._to_worker({"kind": "share"})
+            self._share()
+
+    def _share(self) -> None:
+        """Have the worker share the current selection, with what each component declares
+        shareable at this moment: a field the page stopped declaring after the user
+        selected (or declares with another unit) does not leave, whether or not the
+        component has reported a render since."""
+        declared = {}
+        for component_id, component in self.components.items():
+            declared[component_id] = _declared(component)
+        self._to_worker({"kind": "share", "declared": declared})
 
     def _refuse_event(self, name: str, why: str) -> None:
         """Count and report an integration event the page sent wrong; nothing is done."""
@@ -915,7 +937,7 @@ class Edge:
         self._select(component_id, ref, values)
 
     def _on_share_event(self, event: Any) -> None:
-        self._to_worker({"kind": "share"})
+        self._share()
 
     def _on_clear_event(self, event: Any) -> None:
         """`pagecontext:clear`: the user cleared the selection (shared at once with

@@ -191,6 +191,11 @@ async def _fetch(url: str, body: str | None, headers: dict[str, str], timeout_ms
     return await js.fetch(url, _js(init))
 
 
+def _pairs(shareable: list[list[Any]]) -> list[tuple[str, str | None]]:
+    """The edge's [name, unit or None] declarations of a component's shareable fields."""
+    return [(name, unit) for name, unit in shareable]
+
+
 def _ms_since(started: float) -> float:
     """The milliseconds since `started` (a `performance.now()`), to a tenth."""
     now: float = js.performance.now()
@@ -384,14 +389,17 @@ class WorkerBinding:
                 filters=filters_in_page_order(message["filtersText"], message["filters"]),
                 generation=message["generation"],
                 refs=message["refs"],
-                shareable=[(name, unit) for name, unit in message["shareable"]],
+                shareable=_pairs(message["shareable"]),
             )
             return []
         if kind == "select":
+            session.declare(message["componentId"], _pairs(message["shareable"]))
             return session.on_select(
                 message["componentId"], message["resourceRef"], message["values"]
             )
         if kind == "share":
+            for component_id, shareable in message["declared"].items():
+                session.declare(component_id, _pairs(shareable))
             return session.share()
         if kind == "clear":
             return session.clear_selection()
