@@ -193,7 +193,7 @@ def parse_config(raw: object) -> dict[str, Any]:
         timeouts[name] = _bounded_int("timeouts." + name, value, 1, TIMEOUT_MAX)
     for key in _ASSISTANT_KEYS:
         if role != "assistant" and key in config:
-            raise ConfigError(key, "only an assistant calls an agent (role is " + role + ")")
+            raise ConfigError(key, "only an assistant reads it (role is " + role + ")")
     for key in _PAGE_KEYS:
         if role != "page" and key in config:
             raise ConfigError(key, "only a page reads it (role is " + role + ")")
