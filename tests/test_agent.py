@@ -18,6 +18,7 @@ from clients import assistant_client
 from pagecontext import agui
 from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
+from pagecontext.models import Quantity
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import (
     AGENT_READS,
@@ -190,16 +191,39 @@ def test_live_differing_from_the_snapshot_states_both_values_and_times(demo_db: 
     assert "The data changed since you looked. " in answer.chunks
 
 
+def test_a_change_finer_than_the_amounts_are_written_with_is_stated_in_full(
+    demo_db: Path,
+) -> None:
+    """The user saw 4,231.0000001 units, live is 4,231: both are written in full, never
+    "changed" with the same number twice."""
+    seen = task().model_copy(
+        update={"snapshot": {"unitsSold": Quantity(value=4231.0000001, unit="units")}}
+    )
+    answer = explain(seen, live(demo_db, NORTH_MARCH))
+    assert "The data changed since you looked. " in answer.chunks
+    assert (
+        f"You saw 4,231.0000001 units at {OBSERVED_AT}; the live value read at {READ_AT} "
+        "is 4,231 units. "
+    ) in answer.chunks
+
+
 @pytest.mark.scenario(5)
 @pytest.mark.parametrize(
-    ("status", "words"), [(403, "revoked"), (401, "sign-in"), (404, "no longer exists")]
+    ("status", "words", "lead"),
+    [
+        (403, "revoked", "Access denied: "),
+        (401, "sign-in", "Access denied: "),
+        (404, "no longer exists", ""),
+        (400, "not a row of the sales data", ""),
+    ],
 )
 def test_a_refused_read_is_answered_explicitly_without_the_snapshot(
-    status: int, words: str
+    status: int, words: str, lead: str
 ) -> None:
-    """Refused: the answer says so and holds no snapshot value, and nothing is highlighted."""
+    """Refused: the answer says so and holds no snapshot value, and nothing is
+    highlighted; only a refusal of the user's access is called a denial."""
     answer = explain(task(units=4231), ReadRefused(status, "not-authorized"))
-    assert answer.text.startswith("Access denied: I could not read sales-2026-03-north")
+    assert answer.text.startswith(f"{lead}I could not read sales-2026-03-north")
     assert words in answer.text
     assert f"HTTP {status}" in answer.text
     assert "4231" not in answer.text

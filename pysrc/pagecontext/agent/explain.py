@@ -123,6 +123,11 @@ def _amount(column: str, value: float) -> str:
     return _units(value) if column == "unitsSold" else _eur(value)
 
 
+def _in_full(column: str, value: float) -> str:
+    """`value` with every digit it has, in the column's unit."""
+    return f"{value:,} {'units' if column == 'unitsSold' else 'EUR'}"
+
+
 def _signed_percent(new: float, old: float) -> str:
     if old == 0:  # a month that sold nothing: no percentage of it
         return "unchanged" if new == 0 else "up from none"
@@ -144,15 +149,19 @@ _NAMEABLE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
     # Only the ref and the status: the snapshot's values must not stand in for access.
     why = {
+        400: "it is not a row of the sales data I read (their ids look like sales-2026-03-north)",
         401: "your sign-in was not accepted by the server",
         403: "your access to it has been revoked or was never granted",
         404: "it no longer exists on the server",
     }.get(refused.status, f"the server refused the read ({refused.reason})")
+    # Only a refusal of the user's access is a denial; a ref of other data, or one that
+    # is gone, is not one.
+    lead = "Access denied: " if refused.status in (401, 403) else ""
     ref = task.resource_ref
     named = ref if _NAMEABLE_REF.fullmatch(ref) else "the row you selected"
     return Answer(
         (
-            f"Access denied: I could not read {named} because {why} "
+            f"{lead}I could not read {named} because {why} "
             f"(HTTP {refused.status}, {refused.reason}). ",
             "I will not answer from the copy your page showed earlier, since it may no "
             "longer be yours to see. Ask for access again, or pick another row.",
@@ -274,9 +283,14 @@ def _snapshot_versus_live(task: TaskContext, live: LiveRead) -> list[str]:
         now = live.row.value(column)
         compared += 1
         if abs(now - seen_number) > 1e-9:
+            seen_text, now_text = _amount(column, seen_number), _amount(column, now)
+            if seen_text == now_text:
+                # A difference finer than the amounts are written with: in full, so the
+                # answer never says a value changed and shows it the same.
+                seen_text, now_text = _in_full(column, seen_number), _in_full(column, now)
             differences.append(
-                f"You saw {_amount(column, seen_number)} at {task.observed_at}; the live value "
-                f"read at {live.read_at} is {_amount(column, now)}. "
+                f"You saw {seen_text} at {task.observed_at}; the live value "
+                f"read at {live.read_at} is {now_text}. "
             )
     if differences:
         return [
