@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -298,6 +299,26 @@ def test_admin_refuses_a_body_that_is_not_json(api: TestClient) -> None:
     assert text.status_code == 415
     broken = api.post("/admin/grants", content=b"{", headers={"Content-Type": "application/json"})
     assert (broken.status_code, broken.json()["reason"]) == (400, "invalid-body")
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (None, "(body): should be a JSON object"),
+        ([1], "(body): should be a JSON object"),
+        ({"user": 1, "region": 2}, "user: Input should be a valid string (and 1 more)"),
+    ],
+)
+def test_a_bad_body_is_named_in_the_senders_words(
+    api: TestClient, body: object, detail: str
+) -> None:
+    """The detail names the field and what is wrong with it, and how many more problems
+    there are; a body that is not an object says so, not which model would read it."""
+    response = api.post(
+        "/admin/grants", content=json.dumps(body), headers={"Content-Type": "application/json"}
+    )
+    assert (response.status_code, response.json()["reason"]) == (400, "invalid-body")
+    assert response.json()["detail"] == detail
 
 
 def test_admin_refuses_requests_from_outside_loopback(remote_api: TestClient) -> None:

@@ -72,7 +72,9 @@ from pagecontext.models import (
     Target,
     WireModel,
     escapes_surrogate,
+    first_problem,
     parse_json,
+    problem_text,
 )
 from pagecontext.store import ContextEntry
 
@@ -294,8 +296,7 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
         return entry[0].model_validate(raw, by_alias=True, by_name=False)
     except ValidationError as error:
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in problem['loc']) or '(arguments)'}: {problem['msg']}"
-            for problem in error.errors()
+            problem_text(problem, "(arguments)") for problem in error.errors(include_url=False)
         )
         raise ToolCallError(name, "invalid-arguments", problems) from None
 
@@ -391,7 +392,7 @@ def read_task_context(run_input: RunAgentInput) -> TaskContext | None:
     except ValidationError as error:
         raise ValueError(
             f"the {TASK_CONTEXT_DESCRIPTION!r} context entry is not a valid task: "
-            f"{error.error_count()} problem(s), first: {error.errors()[0]['msg']}"
+            f"{first_problem(error, '(entry)')}"
         ) from None
 
 

@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.types import AllowInfNan
+from pydantic_core import ErrorDetails
 
 from pagecontext.errors import MessageRejected
 from pagecontext.windowrules import PROTOCOL, VERSION
@@ -502,6 +503,23 @@ def parse_json(text: str | bytes) -> object:
     if deepest > MAX_JSON_DEPTH:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH}")
     return json.loads(raw)
+
+
+def problem_text(problem: ErrorDetails, whole: str) -> str:
+    """One problem pydantic found in a value from outside, as `where: what` for the
+    person who sent it (`whole` names the value itself), in the sender's words: a value
+    that should be an object says so, not which model would have read it."""
+    where = ".".join(str(part) for part in problem["loc"]) or whole
+    if problem["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{where}: should be a JSON object"
+    return f"{where}: {problem['msg']}"
+
+
+def first_problem(error: ValidationError, whole: str) -> str:
+    """The first problem of `error` (`problem_text`), with how many more there are."""
+    problems = error.errors(include_url=False)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return problem_text(problems[0], whole) + more
 
 
 def unreadable(head: object, reason: str) -> MessageRejected:

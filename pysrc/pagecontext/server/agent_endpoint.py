@@ -47,7 +47,7 @@ from pagecontext.agent.run import (
     task_and_authorization,
 )
 from pagecontext.errors import PagecontextError
-from pagecontext.models import parse_json
+from pagecontext.models import first_problem, parse_json
 from pagecontext.server import access
 from pagecontext.server.bodies import (
     BODY_SECONDS,
@@ -228,9 +228,8 @@ def agent_endpoint(
             try:
                 run_input = RunAgentInput.model_validate(value)
             except ValidationError as error:
-                first = error.errors()[0]
-                where = ".".join(str(part) for part in first["loc"]) or "(body)"
-                yield run_error(f"not a RunAgentInput: {where}: {first['msg']}", "bad-input")
+                problem = first_problem(error, "(body)")
+                yield run_error(f"not a RunAgentInput: {problem}", "bad-input")
                 return
             yield run_started(run_input)
             try:

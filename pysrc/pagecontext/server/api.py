@@ -48,7 +48,7 @@ from pagecontext.confirmations import (
     ConfirmationRefused,
     ConfirmationRegistry,
 )
-from pagecontext.models import WireModel
+from pagecontext.models import WireModel, first_problem
 from pagecontext.server import access
 from pagecontext.server.bodies import (
     BODY_SECONDS,
@@ -198,9 +198,7 @@ def _parse(model: type[_M], body: bytes) -> _M | JSONResponse:
     try:
         return model.model_validate(value)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(body)"
-        return _error(400, "bad-request", "invalid-body", f"{where}: {first['msg']}")
+        return _error(400, "bad-request", "invalid-body", first_problem(error, "(body)"))
 
 
 class _Api:
