@@ -599,3 +599,25 @@ def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     expect(html(page)).to_have_attribute(
         "data-pc-error", re.compile(r"^worker: .*packages did not load: .*pydantic.core")
     )
+
+
+def test_a_runtime_wasm_served_with_another_content_type_still_boots(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """A static host that serves `.wasm` as `application/octet-stream` (many do): both
+    workers still compile the runtime's wasm, from the server on this first visit, and
+    the frames bind and work."""
+    relabelled: list[str] = []
+
+    def octet_stream(route: Route) -> None:
+        response = route.fetch()
+        headers = {**response.headers, "content-type": "application/octet-stream"}
+        relabelled.append(route.request.url)
+        route.fulfill(response=response, headers=headers)
+
+    context.route("**/*.wasm", octet_stream)
+    marks = _visit(page, origins)
+    assert any(url.endswith("/pyodide.asm.wasm") for url in relabelled), relabelled
+    assert [m["wasm-opened"] for m in marks if "wasm-opened" in m][:1] == ["network"]
+    select_and_ask(page, ROW)
+    show_and_expect(panel(page), "applied")

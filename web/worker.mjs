@@ -592,7 +592,11 @@ function runtimeWasm(url, pin, copies, cache) {
     const response = await fetchFromServer(input, init);
     if (!response.ok) return response;
     if (cache) fetched = response.clone();
-    return new Response(counted(response.body), { headers: response.headers });
+    // Compiled as wasm whatever type the server gave it: a static host that serves
+    // `.wasm` as application/octet-stream would otherwise stop the runtime's compile.
+    const headers = new Headers(response.headers);
+    headers.set("Content-Type", "application/wasm");
+    return new Response(counted(response.body), { headers });
   };
   return {
     done() {
