@@ -18,6 +18,7 @@ from playwright.sync_api import (
     FrameLocator,
     Page,
     Playwright,
+    Route,
     expect,
 )
 
@@ -453,6 +454,33 @@ def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Or
     expect(html(demo)).to_have_attribute("data-pc-rejected-child-url", "1", timeout=BOOT_TIMEOUT_MS)
     assert origins.third not in (frame.get_attribute("src") or "")
     assert any("data-pc-src must stay on peerOrigin" in error for error in errors), errors
+
+
+@BEYOND_FRAME_SRC
+def test_an_assistant_framed_by_a_page_it_is_not_configured_for_says_so(
+    page: Page, origins: Origins
+) -> None:
+    """The demo's assistant, configured for the page origin, framed by a page of a third
+    origin (a host that sends no frame-ancestors, or a page moved to another origin):
+    it never binds, and says why in the console, naming both origins."""
+
+    def without_frame_ancestors(route: Route) -> None:
+        response = route.fetch()
+        policy = response.headers["content-security-policy"]
+        kept = "; ".join(d for d in policy.split("; ") if not d.startswith("frame-ancestors"))
+        route.fulfill(
+            response=response, headers={**response.headers, "content-security-policy": kept}
+        )
+
+    page.route(origins.assistant + "/assistant.html*", without_frame_ancestors)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(origins.third + "/e2e/attacker.html?mode=none")
+    assistant = add_frame(page, origins.assistant + "/assistant.html")
+    expect(html(assistant)).to_have_attribute("data-pc-state", "ready", timeout=BOOT_TIMEOUT_MS)
+    said = f"this frame is in a page of {origins.third}, but configured for the page origin"
+    assert any(said in e and origins.page in e for e in errors), errors
+    expect(html(assistant)).not_to_have_attribute("data-pc-connection", re.compile(".*"))
 
 
 SPY = """

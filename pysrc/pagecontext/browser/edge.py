@@ -191,6 +191,17 @@ def _attr_values(element: Any, into: dict[str, Any]) -> str | None:
     return None
 
 
+def _embedder_origin() -> str | None:
+    """The origin of the page this frame is in, where the browser tells it
+    (`location.ancestorOrigins`, which Firefox lacks); None where it does not, or
+    hides it ("null")."""
+    origins = getattr(js.window.location, "ancestorOrigins", None)
+    if origins is None or not origins.length:
+        return None
+    first = str(origins.item(0))
+    return None if first == "null" else first
+
+
 def _declared(component: Any) -> list[list[Any]]:
     """The fields a component declares shareable now (`data-pc-shareable`, each
     `name` or `name:unit`), as [name, unit or None] pairs."""
@@ -474,7 +485,11 @@ class Edge:
             + self.child_src
             + " has not answered within "
             + str(ms)
-            + " ms; still waiting for it"
+            + " ms; still waiting for it (is its server up, and is it configured for"
+            + " this page's origin, "
+            + str(js.window.location.origin)
+            + "? A child configured for another never answers, and its"
+            + " frame-ancestors policy may keep it from loading here)"
         )
         self.root.setAttribute("data-pc-child-state", "silent")
         self._publish(child="silent")
@@ -558,6 +573,19 @@ class Edge:
     # -- handshake: child ---------------------------------------------------------------
 
     def _start_child(self) -> None:
+        embedder = _embedder_origin()
+        if embedder is not None and embedder != self.peer_origin:
+            # Its `ready` goes to peerOrigin only, so the browser drops it, and the page
+            # waits for a child that never answers: say why, where its author looks.
+            js.console.error(
+                "pagecontext: this frame is in a page of "
+                + embedder
+                + ", but configured for the page origin "
+                + self.peer_origin
+                + ": the two never bind (configure or build it for "
+                + embedder
+                + ")"
+            )
         self._take_nonce()
         self.owner.listen(js.window, "hashchange", self._on_hashchange)
 
