@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import errno
 import ipaddress
+import logging
 import signal
 import socket
 import sqlite3
@@ -45,6 +46,9 @@ EXIT_FAILED: Final = 1
 EXIT_PORT_UNAVAILABLE: Final = 2
 
 _POLL_SECONDS: Final = 0.01
+# How long a stop waits for requests under way (a body still arriving, an agent's
+# answer streaming) before it ends them.
+GRACEFUL_SECONDS: Final = 3
 
 
 class PortUnavailableError(RuntimeError):
@@ -171,6 +175,13 @@ def port_problem(config: ServerConfig) -> str | None:
     return None
 
 
+def _without_cancelled_requests(record: logging.LogRecord) -> bool:
+    """Leave out uvicorn's traceback of a request a stop ended (after GRACEFUL_SECONDS,
+    or at a second Ctrl-C): its line "Cancel N running task(s)" says so already."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not isinstance(error, asyncio.CancelledError)
+
+
 class _ServerWithoutSignals(uvicorn.Server):
     """A uvicorn server that leaves signal handling to `_Servers`.
 
@@ -196,9 +207,19 @@ class _Servers:
 
     def __init__(self, apps: Sequence[tuple[ASGIApp, int]], host: str) -> None:
         self.servers = [
-            _ServerWithoutSignals(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+            _ServerWithoutSignals(
+                uvicorn.Config(
+                    app,
+                    host=host,
+                    port=port,
+                    log_level="warning",
+                    timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                )
+            )
             for app, port in apps
         ]
+        # Made by uvicorn.Config, which sets up uvicorn's logging.
+        logging.getLogger("uvicorn.error").addFilter(_without_cancelled_requests)
         self.failed = False
 
     def request_exit(self) -> None:
