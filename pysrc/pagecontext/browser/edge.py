@@ -412,7 +412,9 @@ class Edge:
         if transfer is None:
             self.worker.postMessage(to_js(message))
         else:
-            self.worker.postMessage(to_js(message), transfer)
+            # A JS array: a MicroPython list that JavaScript iterates keeps each JS object
+            # in it referenced for good (each binding's ports).
+            self.worker.postMessage(to_js(message), to_js(transfer))
 
     def _on_pagehide(self, event: Any) -> None:
         # This document is going away (reload, navigation, closed tab): tell the peer,
@@ -561,7 +563,7 @@ class Edge:
         else:
             hello = connect_message("assistant", self.instance_id, self.conversation_id)
         target = connect_target(self.peer_origin, self.opaque_child)
-        self.host.post(self.frame.contentWindow, to_js(hello), target, [channel.port2])
+        self.host.post(self.frame.contentWindow, to_js(hello), target, to_js([channel.port2]))
         port = {"kind": "port", "position": "embedder", "nonce": self.nonce}
         if self.role == "assistant":
             # The worker expects the child to echo the conversation this connect names,
