@@ -27,6 +27,7 @@ from .helpers import (
     select_and_ask,
     show_and_expect,
     use_scripted_assistant,
+    worker_report,
 )
 
 # Every `pagecontext:state` detail carries these keys, in this order.
@@ -399,6 +400,42 @@ def test_a_field_the_page_stops_declaring_never_leaves_it(demo: Page) -> None:
     expect(chip).to_have_attribute("data-pc-chip-revision", "3", timeout=STEP_TIMEOUT_MS)
     expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text(re.compile(" boxes$"))
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+
+
+def test_components_taken_off_the_page_are_forgotten(demo: Page) -> None:
+    """A dashboard adds 20 widgets of ids made as they come, each reported rendered,
+    then closes them all: at its next reported render neither the edge nor the worker
+    keeps them (the worker's count of components is back to the page's two), and the
+    page goes on working."""
+
+    def components() -> int:
+        count: int = worker_report(demo)["components"]
+        return count
+
+    assert components() == 2
+    demo.evaluate(
+        """() => { for (let i = 0; i < 20; i += 1) {
+             const widget = document.createElement("div");
+             widget.className = "closing-widget";
+             widget.dataset.pcComponent = `widget-${i}`;
+             widget.dataset.pcFilters = "{}";
+             widget.dataset.pcGeneration = "1";
+             const item = document.createElement("p");
+             item.dataset.pcResourceRef = `item-${i}`;
+             widget.append(item);
+             document.body.append(widget);
+             widget.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+           } }"""
+    )
+    assert components() == 22
+    demo.evaluate(
+        """() => { document.querySelectorAll(".closing-widget").forEach((w) => w.remove());
+             document.querySelector('[data-pc-component="sales-table"]')
+               .dispatchEvent(new CustomEvent("pagecontext:rendered")); }"""
+    )
+    assert components() == 2
+    pin(demo, panel(demo), ROW)
+    show_and_expect(panel(demo), "applied")
 
 
 def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_selection(

@@ -461,6 +461,26 @@ def test_a_narrowed_selection_is_checked_against_the_view_it_was_made_in() -> No
     assert pair.dom.highlights == {}
 
 
+def test_a_component_taken_off_the_page_is_forgotten() -> None:
+    """The page removes the orders table: its session keeps nothing of it, Show me on
+    the pinned row is `stale-context` (`view-changed`) and highlights nothing, and a
+    selection in it is refused; rendered again, it is a component as before."""
+    pair = shared_pair("page")
+    assert pair.page.diagnostics()["components"] == 1
+    pair.page.on_gone(["orders"])
+    assert pair.page.diagnostics()["components"] == 0
+    pair.run("assistant", pair.assistant.show())
+    pair.pump()
+    receipts = [r for r in pair.sent_by("page", "receipt") if r["layer"] == "received"]
+    assert {(r["status"], r["reason"]) for r in receipts} == {("stale-context", "view-changed")}
+    assert pair.dom.highlights == {}
+    pair.run("page", pair.page.on_select("orders", "row:1", {"status": "open"}))
+    assert pair.last_edge("page", "select-refused")["resourceRef"] == "row:1"
+    render_orders(pair)
+    assert select(pair, "row:1") == 2
+    assert pair.page.diagnostics()["components"] == 1
+
+
 def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
     """A new assistant document holds no context: the same revision goes to it."""
     pair = shared_pair("page")

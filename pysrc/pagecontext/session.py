@@ -228,6 +228,14 @@ class RenderedRegistry:
         """Replace the set of objects rendered in `component_id`."""
         self._refs[component_id] = frozenset(refs)
 
+    def forget(self, component_id: str) -> None:
+        """The component is no longer on the page: none of its objects is rendered."""
+        self._refs.pop(component_id, None)
+
+    def __len__(self) -> int:
+        """How many components have reported what they render."""
+        return len(self._refs)
+
     def is_rendered(self, component_id: str, resource_ref: str | None) -> bool:
         """Return True if the component (and the object, when named) is rendered now."""
         refs = self._refs.get(component_id)
@@ -486,6 +494,16 @@ class PageSession:
             self.tracker.declare_component(component_id, specs)
             self._declared[component_id] = specs
 
+    def on_gone(self, component_ids: Iterable[str]) -> None:
+        """Forget components the page took out of its document: nothing of them is kept,
+        a command for one of their objects is `stale-context` (`view-changed`: the view
+        it was based on is gone), and a component of that id that renders again is
+        declared anew."""
+        for component_id in component_ids:
+            self.rendered.forget(component_id)
+            self.tracker.forget_component(component_id)
+            self._declared.pop(component_id, None)
+
     def on_select(
         self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
     ) -> list[Effect]:
@@ -693,10 +711,11 @@ class PageSession:
         return sum(counts.values()) - accepted + control
 
     def diagnostics(self) -> dict[str, object]:
-        """Counters for the diagnostics panel: command outcomes by reason, drops, refused
-        control messages by reason."""
+        """Counters for the diagnostics panel: command outcomes by reason, the components
+        on the page, drops, refused control messages by reason."""
         return {
             "commands": dict(self.resolver.counts),
+            "components": len(self.rendered),
             "control": dict(self._conn.refused),
             "dropped": self.resolver.dropped,
             "refused": self.refused,

@@ -121,6 +121,16 @@ class SelectionTracker:
         view = existing.view if existing else None
         self._components[component_id] = _Component(tuple(shareable), view)
 
+    def forget_component(self, component_id: str) -> None:
+        """Forget a component the page no longer shows: its declaration and its view now.
+        The views kept with earlier revisions stay (a command based on one of them is
+        checked against them, and finds no view now)."""
+        self._components.pop(component_id, None)
+        if component_id in self._views:
+            self._views = MappingProxyType(
+                {key: view for key, view in self._views.items() if key != component_id}
+            )
+
     def set_view(self, component_id: str, view: ComponentView) -> None:
         """Record the component's current view; issues no revision.
 

@@ -793,7 +793,28 @@ class Edge:
                 "rendered", "dispatch it on the component's element (data-pc-component)"
             )
             return
+        self._forget_removed(target.getAttribute("data-pc-component"))
         self._scan(target)
+
+    def _forget_removed(self, reported: str) -> None:
+        """Forget the components the page has taken out of its document since (a closed
+        widget, a dashboard's widgets of ids made as they come), but the one it reports
+        now (which may be a new element for that id): nothing here or in the worker
+        keeps them or their elements. A refresh one of them was asking for is
+        `not-found`: it will not render again."""
+        gone = [cid for cid, element in self.components.items() if not element.isConnected]
+        gone = [cid for cid in gone if cid != reported]
+        if not gone:
+            return
+        for component_id in gone:
+            del self.components[component_id]
+            self.registry.pop(component_id, None)
+            self.generations.pop(component_id, None)
+            for command_id in self.pending_refresh.pop(component_id, []):
+                self._ui_done(command_id, "not-found", "not-rendered")
+        if self.selected is not None and not self.selected.isConnected:
+            self.selected = None
+        self._to_worker({"kind": "gone", "componentIds": gone})
 
     def _scan(self, component: Any) -> None:
         """Rebuild one component's registry from the DOM and report its view."""

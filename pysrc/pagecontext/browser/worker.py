@@ -392,6 +392,9 @@ class WorkerBinding:
                 shareable=_pairs(message["shareable"]),
             )
             return []
+        if kind == "gone":
+            session.on_gone(message["componentIds"])
+            return []
         if kind == "select":
             session.declare(message["componentId"], _pairs(message["shareable"]))
             return session.on_select(
