@@ -226,3 +226,35 @@ def test_a_body_escaping_a_lone_surrogate_is_read_and_judged_as_any_other(
     assert flagged.json()["flag"]["note"] == "so high \ufffd"
     broken = api.post("/admin/grants", content=b'{"user": "\\ud83d', headers=JSON)
     assert (broken.status_code, broken.json()["reason"]) == (400, "invalid-body")
+
+
+@pytest.mark.parametrize("gone", ["file", "folder"])
+def test_a_database_removed_under_the_server_is_a_json_503(
+    api: TestClient, config: ServerConfig, caplog: pytest.LogCaptureFixture, gone: str
+) -> None:
+    """The database is deleted while the server runs (a `make clean` beside `make demo`):
+    the page's data, the resource, action and admin APIs answer 503
+    `database-unavailable` in JSON, not a 500 in plain text, and the log says why in one
+    line."""
+    for path in config.db_path.parent.glob(config.db_path.name + "*"):
+        path.unlink()
+    if gone == "folder":
+        config.db_path.parent.rmdir()
+    unavailable = {
+        "error": "unavailable",
+        "reason": "database-unavailable",
+        "detail": "the server cannot read its database",
+    }
+    answers = [
+        api.get("/api/sales"),
+        api.get(f"/api/resources/{NORTH_MARCH}", headers=ANA),
+        api.post(
+            "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}, headers=ANA
+        ),
+        api.get("/admin/flags", headers=JSON),
+    ]
+    for response in answers:
+        assert (response.status_code, response.json()) == (503, unavailable), response.text
+    logged = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert len(logged) == len(answers)
+    assert all(r.exc_info is None for r in caplog.records)

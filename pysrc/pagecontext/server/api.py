@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import http
 import ipaddress
+import logging
 import re
 import sqlite3
 import threading
@@ -93,10 +94,13 @@ def _error(
     return JSONResponse(body, status_code=status, headers=sent)
 
 
+_log = logging.getLogger(__name__)
+
+
 class _JsonErrors:
     """The APIs' answers to what no endpoint answers, JSON like their other errors: a
     path or method they do not serve (Starlette's routing raises HTTPException), and a
-    database lock that outlasts its busy timeout (503, to try again). Inside each mount,
+    database that failed (`database_error`). Inside each mount,
     so that the CORS headers of the mount are on these answers too."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -113,17 +117,25 @@ class _JsonErrors:
             }.get(error.status_code, (name, name))
             response = _error(error.status_code, kind, reason, headers=error.headers)
             await response(scope, receive, send)
-        except sqlite3.OperationalError as error:
-            if not is_busy(error):
-                raise
-            response = _error(
-                503,
-                "unavailable",
-                "database-busy",
-                "the database is busy: try again",
-                headers={"Retry-After": "1"},
-            )
-            await response(scope, receive, send)
+        except (sqlite3.Error, FileNotFoundError) as error:
+            await database_error(error)(scope, receive, send)
+
+
+def database_error(error: sqlite3.Error | FileNotFoundError) -> JSONResponse:
+    """The answer to a request the database failed: a lock that outlasts its busy
+    timeout is 503 `database-busy` (try again); any other failure (the file removed
+    under the running server, or no longer the demo's) is 503 `database-unavailable`,
+    said once in the server's log, with no traceback."""
+    if isinstance(error, sqlite3.OperationalError) and is_busy(error):
+        return _error(
+            503,
+            "unavailable",
+            "database-busy",
+            "the database is busy: try again",
+            headers={"Retry-After": "1"},
+        )
+    _log.error("pagecontext: the database cannot be read: %s", error)
+    return _error(503, "unavailable", "database-unavailable", "the server cannot read its database")
 
 
 def _ok(body: object, status: int = 200) -> JSONResponse:

@@ -18,6 +18,7 @@ import json
 import mimetypes
 import os
 import secrets
+import sqlite3
 import stat
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -43,7 +44,7 @@ from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
-from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes
+from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes, database_error
 from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
 from pagecontext.server.csp import (
     CspMiddleware,
@@ -450,6 +451,8 @@ def create_page_app(
             return JSONResponse(
                 {"error": str(error)}, status_code=400, headers={"Cache-Control": NO_STORE}
             )
+        except (sqlite3.Error, FileNotFoundError) as error:
+            return database_error(error)
         return JSONResponse(
             {"rows": rows, "units": SALES_UNITS}, headers={"Cache-Control": NO_STORE}
         )
