@@ -330,6 +330,24 @@ def test_an_agent_url_with_a_user_or_password_is_refused(
     assert started == []
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["demo"], ["assemble", "--out", "site", "--wheels", "wheels"], ["build", "out"]],
+    ids=["demo", "assemble", "build"],
+)
+def test_a_root_that_is_not_the_repository_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """`--root` naming a folder that does not exist, or is not the repository: each
+    command says so and how to mend it, not a missing npm package found on the way."""
+    missing = tmp_path / "nonexistent"
+    assert main([*command, "--root", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"pagecontext: no index.html in {missing} (use --root to point at the repository)\n"
+    )
+
+
 def test_the_two_origins_need_two_host_names(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

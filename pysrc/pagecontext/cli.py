@@ -297,13 +297,22 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _demo(args: argparse.Namespace) -> int:
+def _repository(args: argparse.Namespace) -> Path | None:
+    """The repository `--root` names (else the one found from the package), or None
+    after one line saying it is not one."""
     root: Path = args.root if args.root is not None else find_repo_root()
     if not (root / "index.html").is_file():
         print(
             f"pagecontext: no index.html in {root} (use --root to point at the repository)",
             file=sys.stderr,
         )
+        return None
+    return root
+
+
+def _demo(args: argparse.Namespace) -> int:
+    root = _repository(args)
+    if root is None:
         return EXIT_USAGE
 
     agent_url: str | None = args.agent_url
@@ -362,7 +371,9 @@ def _assemble(args: argparse.Namespace) -> int:
     from pagecontext.server.compress import brotli_cache
     from pagecontext.server.site import SiteError, assemble
 
-    root: Path = args.root if args.root is not None else find_repo_root()
+    root = _repository(args)
+    if root is None:
+        return EXIT_USAGE
     try:
         _runtime, compressed = assemble(
             root, args.out, args.wheels, _step, brotli_cache=brotli_cache(root)
@@ -396,7 +407,9 @@ def _build(args: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     out: Path = args.outdir
-    root: Path = args.root if args.root is not None else find_repo_root()
+    root = _repository(args)
+    if root is None:
+        return EXIT_USAGE
     wheels: Path = args.wheels if args.wheels is not None else root / "build" / "wheels"
     try:
         bundle = build_bundle(
