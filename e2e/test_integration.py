@@ -402,6 +402,66 @@ def test_a_field_the_page_stops_declaring_never_leaves_it(demo: Page) -> None:
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
 
 
+def test_a_field_the_page_stops_declaring_before_a_queued_share_goes_never_leaves(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The user selects a row and asks while nothing is bound yet (the page's runtime
+    still loading), so the share waits for the binding; the table then stops declaring
+    `revenueEur`, with no render and no click. What goes once bound is a new revision
+    without it: the worker learns each change of `data-pc-shareable` as it happens."""
+    held = HeldWasm(context, origins)
+    held.goto(page, origins.page + "/")
+    select_and_ask(page, ROW)
+    page.locator('[data-pc-component="sales-table"]').evaluate(
+        "t => t.setAttribute('data-pc-shareable', 'region month unitsSold:units')"
+    )
+    held.release()
+    chip = panel(page).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=BOOT_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_count(1)
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+
+
+def test_a_component_given_a_new_element_or_taken_off_keeps_no_stale_state(
+    demo: Page,
+) -> None:
+    """The table is given a new element of its id and the chart reports a render before
+    it: the table is not forgotten (it reports for itself). Taken off the page, with its
+    row selected, the table is forgotten at the chart's next report, and the row loses
+    its mark; put back and reported, clicks and Show me work on it as before."""
+
+    def components() -> int:
+        count: int = worker_report(demo)["components"]
+        return count
+
+    table = '[data-pc-component="sales-table"]'
+    chart = '[data-pc-component="sales-chart"]'
+    render_chart = f"""() => document.querySelector('{chart}')
+        .dispatchEvent(new CustomEvent("pagecontext:rendered"))"""
+    demo.locator(table).evaluate("t => { window.__table = t; t.replaceWith(t.cloneNode(true)); }")
+    demo.evaluate(render_chart)
+    assert components() == 2
+    demo.locator(table).evaluate("t => t.replaceWith(window.__table)")
+    demo.locator(table).dispatch_event("pagecontext:rendered")
+    row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
+    row.click()
+    expect(row).to_have_attribute("aria-selected", "true")
+    demo.locator(table).evaluate(
+        "t => { window.__row = t.querySelector('[aria-selected]'); t.remove(); }"
+    )
+    demo.evaluate(render_chart)
+    assert components() == 1
+    assert demo.evaluate("() => window.__row.hasAttribute('aria-selected')") is False
+    demo.evaluate(
+        f"""() => {{ document.querySelector('{chart}').after(window.__table);
+             window.__table.dispatchEvent(new CustomEvent("pagecontext:rendered")); }}"""
+    )
+    assert components() == 2
+    pin(demo, panel(demo), OTHER_ROW)
+    show_and_expect(panel(demo), "applied")
+    expect(demo.locator("[aria-selected]")).to_have_count(1)
+
+
 def test_components_taken_off_the_page_are_forgotten(demo: Page) -> None:
     """A dashboard adds 20 widgets of ids made as they come, each reported rendered,
     then closes them all: at its next reported render neither the edge nor the worker

@@ -224,6 +224,7 @@ def test_a_refused_read_is_answered_explicitly_without_the_snapshot(
     highlighted; only a refusal of the user's access is called a denial."""
     answer = explain(task(units=4231), ReadRefused(status, "not-authorized"))
     assert answer.text.startswith(f"{lead}I could not read sales-2026-03-north")
+    assert ("Ask for access again" in answer.text) is bool(lead)
     assert words in answer.text
     assert f"HTTP {status}" in answer.text
     assert "4231" not in answer.text

@@ -154,18 +154,21 @@ def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
         403: "your access to it has been revoked or was never granted",
         404: "it no longer exists on the server",
     }.get(refused.status, f"the server refused the read ({refused.reason})")
-    # Only a refusal of the user's access is a denial; a ref of other data, or one that
-    # is gone, is not one.
-    lead = "Access denied: " if refused.status in (401, 403) else ""
     ref = task.resource_ref
     named = ref if _NAMEABLE_REF.fullmatch(ref) else "the row you selected"
-    return Answer(
-        (
-            f"{lead}I could not read {named} because {why} "
-            f"(HTTP {refused.status}, {refused.reason}). ",
-            "I will not answer from the copy your page showed earlier, since it may no "
-            "longer be yours to see. Ask for access again, or pick another row.",
+    said = f"I could not read {named} because {why} (HTTP {refused.status}, {refused.reason}). "
+    if refused.status not in (400, 404):
+        # A refusal of the user's access, or one the server does not explain.
+        return Answer(
+            (
+                f"Access denied: {said}",
+                "I will not answer from the copy your page showed earlier, since it may no "
+                "longer be yours to see. Ask for access again, or pick another row.",
+            )
         )
+    # A ref of other data, or a row that is gone: no denial, and nothing to ask for.
+    return Answer(
+        (said, "I will not answer from the copy your page showed earlier: pick another row.")
     )
 
 

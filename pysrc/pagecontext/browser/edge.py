@@ -91,6 +91,7 @@ class ProxyOwner:
     def __init__(self) -> None:
         self._entries: list[tuple[Any, str, Any, bool]] = []
         self._timers: dict[int, Any] = {}
+        self._observers: list[tuple[Any, Any]] = []
 
     def listen(self, target: Any, event_name: str, handler: Any, *, capture: bool = False) -> Any:
         """Add `handler` as a listener (in the capture phase with `capture`) and keep its
@@ -99,6 +100,14 @@ class ProxyOwner:
         target.addEventListener(event_name, proxy, capture)
         self._entries.append((target, event_name, proxy, capture))
         return proxy
+
+    def observe(self, target: Any, options: dict[str, Any], handler: Any) -> None:
+        """Observe `target`'s mutations (a MutationObserver with `options`), calling
+        `handler(records, observer)`; disconnected on release."""
+        proxy = create_proxy(handler)
+        observer = js.MutationObserver.new(proxy)
+        observer.observe(target, to_js(options))
+        self._observers.append((observer, proxy))
 
     def later(self, delay_ms: int, handler: Any) -> int:
         """Call `handler()` once after `delay_ms`, keeping its proxy until then; return
@@ -127,6 +136,9 @@ class ProxyOwner:
         self._entries = []
         for timer in list(self._timers):
             self.cancel(timer)
+        for observer, _proxy in self._observers:
+            observer.disconnect()
+        self._observers = []
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -764,6 +776,13 @@ class Edge:
             ("pagecontext:command-done", self._on_command_done),
         ):
             self.owner.listen(doc, name, handler, capture=True)
+        # A re-send the worker makes on its own (a new conversation, a new binding) goes
+        # with what each component declares at that time, not at the last selection.
+        self.owner.observe(
+            doc,
+            {"attributes": True, "attributeFilter": ["data-pc-shareable"], "subtree": True},
+            self._on_declared,
+        )
         components = doc.querySelectorAll("[data-pc-component]")
         for i in range(components.length):
             self._scan(components[i])
@@ -798,22 +817,28 @@ class Edge:
 
     def _forget_removed(self, reported: str) -> None:
         """Forget the components the page has taken out of its document since (a closed
-        widget, a dashboard's widgets of ids made as they come), but the one it reports
-        now (which may be a new element for that id): nothing here or in the worker
-        keeps them or their elements. A refresh one of them was asking for is
-        `not-found`: it will not render again."""
-        gone = [cid for cid, element in self.components.items() if not element.isConnected]
-        gone = [cid for cid in gone if cid != reported]
+        widget, a dashboard's widgets of ids made as they come): those whose element is
+        gone and that no element has the id of now (a component given a new element
+        stays, for its own report). Nothing here or in the worker keeps them or their
+        elements, the marks on those are removed, and a refresh one of them was asking
+        for is `not-found`: it will not render again."""
+        detached = [cid for cid, el in self.components.items() if not el.isConnected]
+        if not detached:
+            return
+        present = {reported}
+        elements = js.document.querySelectorAll("[data-pc-component]")
+        for i in range(elements.length):
+            present.add(elements[i].getAttribute("data-pc-component"))
+        gone = [cid for cid in detached if cid not in present]
         if not gone:
             return
         for component_id in gone:
             del self.components[component_id]
-            self.registry.pop(component_id, None)
             self.generations.pop(component_id, None)
+            for element in self.registry.pop(component_id, {}).values():
+                self._unmark(element)
             for command_id in self.pending_refresh.pop(component_id, []):
                 self._ui_done(command_id, "not-found", "not-rendered")
-        if self.selected is not None and not self.selected.isConnected:
-            self.selected = None
         self._to_worker({"kind": "gone", "componentIds": gone})
 
     def _scan(self, component: Any) -> None:
@@ -841,9 +866,7 @@ class Edge:
         # recycles its rows for other objects) loses the marks it had for that object.
         for ref, element in self.registry.get(component_id, {}).items():
             if refs.get(ref) != element:
-                element.removeAttribute("data-pc-highlight")
-                if element == self.selected:
-                    self._mark_selected(None)
+                self._unmark(element)
         self.registry[component_id] = refs
         self.components[component_id] = component
         self.generations[component_id] = generation
@@ -919,6 +942,12 @@ class Edge:
             }
         )
 
+    def _unmark(self, element: Any) -> None:
+        """`element` no longer stands for the object it was marked for: its marks go."""
+        element.removeAttribute("data-pc-highlight")
+        if element == self.selected:
+            self._mark_selected(None)
+
     def _mark_selected(self, element: Any) -> None:
         """Mark `element` (None: none) `aria-selected`, and unmark the one marked before."""
         if self.selected is not None:
@@ -946,6 +975,17 @@ class Edge:
         self._to_worker(message)
         if self.config["share"] == "select":
             self._share()
+
+    def _on_declared(self, records: Any, observer: Any) -> None:
+        """A component's `data-pc-shareable` changed: the worker is told at once."""
+        declared = {}
+        for i in range(records.length):
+            target = records[i].target
+            component_id = target.getAttribute("data-pc-component")
+            if component_id and self.components.get(component_id) == target:
+                declared[component_id] = _declared(target)
+        if declared:
+            self._to_worker({"kind": "declared", "declared": declared})
 
     def _share(self) -> None:
         """Have the worker share the current selection, with what each component declares

@@ -196,6 +196,12 @@ def _pairs(shareable: list[list[Any]]) -> list[tuple[str, str | None]]:
     return [(name, unit) for name, unit in shareable]
 
 
+def _declare_all(session: PageSession, declared: dict[str, list[list[Any]]]) -> None:
+    """Record what each component (by id) declares shareable now, as the edge read it."""
+    for component_id, shareable in declared.items():
+        session.declare(component_id, _pairs(shareable))
+
+
 def _ms_since(started: float) -> float:
     """The milliseconds since `started` (a `performance.now()`), to a tenth."""
     now: float = js.performance.now()
@@ -400,9 +406,11 @@ class WorkerBinding:
             return session.on_select(
                 message["componentId"], message["resourceRef"], message["values"]
             )
+        if kind == "declared":
+            _declare_all(session, message["declared"])
+            return []
         if kind == "share":
-            for component_id, shareable in message["declared"].items():
-                session.declare(component_id, _pairs(shareable))
+            _declare_all(session, message["declared"])
             return session.share()
         if kind == "clear":
             return session.clear_selection()
