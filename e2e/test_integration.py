@@ -422,39 +422,63 @@ def test_a_field_the_page_stops_declaring_before_a_queued_share_goes_never_leave
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
 
 
+def test_a_share_reads_what_the_component_in_the_document_declares(demo: Page) -> None:
+    """The row is selected; the table is then given a new element declaring fewer fields
+    (set before it entered the document, so no change of the attribute is seen), and
+    the user asks before its render is reported: what goes is what the element in the
+    document declares, not the one the table had."""
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    demo.locator('[data-pc-component="sales-table"]').evaluate(
+        """t => { const narrower = t.cloneNode(true);
+             narrower.setAttribute('data-pc-shareable', 'region month');
+             t.replaceWith(narrower); }"""
+    )
+    demo.get_by_role("button", name="Ask AI").click()
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="month"]')).to_have_count(1)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_count(0)
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+
+
 def test_a_component_given_a_new_element_or_taken_off_keeps_no_stale_state(
     demo: Page,
 ) -> None:
     """The table is given a new element of its id and the chart reports a render before
-    it: the table is not forgotten (it reports for itself). Taken off the page, with its
-    row selected, the table is forgotten at the chart's next report, and the row loses
-    its mark; put back and reported, clicks and Show me work on it as before."""
+    it: the table is not forgotten, and once it reports for itself its new rows are the
+    ones clicked and highlighted. Taken off the page with a row selected and
+    highlighted, it is forgotten at the chart's next report and the row loses both
+    marks; put back and reported, it works as before."""
 
     def components() -> int:
         count: int = worker_report(demo)["components"]
         return count
 
     table = '[data-pc-component="sales-table"]'
-    chart = '[data-pc-component="sales-chart"]'
-    render_chart = f"""() => document.querySelector('{chart}')
+    render_chart = """() => document.querySelector('[data-pc-component="sales-chart"]')
         .dispatchEvent(new CustomEvent("pagecontext:rendered"))"""
-    demo.locator(table).evaluate("t => { window.__table = t; t.replaceWith(t.cloneNode(true)); }")
+    demo.locator(table).evaluate("t => t.replaceWith(t.cloneNode(true))")
     demo.evaluate(render_chart)
     assert components() == 2
-    demo.locator(table).evaluate("t => t.replaceWith(window.__table)")
     demo.locator(table).dispatch_event("pagecontext:rendered")
     row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
-    row.click()
+    pin(demo, panel(demo), ROW)
+    show_and_expect(panel(demo), "applied")
     expect(row).to_have_attribute("aria-selected", "true")
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
     demo.locator(table).evaluate(
-        "t => { window.__row = t.querySelector('[aria-selected]'); t.remove(); }"
+        "t => { window.__table = t; window.__row = t.querySelector('[aria-selected]');"
+        " t.remove(); }"
     )
     demo.evaluate(render_chart)
     assert components() == 1
-    assert demo.evaluate("() => window.__row.hasAttribute('aria-selected')") is False
+    marks = "() => ['aria-selected', 'data-pc-highlight'].filter(a => window.__row.hasAttribute(a))"
+    assert demo.evaluate(marks) == []
     demo.evaluate(
-        f"""() => {{ document.querySelector('{chart}').after(window.__table);
-             window.__table.dispatchEvent(new CustomEvent("pagecontext:rendered")); }}"""
+        """() => { const chart = '[data-pc-component="sales-chart"]';
+             document.querySelector(chart).after(window.__table);
+             window.__table.dispatchEvent(new CustomEvent("pagecontext:rendered")); }"""
     )
     assert components() == 2
     pin(demo, panel(demo), OTHER_ROW)

@@ -481,6 +481,20 @@ def test_a_component_taken_off_the_page_is_forgotten() -> None:
     assert pair.page.diagnostics()["components"] == 1
 
 
+def test_nothing_of_a_selection_in_a_component_taken_off_leaves_with_it() -> None:
+    """The row is selected, its table stops declaring `amount`, then is taken off the
+    page before the user asks: the selection goes as a new revision with no snapshot,
+    since no component declares anything of it now."""
+    pair = ChannelPair()
+    render_orders(pair)
+    select(pair)
+    pair.page.declare("orders", [("status", None)])
+    pair.page.on_gone(["orders"])
+    share(pair)
+    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
+    assert [(revision, s.get("snapshot")) for revision, s in sent] == [(2, None)]  # type: ignore[union-attr]
+
+
 def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
     """A new assistant document holds no context: the same revision goes to it."""
     pair = shared_pair("page")

@@ -186,11 +186,13 @@ class SelectionTracker:
 
     def shareable(self, selection: Selection) -> Selection:
         """`selection` with only the snapshot fields its component declares shareable
-        now: a field the page stopped sharing after the user selected does not leave."""
+        now: a field the page stopped sharing after the user selected does not leave,
+        and nothing of a component the page took off (`forget_component`) does."""
         component = self._components.get(selection.component_id)
-        if selection.snapshot is None or component is None:
+        if selection.snapshot is None:
             return selection
-        units = {spec.name: spec.unit for spec in component.shareable}
+        shared = component.shareable if component is not None else ()
+        units = {spec.name: spec.unit for spec in shared}
         kept = {
             name: value
             for name, value in selection.snapshot.items()

@@ -982,7 +982,7 @@ class Edge:
         for i in range(records.length):
             target = records[i].target
             component_id = target.getAttribute("data-pc-component")
-            if component_id and self.components.get(component_id) == target:
+            if component_id in self.components:
                 declared[component_id] = _declared(target)
         if declared:
             self._to_worker({"kind": "declared", "declared": declared})
@@ -992,9 +992,16 @@ class Edge:
         shareable at this moment: a field the page stopped declaring after the user
         selected (or declares with another unit) does not leave, whether or not the
         component has reported a render since."""
-        declared = {}
-        for component_id, component in self.components.items():
-            declared[component_id] = _declared(component)
+        # Read from the elements in the document now (a component may have a new
+        # element its render has not reported yet); one that has none declares nothing.
+        declared: dict[str, Any] = {}
+        for component_id in self.components:
+            declared[component_id] = []
+        elements = js.document.querySelectorAll("[data-pc-component]")
+        for i in range(elements.length):
+            component_id = elements[i].getAttribute("data-pc-component")
+            if component_id in declared:
+                declared[component_id] = _declared(elements[i])
         self._to_worker({"kind": "share", "declared": declared})
 
     def _refuse_event(self, name: str, why: str) -> None:
