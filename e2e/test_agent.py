@@ -373,6 +373,19 @@ def asked_to_refresh(
     expect(command).to_contain_text(f"refresh: {status} ({reason})")
 
 
+def with_refresh_listener(
+    agent_demo: tuple[Page, ExternalAgent], body: str, arg: object = None
+) -> tuple[Page, FrameLocator, ExternalAgent]:
+    """The demo with a row pinned, and a listener of `pagecontext:refresh` that keeps
+    the demo's own from running and runs `body` (JavaScript, given `event` and `arg`)."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    listener = "(arg) => window.addEventListener('pagecontext:refresh', (event) => {"
+    demo.evaluate(listener + "event.stopPropagation();" + body + "}, {capture: true})", arg)
+    return demo, assistant, agent
+
+
 def test_a_refresh_the_page_takes_is_applied_at_its_next_render(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:
@@ -393,19 +406,14 @@ def test_a_refresh_the_page_took_and_could_not_do_says_so(
     task or inside its listener, with no render between: the command is `not-found` with
     that reason, and the answer is taken, not refused; a render after it changes
     nothing."""
-    demo, agent = agent_demo
-    assistant = panel(demo)
-    pin(demo, assistant, ROW)
-    demo.evaluate(
-        """(inside) => window.addEventListener("pagecontext:refresh", (event) => {
-             event.stopPropagation();
-             event.preventDefault();
-             const detail = {commandId: event.detail.commandId, status: "not-found",
-                             reason: "reload-failed"};
-             const answer = () => document.dispatchEvent(
-               new CustomEvent("pagecontext:command-done", {detail}));
-             if (inside) answer(); else setTimeout(answer, 0);
-           }, {capture: true})""",
+    demo, assistant, agent = with_refresh_listener(
+        agent_demo,
+        """event.preventDefault();
+           const detail = {commandId: event.detail.commandId, status: "not-found",
+                           reason: "reload-failed"};
+           const answer = () => document.dispatchEvent(
+             new CustomEvent("pagecontext:command-done", {detail}));
+           if (arg) answer(); else setTimeout(answer, 0);""",
         when == "inside",
     )
     asked_to_refresh(assistant, agent, "not-found", "reload-failed")
@@ -425,13 +433,7 @@ def test_a_refresh_nobody_takes_is_not_found_at_once(
     """With the page's refresh listener kept from running, nothing takes the event: the
     command is `not-found` (`no-refresh`) at once, not left waiting for a render that the
     user might cause for another reason (another filter) and that would confirm it."""
-    demo, agent = agent_demo
-    assistant = panel(demo)
-    pin(demo, assistant, ROW)
-    demo.evaluate(
-        """() => window.addEventListener("pagecontext:refresh",
-             (event) => event.stopPropagation(), {capture: true})"""
-    )
+    _demo, assistant, agent = with_refresh_listener(agent_demo, "")
     asked_to_refresh(assistant, agent, "not-found", "no-refresh")
 
 
@@ -441,17 +443,27 @@ def test_a_refresh_nobody_takes_is_not_confirmed_by_a_render_during_it(
     """A listener that does not take the refresh (no preventDefault) but makes the table
     render while the event is dispatched, for its own reasons: nothing reloads for the
     command, so it is `not-found` (`no-refresh`), not confirmed by that render."""
-    demo, agent = agent_demo
-    assistant = panel(demo)
-    pin(demo, assistant, ROW)
-    demo.evaluate(
-        """() => window.addEventListener("pagecontext:refresh", (event) => {
-             event.stopPropagation();
-             event.target.dispatchEvent(
-               new CustomEvent("pagecontext:rendered", {bubbles: true}));
-           }, {capture: true})"""
+    _demo, assistant, agent = with_refresh_listener(
+        agent_demo,
+        """event.target.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));""",
     )
     asked_to_refresh(assistant, agent, "not-found", "no-refresh")
+
+
+def test_a_refresh_whose_component_is_taken_off_inside_its_listener_is_not_found(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """The page takes the refresh and, inside its listener, takes the table off the page
+    and has the chart report a render: the table is forgotten, and the refresh is
+    `not-found` (`not-rendered`) at once, not left for a render that will not come."""
+    _demo, assistant, agent = with_refresh_listener(
+        agent_demo,
+        """event.preventDefault();
+           event.target.remove();
+           document.querySelector('[data-pc-component="sales-chart"]')
+             .dispatchEvent(new CustomEvent("pagecontext:rendered"));""",
+    )
+    asked_to_refresh(assistant, agent, "not-found", "not-rendered")
 
 
 # A component of its own, with no refresh of its own, and a listener on the document

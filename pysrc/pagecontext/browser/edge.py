@@ -1105,6 +1105,9 @@ class Edge:
             elif rendered:
                 # The page reloaded inside its listener.
                 self._ui_done(command_id, "applied", "ok")
+            elif component_id not in self.components:
+                # Taken off the page inside its listener: it will not render again.
+                self._ui_done(command_id, "not-found", "not-rendered")
             else:
                 _keep_last(self.pending_refresh.setdefault(component_id, []), command_id)
             return
