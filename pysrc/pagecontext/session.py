@@ -446,7 +446,6 @@ class PageSession:
         self._conn = _Connection(role="page", instance_id=page_instance_id, new_id=new_id)
         self._new_id = new_id
         self._limits = limits
-        self._declared: dict[str, tuple[FieldSpec, ...]] = {}
         self._share_when_bound = False
         # The binding (connection, conversation) and revision last shared on it.
         self._shared: tuple[int, str, int] | None = None
@@ -489,10 +488,9 @@ class PageSession:
         pairs. The edge reads them whenever a component renders, and again as a
         selection is made or shared, so a field the page stopped declaring does not
         leave with the next share (`share` narrows the selection)."""
-        specs = tuple(FieldSpec(name, unit) for name, unit in shareable)
-        if self._declared.get(component_id) != specs:
-            self.tracker.declare_component(component_id, specs)
-            self._declared[component_id] = specs
+        self.tracker.declare_component(
+            component_id, [FieldSpec(name, unit) for name, unit in shareable]
+        )
 
     def on_gone(self, component_ids: Iterable[str]) -> None:
         """Forget components the page took out of its document: nothing of them is kept,
@@ -502,7 +500,6 @@ class PageSession:
         for component_id in component_ids:
             self.rendered.forget(component_id)
             self.tracker.forget_component(component_id)
-            self._declared.pop(component_id, None)
 
     def on_select(
         self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]

@@ -157,19 +157,16 @@ def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
     ref = task.resource_ref
     named = ref if _NAMEABLE_REF.fullmatch(ref) else "the row you selected"
     said = f"I could not read {named} because {why} (HTTP {refused.status}, {refused.reason}). "
-    if refused.status not in (400, 404):
+    if refused.status in (400, 404):
+        # A ref of other data, or a row that is gone: no denial, and nothing to ask for.
+        lead, then = "", ": pick another row."
+    else:
         # A refusal of the user's access, or one the server does not explain.
-        return Answer(
-            (
-                f"Access denied: {said}",
-                "I will not answer from the copy your page showed earlier, since it may no "
-                "longer be yours to see. Ask for access again, or pick another row.",
-            )
+        lead = "Access denied: "
+        then = (
+            ", since it may no longer be yours to see. Ask for access again, or pick another row."
         )
-    # A ref of other data, or a row that is gone: no denial, and nothing to ask for.
-    return Answer(
-        (said, "I will not answer from the copy your page showed earlier: pick another row.")
-    )
+    return Answer((lead + said, "I will not answer from the copy your page showed earlier" + then))
 
 
 def _explained(task: TaskContext, live: LiveRead) -> Answer:

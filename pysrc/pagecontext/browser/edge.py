@@ -214,6 +214,15 @@ def _embedder_origin() -> str | None:
     return None if first == "null" else first
 
 
+def _components_in_document() -> dict[str, Any]:
+    """The components in the document now, by id (the last element of an id)."""
+    found = {}
+    elements = js.document.querySelectorAll("[data-pc-component]")
+    for i in range(elements.length):
+        found[elements[i].getAttribute("data-pc-component")] = elements[i]
+    return found
+
+
 def _declared(component: Any) -> list[list[Any]]:
     """The fields a component declares shareable now (`data-pc-shareable`, each
     `name` or `name:unit`), as [name, unit or None] pairs."""
@@ -825,11 +834,8 @@ class Edge:
         detached = [cid for cid, el in self.components.items() if not el.isConnected]
         if not detached:
             return
-        present = {reported}
-        elements = js.document.querySelectorAll("[data-pc-component]")
-        for i in range(elements.length):
-            present.add(elements[i].getAttribute("data-pc-component"))
-        gone = [cid for cid in detached if cid not in present]
+        present = _components_in_document()
+        gone = [cid for cid in detached if cid != reported and cid not in present]
         if not gone:
             return
         for component_id in gone:
@@ -994,14 +1000,11 @@ class Edge:
         component has reported a render since."""
         # Read from the elements in the document now (a component may have a new
         # element its render has not reported yet); one that has none declares nothing.
-        declared: dict[str, Any] = {}
+        present = _components_in_document()
+        declared = {}
         for component_id in self.components:
-            declared[component_id] = []
-        elements = js.document.querySelectorAll("[data-pc-component]")
-        for i in range(elements.length):
-            component_id = elements[i].getAttribute("data-pc-component")
-            if component_id in declared:
-                declared[component_id] = _declared(elements[i])
+            element = present.get(component_id)
+            declared[component_id] = [] if element is None else _declared(element)
         self._to_worker({"kind": "share", "declared": declared})
 
     def _refuse_event(self, name: str, why: str) -> None:
