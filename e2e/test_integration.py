@@ -402,6 +402,12 @@ def test_a_field_the_page_stops_declaring_never_leaves_it(demo: Page) -> None:
     expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
 
 
+def known_components(page: Page) -> int:
+    """How many components the page's worker knows (its diagnostics, fresh)."""
+    count: int = worker_report(page)["components"]
+    return count
+
+
 def test_a_field_the_page_stops_declaring_before_a_queued_share_goes_never_leaves(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
@@ -451,16 +457,12 @@ def test_a_component_given_a_new_element_or_taken_off_keeps_no_stale_state(
     highlighted, it is forgotten at the chart's next report and the row loses both
     marks; put back and reported, it works as before."""
 
-    def components() -> int:
-        count: int = worker_report(demo)["components"]
-        return count
-
     table = '[data-pc-component="sales-table"]'
     render_chart = """() => document.querySelector('[data-pc-component="sales-chart"]')
         .dispatchEvent(new CustomEvent("pagecontext:rendered"))"""
     demo.locator(table).evaluate("t => t.replaceWith(t.cloneNode(true))")
     demo.evaluate(render_chart)
-    assert components() == 2
+    assert known_components(demo) == 2
     demo.locator(table).dispatch_event("pagecontext:rendered")
     row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
     pin(demo, panel(demo), ROW)
@@ -472,7 +474,7 @@ def test_a_component_given_a_new_element_or_taken_off_keeps_no_stale_state(
         " t.remove(); }"
     )
     demo.evaluate(render_chart)
-    assert components() == 1
+    assert known_components(demo) == 1
     marks = "() => ['aria-selected', 'data-pc-highlight'].filter(a => window.__row.hasAttribute(a))"
     assert demo.evaluate(marks) == []
     demo.evaluate(
@@ -480,7 +482,7 @@ def test_a_component_given_a_new_element_or_taken_off_keeps_no_stale_state(
              document.querySelector(chart).after(window.__table);
              window.__table.dispatchEvent(new CustomEvent("pagecontext:rendered")); }"""
     )
-    assert components() == 2
+    assert known_components(demo) == 2
     pin(demo, panel(demo), OTHER_ROW)
     show_and_expect(panel(demo), "applied")
     expect(demo.locator("[aria-selected]")).to_have_count(1)
@@ -492,11 +494,7 @@ def test_components_taken_off_the_page_are_forgotten(demo: Page) -> None:
     keeps them (the worker's count of components is back to the page's two), and the
     page goes on working."""
 
-    def components() -> int:
-        count: int = worker_report(demo)["components"]
-        return count
-
-    assert components() == 2
+    assert known_components(demo) == 2
     demo.evaluate(
         """() => { for (let i = 0; i < 20; i += 1) {
              const widget = document.createElement("div");
@@ -511,13 +509,13 @@ def test_components_taken_off_the_page_are_forgotten(demo: Page) -> None:
              widget.dispatchEvent(new CustomEvent("pagecontext:rendered"));
            } }"""
     )
-    assert components() == 22
+    assert known_components(demo) == 22
     demo.evaluate(
         """() => { document.querySelectorAll(".closing-widget").forEach((w) => w.remove());
              document.querySelector('[data-pc-component="sales-table"]')
                .dispatchEvent(new CustomEvent("pagecontext:rendered")); }"""
     )
-    assert components() == 2
+    assert known_components(demo) == 2
     pin(demo, panel(demo), ROW)
     show_and_expect(panel(demo), "applied")
 

@@ -47,6 +47,17 @@ def share(pair: ChannelPair) -> None:
     pair.pump()
 
 
+def sent_contexts(pair: ChannelPair) -> list[tuple[object, Any]]:
+    """(selectionRevision, selection) of each context the page sent, in order."""
+    return [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
+
+
+def received_statuses(pair: ChannelPair) -> set[tuple[object, object]]:
+    """The (status, reason) of the page's `received` receipts."""
+    receipts = [r for r in pair.sent_by("page", "receipt") if r["layer"] == "received"]
+    return {(r["status"], r["reason"]) for r in receipts}
+
+
 def shared_pair(embedder: Side) -> ChannelPair:
     """A bound pair whose assistant has pinned row:2 of the orders table."""
     pair = ChannelPair(embedder=embedder)
@@ -420,9 +431,9 @@ def test_a_selection_shared_after_its_component_narrowed_is_a_new_revision(
     pair.render("orders", ROWS, filters=FILTERS, generation=2, shareable=[("status", None)])
     pair.run("assistant", pair.assistant.new_conversation("conv-2"))
     pair.pump()
-    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
+    sent = sent_contexts(pair)
     assert [revision for revision, _ in sent] == [1, 2]
-    assert sent[1][1]["snapshot"] == {"status": "open"}  # type: ignore[index]
+    assert sent[1][1]["snapshot"] == {"status": "open"}
     assert pair.assistant.pinned is not None
     assert pair.assistant.pinned.selection.snapshot == {"status": "open"}
     assert state(pair)["refused"] == {}
@@ -438,8 +449,8 @@ def test_what_a_component_declares_as_the_user_shares_decides_what_goes() -> Non
     select(pair)
     pair.page.declare("orders", [("status", None)])
     share(pair)
-    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
-    assert [(revision, s["snapshot"]) for revision, s in sent] == [(2, {"status": "open"})]  # type: ignore[index]
+    sent = sent_contexts(pair)
+    assert [(revision, s["snapshot"]) for revision, s in sent] == [(2, {"status": "open"})]
 
 
 def test_a_narrowed_selection_is_checked_against_the_view_it_was_made_in() -> None:
@@ -456,8 +467,7 @@ def test_a_narrowed_selection_is_checked_against_the_view_it_was_made_in() -> No
     assert [c["selectionRevision"] for c in pair.sent_by("page", "context")] == [2]
     pair.run("assistant", pair.assistant.show())
     pair.pump()
-    receipts = [r for r in pair.sent_by("page", "receipt") if r["layer"] == "received"]
-    assert {(r["status"], r["reason"]) for r in receipts} == {("stale-context", "view-changed")}
+    assert received_statuses(pair) == {("stale-context", "view-changed")}
     assert pair.dom.highlights == {}
 
 
@@ -471,8 +481,7 @@ def test_a_component_taken_off_the_page_is_forgotten() -> None:
     assert pair.page.diagnostics()["components"] == 0
     pair.run("assistant", pair.assistant.show())
     pair.pump()
-    receipts = [r for r in pair.sent_by("page", "receipt") if r["layer"] == "received"]
-    assert {(r["status"], r["reason"]) for r in receipts} == {("stale-context", "view-changed")}
+    assert received_statuses(pair) == {("stale-context", "view-changed")}
     assert pair.dom.highlights == {}
     pair.run("page", pair.page.on_select("orders", "row:1", {"status": "open"}))
     assert pair.last_edge("page", "select-refused")["resourceRef"] == "row:1"
@@ -491,8 +500,8 @@ def test_nothing_of_a_selection_in_a_component_taken_off_leaves_with_it() -> Non
     pair.page.declare("orders", [("status", None)])
     pair.page.on_gone(["orders"])
     share(pair)
-    sent = [(c["selectionRevision"], c["selection"]) for c in pair.sent_by("page", "context")]
-    assert [(revision, s.get("snapshot")) for revision, s in sent] == [(2, None)]  # type: ignore[union-attr]
+    sent = sent_contexts(pair)
+    assert [(revision, s.get("snapshot")) for revision, s in sent] == [(2, None)]
 
 
 def test_a_reloaded_assistant_is_sent_the_revision_again() -> None:
