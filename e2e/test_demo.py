@@ -365,3 +365,23 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     expect(commands).to_have_count(4)
     for index, status in enumerate(["unconfirmed"] * 2 + ["stale-context"] * 2):
         expect(commands.nth(index)).to_have_attribute("data-pc-log-status", status)
+
+
+def test_a_month_range_that_ends_before_it_starts_shows_why_and_no_rows(demo: Page) -> None:
+    """Filters the server refuses (`to` before `from`) leave no rows from the filters
+    before them on show: the table says why, the chart draws nothing, and both report
+    the filters the user set, so a selection cannot go with a view the page no longer
+    shows."""
+    table = demo.locator("#sales-table")
+    demo.locator('input[name="from"]').fill("2026-06")
+    expect(table).to_have_attribute("data-demo-rows", "35", timeout=STEP_TIMEOUT_MS)
+    demo.locator('input[name="to"]').fill("2026-02")
+    expect(table).to_have_attribute("data-demo-rows", "0", timeout=STEP_TIMEOUT_MS)
+    expect(table.locator("tbody")).to_have_text(
+        "The rows could not be loaded: from (2026-06) must not be after to (2026-02)."
+    )
+    chart = demo.locator("#sales-chart")
+    expect(chart).to_have_attribute("data-demo-marks", "0")
+    for component in (table, chart):
+        filters = json.loads(component.get_attribute("data-pc-filters") or "")
+        assert filters == {"from": "2026-06", "to": "2026-02"}

@@ -189,10 +189,47 @@ def test_api_sales_combines_region_and_months(page: TestClient) -> None:
 def test_api_sales_rejects_bad_input_with_400(
     page: TestClient, params: dict[str, str], mentions: str
 ) -> None:
-    """Invalid filters answer 400 with an error message that names the problem."""
+    """Invalid filters answer 400 `bad-filter`, in the APIs' error shape, with a detail
+    that names the problem."""
     response = page.get("/api/sales", params=params)
     assert response.status_code == 400
-    assert mentions in response.json()["error"]
+    body = response.json()
+    assert (body["error"], body["reason"]) == ("bad-request", "bad-filter")
+    assert mentions in body["detail"]
+    assert response.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    ("query", "reason", "mentions"),
+    [
+        ("region=North&region=South", "repeated-parameter", "region is given twice"),
+        ("to=2026-02&from=2026-01&to=2026-12", "repeated-parameter", "to is given twice"),
+        ("regoin=North", "unknown-parameter", "'regoin' is not a filter"),
+        ("region=North&limit=5", "unknown-parameter", "'limit' is not a filter"),
+    ],
+)
+def test_api_sales_refuses_a_parameter_it_does_not_take_or_given_twice(
+    page: TestClient, query: str, reason: str, mentions: str
+) -> None:
+    """A filter given twice, or a parameter that is no filter, is refused, rather than
+    one of the values (or the misspelt filter) being dropped without a word."""
+    response = page.get("/api/sales?" + query)
+    assert response.status_code == 400
+    body = response.json()
+    assert (body["error"], body["reason"]) == ("bad-request", reason)
+    assert mentions in body["detail"]
+
+
+def test_api_sales_echoes_no_more_than_the_start_of_a_refused_value(page: TestClient) -> None:
+    """A refused value is named by its first 40 characters, not sent back whole."""
+    response = page.get("/api/sales", params={"region": "N" * 5000})
+    assert response.status_code == 400
+    assert "'NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN'..." in response.json()["detail"]
+    assert len(response.text) < 300
+    response = page.get("/api/sales", params={"from": "2" * 5000})
+    assert response.json()["detail"] == (
+        "from must be a month written YYYY-MM, got '" + "2" * 40 + "'..."
+    )
 
 
 def test_page_app_creates_demo_db_at_startup(config: ServerConfig) -> None:

@@ -48,7 +48,7 @@ def filters():
 SLICE = 12
 
 
-async def render_table(rows, view):
+async def render_table(rows, view, empty):
     body = doc.createElement("tbody")
     for index, row in enumerate(rows):
         if index and index % SLICE == 0:
@@ -63,7 +63,7 @@ async def render_table(rows, view):
         body.append(tr)
     if not rows:
         tr = doc.createElement("tr")
-        tr.append(cell("No rows match these filters."))
+        tr.append(cell(empty))
         body.append(tr)
     table.querySelector("tbody").replaceWith(body)
     rendered(table, "table", view)
@@ -146,13 +146,30 @@ def in_view(row, view):
     )
 
 
+async def fetch_rows(view):
+    """The rows under `view`, and what the table says if there are none: that none
+    match, or why the server gave none (the filters it refused, its database, or no
+    answer at all)."""
+    query = "&".join(k + "=" + js.encodeURIComponent(v) for k, v in view.items())
+    try:
+        response = await js.fetch("/api/sales?" + query)
+        text = await response.text()
+    except Exception:
+        return [], "The rows could not be loaded: the server did not answer."
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = {}
+    if not response.ok or not isinstance(data, dict) or "rows" not in data:
+        why = data.get("detail") if isinstance(data, dict) else None
+        return [], "The rows could not be loaded: " + (why or "the server answered " + str(response.status)) + "."
+    return [row for row in data["rows"] if in_view(row, view)], "No rows match these filters."
+
+
 async def load():
     view = filters()
-    query = "&".join(k + "=" + js.encodeURIComponent(v) for k, v in view.items())
-    response = await js.fetch("/api/sales?" + query)
-    data = await response.json()
-    rows = [row for row in json.loads(js.JSON.stringify(data.rows)) if in_view(row, view)]
-    await render_table(rows, view)
+    rows, empty = await fetch_rows(view)
+    await render_table(rows, view, empty)
     await asyncio.sleep(0)
     await render_chart(rows, view)
 

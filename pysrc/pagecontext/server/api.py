@@ -58,9 +58,9 @@ from pagecontext.server.bodies import (
     read_body,
     read_json,
 )
-from pagecontext.server.data import SalesRow, is_busy, query_sales
+from pagecontext.server.data import SalesRow, is_busy, query_sales, shown
 
-__all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc"]
+__all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc", "sales_answer"]
 
 NO_STORE: Final = "no-store"
 SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
@@ -119,6 +119,38 @@ class _JsonErrors:
             await response(scope, receive, send)
         except (sqlite3.Error, FileNotFoundError) as error:
             await database_error(error)(scope, receive, send)
+
+
+# The filters `GET /api/sales` takes, by query parameter, and the keyword of
+# `query_sales` each one is.
+SALES_FILTERS: Final = {"region": "region", "from": "month_from", "to": "month_to"}
+
+
+def sales_answer(db_path: Path, query: list[tuple[str, str]]) -> JSONResponse:
+    """`GET /api/sales`: the demo's rows under the filters of `query` (its parameters
+    in order; an empty value means no filter), with their units. A parameter it does
+    not take, one given twice, or a value `query_sales` refuses is 400 `bad-request`
+    (`unknown-parameter`, `repeated-parameter`, `bad-filter`), saying which."""
+    given: dict[str, str] = {}
+    for name, value in query:
+        if name not in SALES_FILTERS:
+            return _error(
+                400,
+                "bad-request",
+                "unknown-parameter",
+                f"{shown(name)} is not a filter: the filters are {', '.join(SALES_FILTERS)}",
+            )
+        if name in given:
+            return _error(400, "bad-request", "repeated-parameter", f"{name} is given twice")
+        given[name] = value
+    filters = {SALES_FILTERS[name]: value or None for name, value in given.items()}
+    try:
+        rows = query_sales(db_path, **filters)
+    except ValueError as error:
+        return _error(400, "bad-request", "bad-filter", str(error))
+    except (sqlite3.Error, FileNotFoundError) as error:
+        return database_error(error)
+    return JSONResponse({"rows": rows, "units": SALES_UNITS}, headers={"Cache-Control": NO_STORE})
 
 
 def database_error(error: sqlite3.Error | FileNotFoundError) -> JSONResponse:

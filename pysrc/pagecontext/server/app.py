@@ -18,7 +18,6 @@ import json
 import mimetypes
 import os
 import secrets
-import sqlite3
 import stat
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -34,17 +33,15 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import PathLike, StaticFiles
 from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
-# NO_STORE: live business data, where a cached answer would defeat the re-check on
-# every read. SALES_UNITS: the units of the sales columns.
 from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
-from pagecontext.server.api import NO_STORE, SALES_UNITS, api_routes, database_error
+from pagecontext.server.api import api_routes, sales_answer
 from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
 from pagecontext.server.csp import (
     CspMiddleware,
@@ -54,7 +51,7 @@ from pagecontext.server.csp import (
     page_policy,
     worker_policy,
 )
-from pagecontext.server.data import create_demo_db, query_sales
+from pagecontext.server.data import create_demo_db
 
 __all__ = [
     "ServerConfig",
@@ -439,23 +436,7 @@ def create_page_app(
         return _render_template(folder / name, config)
 
     def sales(request: Request) -> Response:
-        params = request.query_params
-        try:
-            rows = query_sales(
-                config.db_path,
-                region=params.get("region") or None,
-                month_from=params.get("from") or None,
-                month_to=params.get("to") or None,
-            )
-        except ValueError as error:
-            return JSONResponse(
-                {"error": str(error)}, status_code=400, headers={"Cache-Control": NO_STORE}
-            )
-        except (sqlite3.Error, FileNotFoundError) as error:
-            return database_error(error)
-        return JSONResponse(
-            {"rows": rows, "units": SALES_UNITS}, headers={"Cache-Control": NO_STORE}
-        )
+        return sales_answer(config.db_path, request.query_params.multi_items())
 
     # Plain `def` endpoints: Starlette runs them in a worker thread, so file and
     # SQLite reads never block the event loop.

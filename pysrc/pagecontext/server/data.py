@@ -219,9 +219,21 @@ def create_demo_db(path: Path) -> None:
     create_access_tables(path)
 
 
+# How much of a refused value an error message shows.
+SHOWN_CHARS: Final = 40
+
+
+def shown(value: str) -> str:
+    """`value` quoted for an error message, cut to its first SHOWN_CHARS characters
+    (with "...") so that a long value is not sent back whole."""
+    if len(value) <= SHOWN_CHARS:
+        return repr(value)
+    return repr(value[:SHOWN_CHARS]) + "..."
+
+
 def _check_month(name: str, value: str | None) -> None:
     if value is not None and not _MONTH_PATTERN.fullmatch(value):
-        raise ValueError(f"{name} must be a month written YYYY-MM, got {value!r}")
+        raise ValueError(f"{name} must be a month written YYYY-MM, got {shown(value)}")
 
 
 def query_sales(
@@ -239,7 +251,7 @@ def query_sales(
     start is after its end, and FileNotFoundError if the database does not exist.
     """
     if region is not None and region not in REGIONS:
-        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {region!r}")
+        raise ValueError(f"region must be one of {', '.join(REGIONS)}, got {shown(region)}")
     _check_month("from", month_from)
     _check_month("to", month_to)
     if month_from is not None and month_to is not None and month_from > month_to:
