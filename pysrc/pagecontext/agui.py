@@ -399,10 +399,11 @@ def read_task_context(run_input: RunAgentInput) -> TaskContext | None:
 def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
     """`run_input` as a model may be given it once the user's read of the task's
     resource was refused: the `pagecontext.task` entry without its snapshot (the ids and
-    times stay), and the user messages without their untrusted blocks (what the page
-    showed, `block.without_untrusted`; in each text part of one made of parts); the rest
-    as it was. The snapshot must not stand
-    in for access the user no longer has (docs/agent.md).
+    times stay), and the user and tool messages without their untrusted blocks (what the
+    page showed, `block.without_untrusted`: a question's block, in each text part of one
+    made of parts, and the selection's items a context tool returned); the rest as it
+    was. The snapshot must not stand in for access the user no longer has
+    (docs/agent.md).
 
     Raises ValueError for a task entry that `read_task_context` refuses.
     """
@@ -418,7 +419,7 @@ def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
     ]
     messages = [
         message.model_copy(update={"content": _without_untrusted_parts(message.content)})
-        if message.role == "user"
+        if message.role in ("user", "tool")
         else message
         for message in run_input.messages
     ]
@@ -426,8 +427,8 @@ def without_page_data(run_input: RunAgentInput) -> RunAgentInput:
 
 
 def _without_untrusted_parts(content: object) -> object:
-    """A user message's content (its text, or its parts: each text part's text) without
-    its untrusted blocks; other parts (an image, a document) as they are."""
+    """A user or tool message's content (its text, or its parts: each text part's text)
+    without its untrusted blocks; other parts (an image, a document) as they are."""
     if isinstance(content, str):
         return without_untrusted(content)
     if isinstance(content, list):

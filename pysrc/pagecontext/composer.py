@@ -397,11 +397,18 @@ class Composer:
         result: str | None = None,
     ) -> None:
         """Record a tool call of the answer: `refused` says why it was not carried out,
-        `result` is the answer to a call the assistant answered itself."""
+        `result` is the answer to a call the assistant answered itself. Its name and
+        arguments are kept escaped as the block's lines are (`block.safe_json`; the
+        arguments the same JSON value): the next runs send them back to the agent, whose
+        model reads them, and they may repeat page strings (an id) or be any text."""
         entry = self.entry(run_id, "answer")
         calls = entry["toolCalls"]
         assert isinstance(calls, list)
-        call: dict[str, JsonValue] = {"id": call_id, "name": name, "arguments": arguments}
+        call: dict[str, JsonValue] = {
+            "id": call_id,
+            "name": safe_json(name),
+            "arguments": safe_json(arguments),
+        }
         if refused is not None:
             call["refused"] = refused
         if result is not None:

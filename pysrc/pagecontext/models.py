@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Final, Literal, Self, TypeAlias
+from typing import Annotated, Final, Literal, Self, TypeAlias, TypeGuard
 
 import pydantic_core
 from pydantic import (
@@ -55,6 +55,7 @@ __all__ = [
     "Limits",
     "Message",
     "Quantity",
+    "Reason",
     "ReceiptMessage",
     "ReceiptStatus",
     "Role",
@@ -66,6 +67,7 @@ __all__ = [
     "WireModel",
     "dump_message",
     "escapes_surrogate",
+    "is_reason",
     "parse_context_json",
     "parse_json",
     "parse_message",
@@ -168,6 +170,17 @@ def _real_time(text: str) -> str:
     return text
 
 
+# A reason: a word of lower-case letters, digits and hyphens (a receipt's, a server's
+# refusal), never free text.
+Reason = Annotated[str, StringConstraints(pattern=_REASON_PATTERN)]
+_REASON_RE = re.compile(_REASON_PATTERN)
+
+
+def is_reason(value: object) -> TypeGuard[str]:
+    """True if `value` is a `Reason`: a word, where another may be free text."""
+    return isinstance(value, str) and _REASON_RE.fullmatch(value) is not None
+
+
 ObservedAt = Annotated[
     str, StringConstraints(pattern=_OBSERVED_AT_PATTERN), AfterValidator(_real_time)
 ]
@@ -257,7 +270,7 @@ class ReceiptMessage(_Envelope):
     command_id: MessageId
     layer: Literal["received", "ui"]
     status: ReceiptStatus
-    reason: Annotated[str, StringConstraints(pattern=_REASON_PATTERN)]
+    reason: Reason
     # Its length is the limits' (`max_detail_chars`, `over-limit`), as every other one is.
     detail: str | None = Field(default=None, exclude_if=_is_none)
 

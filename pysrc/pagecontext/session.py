@@ -70,6 +70,7 @@ from pagecontext.models import (
     SelectionClearedMessage,
     Target,
     dump_message,
+    is_reason,
     parse_context_json,
     parse_message,
     unreadable,
@@ -1416,7 +1417,9 @@ class AssistantSession:
         elif status != 201 and not (
             step == "execute" and status == 200 and self._its_flag(action_id, body)
         ):
-            why = reason if isinstance(reason, str) else f"http-{status}"
+            # The server's reason is kept if it is a word; other text never reaches the
+            # panel or the agent (conversation.tool_result) as the server's reason.
+            why = reason if is_reason(reason) else f"http-{status}"
             record = self.ledger.settle(action_id, layer, "rejected", why)
         elif step == "confirm":
             record = self.ledger.settle(action_id, layer, "applied", "confirmation-issued")

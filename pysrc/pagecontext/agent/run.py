@@ -36,6 +36,7 @@ from pagecontext.agui import (
     read_authorization,
     read_task_context,
 )
+from pagecontext.block import safe_json
 from pagecontext.errors import PagecontextError
 
 __all__ = ["RunInputError", "answer_events", "run_error", "run_started", "task_and_authorization"]
@@ -100,7 +101,8 @@ def answer_events(
                 tool_call_id=call_id, tool_call_name=call.name, parent_message_id=message_id
             ),
             ToolCallArgsEvent(
-                tool_call_id=call_id, delta=json.dumps(dict(call.arguments), separators=(",", ":"))
+                tool_call_id=call_id,
+                delta=safe_json(json.dumps(dict(call.arguments), separators=(",", ":"))),
             ),
             ToolCallEndEvent(tool_call_id=call_id),
         ]

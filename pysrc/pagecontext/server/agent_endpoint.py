@@ -33,7 +33,7 @@ from typing import Final
 import anyio
 import anyio.to_thread
 from ag_ui.core import BaseEvent, RunAgentInput
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,7 +47,7 @@ from pagecontext.agent.run import (
     task_and_authorization,
 )
 from pagecontext.errors import PagecontextError
-from pagecontext.models import first_problem, parse_json
+from pagecontext.models import ObservedAt, first_problem, is_reason, parse_json
 from pagecontext.server import access
 from pagecontext.server.bodies import (
     BODY_SECONDS,
@@ -57,6 +57,7 @@ from pagecontext.server.bodies import (
     read_body,
     read_json,
 )
+from pagecontext.server.data import MONTH_PATTERN, REGIONS
 
 __all__ = [
     "HttpResourceReader",
@@ -72,6 +73,7 @@ _TIMEOUT_SECONDS: Final = 10.0
 MAX_RESOURCE_BYTES: Final = 1024 * 1024
 _MAX_BODY_BYTES: Final = 1_000_000
 _REFUSED_STATUSES: Final = (401, 403, 404)
+_READ_AT: Final = TypeAdapter(ObservedAt)
 
 
 class ResourceUnavailable(PagecontextError):  # noqa: N818 - reads as the condition it is
@@ -79,7 +81,11 @@ class ResourceUnavailable(PagecontextError):  # noqa: N818 - reads as the condit
 
 
 def live_read(row_answer: Mapping[str, object], context: Mapping[str, object]) -> LiveRead:
-    """Build a `LiveRead` from the resource API's two answers; raise ValueError if malformed."""
+    """Build a `LiveRead` from the resource API's two answers; raise ValueError if malformed.
+
+    Every string the answer repeats is checked to be what it names (a row's ref, region
+    and month, `readAt` a time as `observedAt` is written): no other text from the data
+    reaches the agent's words, which the next run sends back as the assistant's own."""
     row, read_at = row_answer.get("row"), row_answer.get("readAt")
     region, month = context.get("regionRows"), context.get("monthRows")
     withheld = context.get("withheld")
@@ -91,13 +97,35 @@ def live_read(row_answer: Mapping[str, object], context: Mapping[str, object]) -
         and isinstance(withheld, int)
     ):
         raise ValueError("unexpected resource API answer")
+    try:
+        _READ_AT.validate_python(read_at)
+    except ValidationError:
+        raise ValueError("the resource API's readAt is not a UTC time in milliseconds") from None
     return LiveRead(
-        SalesFigures.from_json(row),
-        [SalesFigures.from_json(r) for r in region],
-        [SalesFigures.from_json(r) for r in month],
+        _figures(row),
+        [_figures(r) for r in region],
+        [_figures(r) for r in month],
         withheld,
         read_at,
     )
+
+
+def _figures(row: object) -> SalesFigures:
+    """`row` as `SalesFigures`, if its ref, region and month are a sales row's."""
+    figures = SalesFigures.from_json(row)
+    if not (
+        access.REF_PATTERN.fullmatch(figures.ref)
+        and figures.region in REGIONS
+        and MONTH_PATTERN.fullmatch(figures.month)
+    ):
+        raise ValueError("the resource API's row has a ref, region or month of no sales row")
+    return figures
+
+
+# A refusal's reason, as the resource API gives it, if it is a word (`models.Reason`).
+def _refusal(status: int, body: Mapping[str, object]) -> ReadRefused:
+    reason = body.get("reason")
+    return ReadRefused(status, reason if is_reason(reason) else "refused")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -153,13 +181,13 @@ class HttpResourceReader:
         quoted = urllib.parse.quote(ref, safe="")
         status, row = self._get(quoted, authorization)
         if status in _REFUSED_STATUSES:
-            return ReadRefused(status, str(row.get("reason", "refused")))
+            return _refusal(status, row)
         if status != 200:
             raise ResourceUnavailable(f"the resource API answered HTTP {status}")
         status, context = self._get(quoted + "/context", authorization)
         if status in _REFUSED_STATUSES:
             # Revoked between the two reads: the newer answer wins.
-            return ReadRefused(status, str(context.get("reason", "refused")))
+            return _refusal(status, context)
         if status != 200:
             raise ResourceUnavailable(f"the resource API answered HTTP {status}")
         try:

@@ -24,6 +24,7 @@ from typing import Final, Literal, TypedDict
 
 __all__ = [
     "MONTHS",
+    "MONTH_PATTERN",
     "OUTLIER_REFS",
     "REGIONS",
     "DatabaseShapeError",
@@ -32,6 +33,7 @@ __all__ = [
     "create_demo_db",
     "is_busy",
     "query_sales",
+    "shown",
     "table_problem",
 ]
 
@@ -52,7 +54,7 @@ _UNIT_PRICE_EUR: Final = {
     "West": 41.2,
     "Central": 46.8,
 }
-_MONTH_PATTERN: Final = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
+MONTH_PATTERN: Final = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 
 # Camel-case keys because this is the shape the page and the agent see in JSON; the
 # functional form keeps them out of pep8-naming's reach.
@@ -232,7 +234,7 @@ def shown(value: str) -> str:
 
 
 def _check_month(name: str, value: str | None) -> None:
-    if value is not None and not _MONTH_PATTERN.fullmatch(value):
+    if value is not None and not MONTH_PATTERN.fullmatch(value):
         raise ValueError(f"{name} must be a month written YYYY-MM, got {shown(value)}")
 
 
