@@ -131,7 +131,7 @@ def open_preview(assistant: Page | FrameLocator) -> None:
     expect(preview).to_have_attribute("data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS)
 
 
-def html(target: Page | FrameLocator) -> Locator:
+def html(target: Page | Frame | FrameLocator) -> Locator:
     return target.locator("html")
 
 

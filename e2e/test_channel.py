@@ -583,6 +583,16 @@ def diagnose(page: Page | Frame) -> dict[str, int]:
     return report
 
 
+def open_flooding_page(page: Page, origins: Origins, query: str = "") -> Frame:
+    """Open e2e/pages/flooding-page.html (with `query` added) and return its assistant
+    frame once the page has its `connected`."""
+    page.goto(f"{origins.page}/e2e/flooding-page.html?assistant={origins.assistant}{query}")
+    expect(html(page)).to_have_attribute(
+        "data-connected", re.compile(".+"), timeout=BOOT_TIMEOUT_MS
+    )
+    return page.frames[1]
+
+
 def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memory_as_it_was(
     page: Page, origins: Origins
 ) -> None:
@@ -593,11 +603,7 @@ def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memor
     session then holds) the memory in use stays as it was: under 16 KiB more over the
     next 20,000 messages (pydantic-core's string cache kept their ids and stamps, 260 KB
     more, when it cached values too)."""
-    page.goto(f"{origins.page}/e2e/flooding-page.html?assistant={origins.assistant}")
-    expect(html(page)).to_have_attribute(
-        "data-connected", re.compile(".+"), timeout=BOOT_TIMEOUT_MS
-    )
-    assistant = page.frames[1]
+    assistant = open_flooding_page(page, origins)
     expect(assistant.locator("html")).to_have_attribute("data-pc-state", "bound")
     reports = [diagnose(assistant)]
     for burst in range(3):
@@ -615,17 +621,33 @@ def test_bursts_of_valid_contexts_end_on_the_last_and_leave_the_assistants_memor
     assert in_use[3] - in_use[1] < 16 * 1024, in_use
 
 
+def test_a_number_javascript_cannot_hold_exactly_is_refused_and_the_panel_goes_on(
+    page: Page, origins: Origins
+) -> None:
+    """A bound page sends a context whose snapshot holds 2**64 units (which JavaScript
+    writes as the integer 18446744073709552000): the assistant refuses it, counted,
+    keeps the revision before it, and draws the next context as ever (it took the
+    number before, and the panel then drew nothing more for the conversation)."""
+    assistant = html(open_flooding_page(page, origins))
+    expect(assistant).to_have_attribute("data-pc-state", "bound")
+    page.evaluate("() => window.sendUnits(1, 7)")
+    expect(assistant).to_have_attribute("data-pc-revision", "1")
+    page.evaluate("() => window.sendUnits(2, 2 ** 64)")
+    expect(assistant).to_have_attribute("data-pc-port-refused", "1")
+    expect(assistant).to_have_attribute("data-pc-revision", "1")
+    page.evaluate("() => window.sendUnits(3, Number.MAX_SAFE_INTEGER)")
+    expect(assistant).to_have_attribute("data-pc-revision", "3")
+    chip = page.frames[1].locator('[data-pc-chip="sales-row-3"]')
+    expect(chip).to_contain_text("9007199254740991 units")
+
+
 def test_an_embedder_that_predates_bound_still_binds_the_assistant(
     page: Page, origins: Origins
 ) -> None:
     """A page that sends no `bound` after the assistant's `connected` (docs/protocol.md
     8.12): the assistant waits, `connecting`, and the page's first context binds it and
     is committed."""
-    page.goto(f"{origins.page}/e2e/flooding-page.html?assistant={origins.assistant}&legacy=1")
-    expect(html(page)).to_have_attribute(
-        "data-connected", re.compile(".+"), timeout=BOOT_TIMEOUT_MS
-    )
-    assistant = page.frames[1].locator("html")
+    assistant = html(open_flooding_page(page, origins, "&legacy=1"))
     expect(assistant).to_have_attribute("data-pc-state", "connecting")
     page.evaluate("() => window.flood(1, 1)")
     expect(assistant).to_have_attribute("data-pc-revision", "1")

@@ -118,8 +118,13 @@ def revisions() -> SearchStrategy[int]:
     return st.one_of(st.integers(1, 8), st.integers(1, MAX_SAFE_INTEGER), st.just(MAX_SAFE_INTEGER))
 
 
-_INTS = st.one_of(st.integers(), st.sampled_from(EDGE_INTS))
-_FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+# A value's numbers are within JavaScript's safe range (models.Scalar); EDGE_INTS
+# outside it are the edge-int mutation's.
+_SAFE = {"min_value": -MAX_SAFE_INTEGER, "max_value": MAX_SAFE_INTEGER}
+_INTS = st.one_of(
+    st.integers(**_SAFE), st.sampled_from([v for v in EDGE_INTS if abs(v) <= MAX_SAFE_INTEGER])
+)
+_FLOATS = st.floats(allow_nan=False, allow_infinity=False, **_SAFE)
 _SCALARS: SearchStrategy[Any] = st.one_of(st.none(), st.booleans(), _INTS, _FLOATS, _texts())
 _LONG_STRING = st.one_of(_padded(_texts(1, 4), LIMITS.max_string_chars), _padded(_texts(1, 4), 100))
 _DATA_SCALARS: SearchStrategy[Any] = st.one_of(_SCALARS, _LONG_STRING)
@@ -754,7 +759,9 @@ def _refuses_int(slot: _Slot, value: int) -> bool:
         return value != 1 or "int" not in slot.kinds  # only version is an int, and it is 1
     if "int" not in slot.kinds:
         return True
-    return slot.revision and not 1 <= value <= MAX_SAFE_INTEGER
+    if slot.revision:
+        return not 1 <= value <= MAX_SAFE_INTEGER
+    return not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
 def _edge_int(

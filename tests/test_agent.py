@@ -233,42 +233,6 @@ def test_a_refused_read_is_answered_explicitly_without_the_snapshot(
     assert answer.tool_calls == ()
 
 
-@pytest.mark.parametrize(
-    ("column", "name"), [("unitsSold", "units sold"), ("revenueEur", "revenue")]
-)
-def test_a_snapshot_number_too_large_for_a_float_is_not_compared(
-    demo_db: Path, column: str, name: str
-) -> None:
-    """A snapshot integer past a float's range is neither compared nor printed: the
-    answer says so and explains the live row as always."""
-    huge = TaskContext.model_validate(
-        {**task().model_dump(by_alias=True), "snapshot": {column: 10**400}}
-    )
-    answer = explain(huge, live(demo_db, NORTH_MARCH))
-    # The last chunk of a paragraph ends without its space.
-    assert (
-        answer.chunks[1] == f"The {name} your selection carried is too large a number to compare."
-    )
-    assert "North sold 4,231 units in 2026-03, " in answer.text
-    assert "000000" not in answer.text
-
-
-def test_a_number_too_large_beside_one_that_changed_states_both(demo_db: Path) -> None:
-    both = TaskContext.model_validate(
-        {
-            **task().model_dump(by_alias=True),
-            "snapshot": {"unitsSold": 3000, "revenueEur": {"value": -(10**400), "unit": "EUR"}},
-        }
-    )
-    answer = explain(both, live(demo_db, NORTH_MARCH))
-    assert answer.chunks[1:5] == (
-        "The data changed since you looked. ",
-        f"You saw 3,000 units at {OBSERVED_AT}; the live value read at {READ_AT} is 4,231 units. ",
-        "The revenue your selection carried is too large a number to compare. ",
-        "I use the live values.",
-    )
-
-
 def test_withheld_rows_are_mentioned(demo_db: Path) -> None:
     """When grants hide related rows, the answer says how many were left out."""
     answer = explain(task(), live(demo_db, NORTH_MARCH, withheld=3))
@@ -430,16 +394,22 @@ def test_a_run_input_escaping_a_lone_surrogate_is_read_and_answered(
     assert "North sold 4,231 units in 2026-03" in _text(events)
 
 
-def test_a_snapshot_number_too_large_for_a_float_gets_an_answer(
+def test_a_snapshot_number_javascript_cannot_hold_is_refused(
     origins: tuple[TestClient, TestClient],
 ) -> None:
-    """A run whose snapshot holds 10**400 units: a whole answer, not an internal error."""
+    """A run whose snapshot holds more units than JavaScript holds exactly (past
+    Number.MAX_SAFE_INTEGER) is a task no assistant sends: RUN_ERROR bad-input, naming
+    the entry, and no answer made from a rounded number."""
     _, assistant = origins
-    events = stream(assistant, run_body(units=10**400))
-    assert events[-1].type == "RUN_FINISHED"
-    assert "The units sold your selection carried is too large a number to compare." in (
-        _text(events)
-    )
+    body = run_body(units=2**53 - 1)
+    assert stream(assistant, body)[-1].type == "RUN_FINISHED"
+    [entry] = body["context"]  # type: ignore[misc]
+    entry["value"] = entry["value"].replace(str(2**53 - 1), str(2**53))
+    events = stream(assistant, body)
+    assert [event.type for event in events] == ["RUN_STARTED", "RUN_ERROR"]
+    error = events[-1]
+    assert error.code == "bad-input"  # type: ignore[attr-defined]
+    assert "'pagecontext.task' context entry is not a valid task" in error.message  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("announced", [True, False])

@@ -520,3 +520,33 @@ def test_json_from_outside_reads_a_string_left_open_to_the_end() -> None:
     text = '["\\ud800' + '\\"[' * (MAX_JSON_DEPTH + 1)
     with pytest.raises(ValueError, match="Unterminated string"):
         parse_json(text)
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        {"filters": {"n": MAX_SAFE_INTEGER + 1}},
+        {"filters": {"n": [1, -(2**64)]}},
+        {"snapshot": {"units": 2**64}},
+        {"snapshot": {"units": {"value": -(MAX_SAFE_INTEGER + 1), "unit": "units"}}},
+        {"snapshot": {"units": 1e300}},
+        {"snapshot": {"units": -9007199254740992.0}},
+    ],
+)
+def test_a_number_javascript_cannot_hold_exactly_is_refused(selection: dict[str, Any]) -> None:
+    """An integer past Number.MAX_SAFE_INTEGER, or a float as large (which is one), is
+    no value of the protocol: the page's JavaScript would round it, and one from Python
+    would reach JavaScript as a BigInt, which no JSON carries. Refused on both paths,
+    as `malformed`; the largest safe numbers are taken."""
+    raw = with_selection(context(), **selection)
+    assert parse_context_json(json.dumps(raw)) is None
+    assert rejection(raw)[0] == "malformed"
+    safe = json.loads(
+        json.dumps(raw)
+        .replace(str(MAX_SAFE_INTEGER + 1), str(MAX_SAFE_INTEGER))
+        .replace(str(2**64), str(MAX_SAFE_INTEGER))
+        .replace("1e+300", "1e+15")
+        .replace("9007199254740992.0", "9007199254740991.0")
+    )
+    assert isinstance(parse_context_json(json.dumps(safe)), ContextMessage)
+    assert isinstance(parse_message(safe), ContextMessage)

@@ -13,7 +13,7 @@ import wire
 from pagecontext.composer import MAX_LOG_HELD
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import ReceiptLedger
-from pagecontext.models import Limits
+from pagecontext.models import MAX_SAFE_INTEGER, Limits, Quantity
 from pagecontext.session import (
     UI_PENDING_MAX,
     AssistantSession,
@@ -1533,6 +1533,43 @@ def test_a_selection_holding_half_a_character_is_refused_on_the_page() -> None:
     assert refused["kind"] == "select-refused"
     assert "half a character" in str(refused["reason"])
     assert pair.page.tracker.latest_revision == revision
+
+
+@pytest.mark.parametrize(
+    ("values", "filters", "named"),
+    [
+        ({"amount": MAX_SAFE_INTEGER + 1, "status": "open"}, FILTERS, "amount is 9007199254740992"),
+        ({"amount": 1e300, "status": "open"}, FILTERS, "amount is 1e+300"),
+        (
+            {"amount": 7, "status": "open"},
+            {"since": [1, -(2**60)]},
+            "since is -1152921504606846976",
+        ),
+    ],
+)
+def test_a_selection_holding_a_number_javascript_cannot_hold_is_refused_on_the_page(
+    values: dict[str, Any], filters: dict[str, Any], named: str
+) -> None:
+    """A number past Number.MAX_SAFE_INTEGER, in a value or in the view's filters, is
+    refused when the selection is made (`select-refused`, naming it), not sent for the
+    assistant to refuse; the selection before it stays, and the largest safe number is
+    taken and committed."""
+    pair = ChannelPair()
+    render_orders(pair)
+    revision = select(pair)
+    pair.render("orders", ROWS, filters=filters, generation=2, shareable=SHAREABLE)
+    effects = pair.page.on_select("orders", "row:1", values)
+    [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
+    assert refused["kind"] == "select-refused"
+    assert named in str(refused["reason"])
+    assert pair.page.tracker.latest_revision == revision
+    pair.render("orders", ROWS, filters=FILTERS, generation=3, shareable=SHAREABLE)
+    pair.run("page", pair.page.on_select("orders", "row:1", {"amount": MAX_SAFE_INTEGER}))
+    share(pair)
+    pinned = pair.assistant.pinned
+    assert pinned is not None
+    assert pinned.selection.snapshot is not None
+    assert pinned.selection.snapshot["amount"] == Quantity(value=MAX_SAFE_INTEGER, unit="EUR")
 
 
 def test_a_selection_at_the_limits_is_taken_and_committed() -> None:

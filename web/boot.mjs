@@ -18,12 +18,20 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // also the one place the edge posts to another window (tests spy on it there).
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 // What a child frame posts to ask its embedder for the runtime's files (askForRuntime),
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
 globalThis.pagecontextHost = {
   json: toJson,
+  // A message from the edge's own worker as JSON text. Pyodide hands a Python integer
+  // over as a Number only strictly inside ±Number.MAX_SAFE_INTEGER, and those two
+  // numbers themselves as BigInts, which JSON.stringify refuses: such a BigInt is
+  // written as the Number it equals. null for one past that range (no protocol value is).
+  worker(value) {
+    return toJson(value) ?? toJson(value, (key, item) => (typeof item === "bigint" && item >= -SAFE && item <= SAFE ? Number(item) : item));
+  },
   // A window message as JSON text if it is a flat object of at most 16 scalars, as every
   // handshake message is; null for anything else, unread: structured clone keeps shared
   // references, so the JSON of a message of a few hundred bytes can be gigabytes.

@@ -138,9 +138,16 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 # The model config is strict, so `str | bool | int | float | None` never coerces: True is
-# not 1, "1" is not 1, and 1.0 is not accepted where an int is required.
-_FiniteFloat = Annotated[float, AllowInfNan(False)]
-Scalar: TypeAlias = str | bool | int | _FiniteFloat | None
+# not 1, "1" is not 1, and 1.0 is not accepted where an int is required. A number is at
+# most MAX_SAFE_INTEGER either way, as JavaScript holds every integer exactly only up to
+# there (Number.MAX_SAFE_INTEGER): a larger integer would be rounded by the page's
+# JavaScript, or, from Python, reach JavaScript as a BigInt, which no JSON carries. A
+# float that large is an integer too (every double above 2**53 is).
+_SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+_FiniteFloat = Annotated[
+    float, AllowInfNan(False), Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)
+]
+Scalar: TypeAlias = str | bool | _SafeInt | _FiniteFloat | None
 Revision = Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
 MessageId = Annotated[str, StringConstraints(pattern=MESSAGE_ID_PATTERN)]
 # Ids are opaque data: only their length is bounded (by Limits.max_id_chars, after

@@ -158,6 +158,17 @@ class SelectionTracker:
         if component.view is None:
             raise LocalProtocolError(f"can't select in component {component_id!r}: no view set")
         view = component.view
+        shared = {
+            spec.name: values[spec.name] for spec in component.shareable if spec.name in values
+        }
+        for where, value in (*view.filters.items(), *shared.items()):
+            for number in value if isinstance(value, tuple | list) else (value,):
+                if _unsafe_number(number):
+                    raise LocalProtocolError(
+                        f"can't select: {where} is {number!r}, past the numbers JavaScript"
+                        f" holds exactly (at most {MAX_SAFE_INTEGER:,} either way), which"
+                        " the assistant refuses"
+                    )
         snapshot: dict[str, Scalar | Quantity] = {}
         try:
             for spec in component.shareable:
@@ -264,3 +275,10 @@ class SelectionTracker:
         seconds, millis = divmod(int(self._clock()), 1000)
         moment = _EPOCH + timedelta(seconds=seconds)
         return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+
+
+def _unsafe_number(value: object) -> bool:
+    """True for a number (not a bool) past MAX_SAFE_INTEGER either way (models.Scalar)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER

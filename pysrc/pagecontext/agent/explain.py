@@ -10,8 +10,7 @@ the pinned task (`TaskContext`) and the outcome of re-reading the row:
   units sold with the region's average over its visible months (ratio and difference),
   with the previous month (change in %) and with the month's other regions; says what
   drives the difference (volume or price, from revenue per unit); and where the live
-  value differs from the snapshot, states both values and when each was seen (a
-  snapshot number too large for a float is not compared, and the answer says so).
+  value differs from the snapshot, states both values and when each was seen.
   It highlights the row (`focus`) and the rows it cites (`related`: the previous month
   and the month's region it names, the next highest for a row that ranks first, else
   the one just above it), and proposes `flag_for_review` for a row at least 1.5 times,
@@ -23,7 +22,6 @@ Pure: numbers in, text and tool calls out.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -267,19 +265,13 @@ def _driver(row: SalesFigures, year: Sequence[SalesFigures]) -> str:
 def _snapshot_versus_live(task: TaskContext, live: LiveRead) -> list[str]:
     differences: list[str] = []
     compared = 0
-    too_large: list[str] = []
-    for column, name in _COLUMNS.items():
+    for column in _COLUMNS:
         seen = task.snapshot.get(column)
         seen_value = seen.value if isinstance(seen, Quantity) else seen
         if isinstance(seen_value, bool) or not isinstance(seen_value, int | float):
             continue
-        seen_number = _finite(seen_value)
-        if seen_number is None:
-            # An integer past a float's range: neither compared nor printed.
-            too_large.append(
-                f"The {name} your selection carried is too large a number to compare. "
-            )
-            continue
+        # Exact as a float: a snapshot's numbers are at most MAX_SAFE_INTEGER.
+        seen_number = float(seen_value)
         now = live.row.value(column)
         compared += 1
         if abs(now - seen_number) > 1e-9:
@@ -293,25 +285,10 @@ def _snapshot_versus_live(task: TaskContext, live: LiveRead) -> list[str]:
                 f"read at {live.read_at} is {now_text}. "
             )
     if differences:
-        return [
-            "The data changed since you looked. ",
-            *differences,
-            *too_large,
-            "I use the live values. ",
-        ]
+        return ["The data changed since you looked. ", *differences, "I use the live values. "]
     if not compared:
-        return too_large or ["Your selection carried no values to compare with the live ones. "]
-    return [f"The live values match what you saw at {task.observed_at}. ", *too_large]
-
-
-def _finite(value: float) -> float | None:
-    """`value` as a finite float, or None for an integer too large for one (or a float
-    that is not finite)."""
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
+        return ["Your selection carried no values to compare with the live ones. "]
+    return [f"The live values match what you saw at {task.observed_at}. "]
 
 
 def _highlight(task: TaskContext, ref: str, tone: str) -> PlannedToolCall:

@@ -147,18 +147,22 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
-def _plain(value: Any, *, flat: bool = False, detail: bool = False) -> Any:
+def _plain(value: Any, *, flat: bool = False, detail: bool = False, worker: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
     The boot script's `host.json` does the stringify, since MicroPython cannot catch
     the exception a BigInt or a cycle raises. With `flat` (a message from another
     window), only a flat object of scalars is read (`host.flat`): anything else is None.
     With `detail` (a page event's detail), one holding a number JSON cannot write (NaN,
-    an infinity, which JSON.stringify writes as null) is None (`host.detail`).
+    an infinity, which JSON.stringify writes as null) is None (`host.detail`). With
+    `worker` (a message of the edge's worker), a BigInt Pyodide made of a safe integer
+    reads as that integer (`host.worker`).
     """
     host = _HOST[0]
     if flat:
         text = host.flat(value)
+    elif worker:
+        text = host.worker(value)
     elif detail:
         text = host.detail(value)
     else:
@@ -664,8 +668,9 @@ class Edge:
                 if note is not None:
                     note.textContent = STORAGE_NOTE if unsaved else ""
             return
-        message = _plain(event.data)
+        message = _plain(event.data, worker=True)
         if not isinstance(message, dict):
+            js.console.error("pagecontext: a message from the worker could not be read")
             return
         kind = message.get("kind")
         if kind == "runtime":
