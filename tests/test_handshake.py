@@ -115,6 +115,10 @@ def test_connected_message_carries_the_nonce_and_a_fresh_message_id() -> None:
         (connected(role="page"), "wrong-role"),
         (connected(nonce=OTHER_NONCE), "nonce-mismatch"),
         (connected(pageInstanceId="page-Z"), "identity-mismatch"),
+        # A child's own ids follow a `connect`'s rule: what binds one way binds the other.
+        (connected(conversationId="  \n\t "), "not-connected"),
+        (connected(instanceId="asst 1"), "not-connected"),
+        (connected(conversationId="c" * 65), "not-connected"),
     ],
 )
 def test_a_connected_message_that_does_not_qualify_closes(raw: object, reason: str) -> None:
@@ -288,6 +292,13 @@ def test_a_child_refuses_a_peer_with_its_own_role() -> None:
         {"role": "page", "pageInstanceId": "p", "version": True},
         {"role": "page", "pageInstanceId": "p", "type": "ready"},
         {"role": "page", "pageInstanceId": "p" * 257},
+        # The ids a handshake names are 1-64 base64url characters (docs/protocol.md 8.1),
+        # as the edge's window rules read them.
+        {"role": "page", "pageInstanceId": "p" * 65},
+        {"role": "page", "pageInstanceId": "  "},
+        {"role": "page", "pageInstanceId": "a b"},
+        {"role": "page", "pageInstanceId": "\u00e9"},
+        {"role": "assistant", "assistantInstanceId": "a", "conversationId": "c\n"},
     ],
 )
 def test_a_child_refuses_malformed_connect_data(peer: dict[str, object]) -> None:

@@ -63,6 +63,31 @@ def test_same_or_older_revisions_never_overwrite(older: int) -> None:
     assert receiver.last_revision == 4
 
 
+@pytest.mark.parametrize(
+    ("seen", "again"),
+    [
+        ({"open": 1}, {"open": True}),
+        ({"amount": 1}, {"amount": 1.0}),
+        ({"flags": [0, 1]}, {"flags": [False, True]}),
+    ],
+)
+def test_the_last_revision_with_values_only_python_finds_equal_is_a_refusal(
+    seen: dict[str, Any], again: dict[str, Any]
+) -> None:
+    """The same revision with `true` where `1` was (or `1.0`) is another selection,
+    although Python finds them equal: stale-revision, counted, the commit stays."""
+    receiver = bound()
+    first = context(4)
+    first["selection"] = {**first["selection"], "filters": seen}
+    receiver.receive(first)
+    committed = receiver.committed
+    other = context(4, messageId="again-1")
+    other["selection"] = {**other["selection"], "filters": again}
+    assert receiver.receive(other) == Refused("stale-revision")
+    assert receiver.committed == committed
+    assert dict(receiver.counts) == {"stale-revision": 1}
+
+
 def test_the_last_revision_sent_again_is_a_repeat_not_a_refusal() -> None:
     """The last context again (the page shares it again after a new conversation), or
     the last selection-cleared again: Repeated, nothing changes, nothing is counted."""

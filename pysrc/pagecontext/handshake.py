@@ -29,7 +29,7 @@ from pagecontext.models import (
     dump_message,
     parse_message,
 )
-from pagecontext.windowrules import read_nonce
+from pagecontext.windowrules import is_instance_id, read_nonce
 
 __all__ = [
     "SPENT_NONCES",
@@ -211,7 +211,14 @@ class EmbedderBinder:
             message = parse_message(raw)
         except MessageRejected:
             raise HandshakeRejected("not-connected") from None
-        if not isinstance(message, ConnectedMessage):
+        # Its ids are a `connect`'s (docs/protocol.md 8.1), whichever side chose them:
+        # a conversation that binds with the assistant as the child binds as the embedder.
+        if not isinstance(message, ConnectedMessage) or not all(
+            map(
+                is_instance_id,
+                (message.page_instance_id, message.conversation_id, message.instance_id),
+            )
+        ):
             raise HandshakeRejected("not-connected")
         if message.role == self._role:
             raise HandshakeRejected("wrong-role")
@@ -398,6 +405,6 @@ def _peer_fields(peer: Mapping[str, object]) -> dict[str, str]:
     role = fields.get("role")
     if not isinstance(role, str) or role not in _PEER_KEYS or set(fields) != _PEER_KEYS[role]:
         raise HandshakeRejected("malformed")
-    if not all(isinstance(value, str) and value for value in fields.values()):
+    if not all(is_instance_id(value) for key, value in fields.items() if key != "role"):
         raise HandshakeRejected("malformed")
     return {key: str(value) for key, value in fields.items()}

@@ -9,6 +9,7 @@ binding), changes nothing and is not refused.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pagecontext.models import (
     ContextMessage,
     Limits,
     Message,
+    Selection,
     SelectionClearedMessage,
     parse_message,
 )
@@ -135,8 +137,16 @@ class ContextReceiver:
         """Whether `message` holds what was committed last (nothing, for a clear)."""
         if isinstance(message, SelectionClearedMessage):
             return self._committed is None
-        return self._committed is not None and self._committed.selection == message.selection
+        return self._committed is not None and _exact(self._committed.selection) == _exact(
+            message.selection
+        )
 
     def _refuse(self, reason: str) -> Refused:
         self._counts[reason] += 1
         return Refused(reason)
+
+
+def _exact(selection: Selection) -> str:
+    """`selection` as canonical JSON: equal only for the same values of the same types
+    (Python finds `1 == True == 1.0`; JSON writes `1`, `true` and `1.0`)."""
+    return json.dumps(selection.model_dump(mode="json"), sort_keys=True)

@@ -33,6 +33,12 @@ def is_b64url(text: object, min_len: int, max_len: int) -> bool:
     return all(ch in _B64URL for ch in text)
 
 
+def is_instance_id(text: object) -> bool:
+    """Return True if `text` is an id a handshake may name (an instance or a
+    conversation): 1-64 characters of the base64url alphabet."""
+    return is_b64url(text, 1, 64)
+
+
 def encode_nonce(raw: bytes) -> str:
     """Return the unpadded base64url text of NONCE_BYTES random bytes.
 
@@ -179,12 +185,10 @@ def handshake_type(data: object) -> str | None:
         return None
     page_keys = ["pageInstanceId", "protocol", "role", "type", "version"]
     if data["role"] == "page" and keys == page_keys:
-        return "connect" if is_b64url(data["pageInstanceId"], 1, 64) else None
+        return "connect" if is_instance_id(data["pageInstanceId"]) else None
     assistant_keys = ["assistantInstanceId", "conversationId"] + page_keys[1:]  # noqa: RUF005 - MicroPython has no unpacking in literals
     if data["role"] == "assistant" and keys == assistant_keys:
-        ok = is_b64url(data["assistantInstanceId"], 1, 64) and is_b64url(
-            data["conversationId"], 1, 64
-        )
+        ok = is_instance_id(data["assistantInstanceId"]) and is_instance_id(data["conversationId"])
         return "connect" if ok else None
     return None
 

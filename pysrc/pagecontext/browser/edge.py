@@ -59,7 +59,7 @@ from pagecontext.windowrules import (
     connect_target,
     encode_nonce,
     handshake_type,
-    is_b64url,
+    is_instance_id,
     origin_allowed,
     read_nonce,
     ready_message,
@@ -1495,7 +1495,7 @@ def _saved_conversation(text: str) -> str | None:
         return None
     found = saved.get("conversationId") if saved_state_readable(saved) else None
     # A damaged id would make every connect malformed, on every reload: a new one then.
-    return found if is_b64url(found, 1, 64) else None
+    return found if is_instance_id(found) else None
 
 
 _PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "child", "error")
