@@ -40,7 +40,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-Mode = Literal["answer", "forbidden", "html-error", "malformed", "split-character", "no-cors"]
+Mode = Literal[
+    "answer", "forbidden", "html-error", "malformed", "split-character", "no-cors", "broken-off"
+]
 # An answer whose character U+1F4C8 is cut between its two deltas (JavaScript's halves),
 # with a lone low half after it; read as "Sales \U0001f4c8 up, a stray \ufffd half."
 SPLIT_DELTAS = ("Sales \ud83d", "\udcc8 up, a stray \udc00 half.")
@@ -106,6 +108,12 @@ class ExternalAgent:
             orphan = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "never-started", "delta": "x"}
             yield f"data: {json.dumps(orphan)}\n\n"
             return
+        if self.mode == "broken-off":
+            # Part of an answer, then the server goes away: the response is cut short.
+            yield encoder.encode(
+                TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta="Partly ")
+            )
+            raise ConnectionAbortedError("the agent's server went away mid-answer")
         if self.mode == "split-character":
             for delta in SPLIT_DELTAS:
                 # json.dumps escapes each half as \uXXXX, as JavaScript's JSON does.

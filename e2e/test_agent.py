@@ -526,6 +526,7 @@ def test_a_character_cut_between_two_deltas_is_shown_whole(
         ("html-error", "http-501", "HTTP 501", "its answer was text/html, not shown"),
         ("malformed", "malformed-stream", "broke the protocol", None),
         ("no-cors", "agent-unreachable", "could not reach its agent", None),
+        ("broken-off", "incomplete", "answer was cut off", None),
     ],
 )
 def test_a_failed_answer_is_shown_and_the_conversation_is_kept(

@@ -385,3 +385,27 @@ def test_a_month_range_that_ends_before_it_starts_shows_why_and_no_rows(demo: Pa
     for component in (table, chart):
         filters = json.loads(component.get_attribute("data-pc-filters") or "")
         assert filters == {"from": "2026-06", "to": "2026-02"}
+
+
+def test_a_long_word_in_a_question_wraps_inside_the_panel(demo: Page) -> None:
+    """A question holding a 600-character word (a pasted id) wraps: the panel's
+    document grows no wider than its frame, so the answers and buttons after it stay in
+    view (it was 5,400 px wide in a 360-px frame)."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    ask(assistant, "x" * 600)
+    widths = assistant.locator("html").evaluate("root => [root.scrollWidth, root.clientWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+def test_a_narrow_window_puts_the_panel_under_the_page(demo: Page) -> None:
+    """At 600 px the page keeps the window's width (it was squeezed to 48 px beside the
+    360-px panel) and the panel comes under it."""
+    demo.set_viewport_size({"width": 600, "height": 800})
+    table = demo.locator("#sales-table").bounding_box()
+    frame = demo.locator("iframe[data-pc-child]").bounding_box()
+    assert table is not None
+    assert frame is not None
+    assert table["width"] >= 500, table
+    assert frame["y"] >= table["y"] + table["height"], (table, frame)
+    assert frame["width"] >= 500, frame

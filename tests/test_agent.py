@@ -348,6 +348,20 @@ def test_agent_states_both_values_after_a_live_change(
     )
 
 
+@pytest.mark.parametrize("authorization", [ANA, None])
+def test_a_question_with_no_selection_is_answered_with_what_to_do(
+    origins: tuple[TestClient, TestClient], authorization: str | None
+) -> None:
+    """No task pinned (no selection made, or its chip removed): an answer in words that
+    says what to do, with no tool call and nothing read, rather than an error shown
+    as the agent's failure."""
+    _, assistant = origins
+    events = stream(assistant, {**run_body(authorization=authorization), "context": []})
+    assert events[-1].type == "RUN_FINISHED"
+    assert not [event for event in events if event.type == "TOOL_CALL_START"]
+    assert _text(events).startswith("I can only answer about a row or a chart segment you select.")
+
+
 @pytest.mark.parametrize(
     ("body", "first", "code"),
     [
@@ -356,7 +370,6 @@ def test_agent_states_both_values_after_a_live_change(
         (run_body(authorization=None), "RUN_STARTED", "bad-input"),
         (run_body(authorization="Bearer x\r\nX-Injected: 1"), "RUN_STARTED", "bad-input"),
         (run_body(authorization="Bearer \u2603"), "RUN_STARTED", "bad-input"),
-        ({**run_body(), "context": []}, "RUN_STARTED", "bad-input"),
         (
             {**run_body(), "context": [{"description": "pagecontext.task", "value": "{}"}]},
             "RUN_STARTED",

@@ -30,7 +30,15 @@ from typing import Final
 from pagecontext.agui import FLAG_TOOL, TaskContext
 from pagecontext.models import Quantity
 
-__all__ = ["Answer", "LiveRead", "PlannedToolCall", "ReadRefused", "SalesFigures", "explain"]
+__all__ = [
+    "NO_SELECTION",
+    "Answer",
+    "LiveRead",
+    "PlannedToolCall",
+    "ReadRefused",
+    "SalesFigures",
+    "explain",
+]
 
 # Where the answer starts a new paragraph (the chunks stream as they are).
 _PARAGRAPH: Final = "\n\n"
@@ -107,6 +115,17 @@ class Answer:
     def text(self) -> str:
         """The whole answer."""
         return "".join(self.chunks)
+
+
+# The answer to a question with no selection pinned to it (none made, or its chip
+# removed): nothing to read, and what to do.
+NO_SELECTION: Final = Answer(
+    (
+        "I can only answer about a row or a chart segment you select. ",
+        "Select one on the page and press Ask AI (or bring back the context you removed), "
+        "then ask again.",
+    )
+)
 
 
 def _units(value: float) -> str:

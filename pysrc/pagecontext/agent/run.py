@@ -31,7 +31,6 @@ from ag_ui.core import (
 from pagecontext.agent.explain import Answer
 from pagecontext.agui import (
     AUTHORIZATION_PROP,
-    TASK_CONTEXT_DESCRIPTION,
     TaskContext,
     read_authorization,
     read_task_context,
@@ -39,27 +38,37 @@ from pagecontext.agui import (
 from pagecontext.block import safe_json
 from pagecontext.errors import PagecontextError
 
-__all__ = ["RunInputError", "answer_events", "run_error", "run_started", "task_and_authorization"]
+__all__ = [
+    "RunInputError",
+    "answer_events",
+    "pinned_task",
+    "run_error",
+    "run_started",
+    "user_authorization",
+]
 
 
 class RunInputError(PagecontextError):
     """The run input lacks what the built-in agent needs; the message says what."""
 
 
-def task_and_authorization(run_input: RunAgentInput) -> tuple[TaskContext, str]:
-    """Return the pinned task and the user's Authorization header value.
+def pinned_task(run_input: RunAgentInput) -> TaskContext | None:
+    """Return the run's pinned task, or None if the question has none (no selection, or
+    the user removed its chip).
 
-    Raises RunInputError if the task entry is missing or invalid, or if
-    forwardedProps carries no authorization.
+    Raises RunInputError if the task entry is there but invalid.
     """
     try:
-        task = read_task_context(run_input)
+        return read_task_context(run_input)
     except ValueError as error:
         raise RunInputError(str(error)) from None
-    if task is None:
-        raise RunInputError(
-            f"no {TASK_CONTEXT_DESCRIPTION!r} context entry: select a row and ask again"
-        )
+
+
+def user_authorization(run_input: RunAgentInput) -> str:
+    """Return the user's Authorization header value, from forwardedProps.
+
+    Raises RunInputError if there is none, or it is not a header value.
+    """
     authorization = read_authorization(run_input)
     if authorization is None:
         raise RunInputError(
@@ -69,7 +78,7 @@ def task_and_authorization(run_input: RunAgentInput) -> tuple[TaskContext, str]:
     # It becomes a header of the agent's reads: visible ASCII and spaces only.
     if not all(" " <= ch <= "~" for ch in authorization):
         raise RunInputError(f"forwardedProps.{AUTHORIZATION_PROP} is not a header value")
-    return task, authorization
+    return authorization
 
 
 def run_started(run_input: RunAgentInput) -> RunStartedEvent:

@@ -739,7 +739,9 @@ class WorkerBinding:
             self._run(session.on_agent_text(run_id, str(decoder.decode())))
             self._run(session.on_agent_end(run_id))
         except JsException as error:
-            code = "timeout" if _timed_out(error) else "agent-unreachable"
+            # Once the agent's stream began, a failure cut its answer off: it was reached.
+            code = "incomplete" if reader is not None else "agent-unreachable"
+            code = "timeout" if _timed_out(error) else code
             self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
         except Exception as error:
             self._internal_error()

@@ -38,13 +38,20 @@ from sse_starlette import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
+from pagecontext.agent.explain import (
+    NO_SELECTION,
+    LiveRead,
+    ReadRefused,
+    SalesFigures,
+    explain,
+)
 from pagecontext.agent.run import (
     RunInputError,
     answer_events,
+    pinned_task,
     run_error,
     run_started,
-    task_and_authorization,
+    user_authorization,
 )
 from pagecontext.errors import PagecontextError
 from pagecontext.models import ObservedAt, first_problem, is_reason, parse_json
@@ -261,9 +268,13 @@ def agent_endpoint(
                 return
             yield run_started(run_input)
             try:
-                task, authorization = task_and_authorization(run_input)
-                outcome = await read(task.resource_ref, authorization)
-                answered = answer_events(run_input, explain(task, outcome), new_id)
+                task = pinned_task(run_input)
+                if task is None:
+                    answer = NO_SELECTION
+                else:
+                    outcome = await read(task.resource_ref, user_authorization(run_input))
+                    answer = explain(task, outcome)
+                answered = answer_events(run_input, answer, new_id)
             except RunInputError as error:
                 yield run_error(str(error), "bad-input")
                 return
