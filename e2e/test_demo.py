@@ -409,3 +409,36 @@ def test_a_narrow_window_puts_the_panel_under_the_page(demo: Page) -> None:
     assert table["width"] >= 500, table
     assert frame["y"] >= table["y"] + table["height"], (table, frame)
     assert frame["width"] >= 500, frame
+
+
+def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Page) -> None:
+    """Without a mouse: Tab reaches the chart, Ask AI and the table; the arrow keys move
+    between rows (or segments) and Enter or Space selects the focused one; Ask AI from
+    the keyboard then shows its chip (rows and segments took only clicks)."""
+    assistant = panel(demo)
+    rows = demo.locator("#sales-table tbody tr")
+    demo.get_by_role("button", name="Ask AI").focus()
+    demo.keyboard.press("Shift+Tab")
+    expect(demo.locator("#sales-chart rect").first).to_be_focused()
+    demo.keyboard.press("Tab")
+    expect(demo.get_by_role("button", name="Ask AI")).to_be_focused()
+    demo.keyboard.press("Tab")
+    expect(rows.first).to_be_focused()
+    demo.keyboard.press("ArrowDown")
+    expect(rows.nth(1)).to_be_focused()
+    demo.keyboard.press("Enter")
+    second = rows.nth(1).get_attribute("data-pc-resource-ref")
+    expect(rows.nth(1)).to_have_attribute("aria-selected", "true")
+    demo.get_by_role("button", name="Ask AI").focus()
+    demo.keyboard.press("Enter")
+    expect(assistant.locator(f'[data-pc-chip="{second}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    marks = demo.locator("#sales-chart rect")
+    marks.first.focus()
+    demo.keyboard.press("End")
+    expect(marks.last).to_be_focused()
+    demo.keyboard.press(" ")
+    last = marks.last.get_attribute("data-pc-resource-ref")
+    expect(marks.last).to_have_attribute("aria-selected", "true")
+    demo.get_by_role("button", name="Ask AI").press("Enter")
+    chip = assistant.locator(f'[data-pc-chip="{last}"]')
+    expect(chip).to_contain_text("Revenue by month (EUR)", timeout=STEP_TIMEOUT_MS)

@@ -55,7 +55,8 @@ async def render_table(rows, view, empty):
             await asyncio.sleep(0)
         tr = doc.createElement("tr")
         tr.setAttribute("data-pc-resource-ref", row["ref"])
-        tr.setAttribute("tabindex", "-1")
+        # One object of each component is in the Tab order; the arrow keys move on.
+        tr.setAttribute("tabindex", "0" if index == 0 else "-1")
         tr.append(cell(row["month"], "month", row["month"]))
         tr.append(cell(row["region"], "region", row["region"]))
         tr.append(cell("{:,}".format(row["unitsSold"]), "unitsSold", row["unitsSold"], True))
@@ -114,7 +115,9 @@ async def render_chart(rows, view):
         rect.setAttribute("width", str(max(1, width - 8)))
         rect.setAttribute("height", str(height))
         rect.setAttribute("class", "pc-series-" + region.lower())
-        rect.setAttribute("tabindex", "-1")
+        rect.setAttribute("tabindex", "0" if index == 0 else "-1")
+        rect.setAttribute("role", "button")
+        rect.setAttribute("aria-label", region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR")
         rect.setAttribute("data-pc-resource-ref", row["ref"])
         values = {"series": region, "month": month, "revenueEur": revenue}
         rect.setAttribute("data-pc-values", json.dumps(values))
@@ -174,6 +177,40 @@ async def load():
     await render_chart(rows, view)
 
 
+# The keys that move the focus from one object of a component to another.
+STEPS = {"ArrowDown": 1, "ArrowRight": 1, "ArrowUp": -1, "ArrowLeft": -1}
+
+
+def on_key(event):
+    """The keyboard selects as a click does: Enter or Space selects the focused row or
+    chart segment (the page tells pagecontext with `pagecontext:select`); the arrow keys,
+    Home and End move the focus between a component's objects."""
+    target = event.target
+    component = table if table.contains(target) else chart
+    ref = target.getAttribute("data-pc-resource-ref")
+    if not ref:
+        return
+    key = event.key
+    if key in ("Enter", " "):
+        event.preventDefault()
+        detail = {"componentId": component.getAttribute("data-pc-component"), "resourceRef": ref}
+        event = js.CustomEvent.new("pagecontext:select", js.JSON.parse(json.dumps({"detail": detail})))
+        doc.dispatchEvent(event)
+        return
+    objects = list(component.querySelectorAll("[data-pc-resource-ref]"))
+    if key in STEPS:
+        at = [o.getAttribute("data-pc-resource-ref") for o in objects].index(ref)
+        following = objects[max(0, min(len(objects) - 1, at + STEPS[key]))]
+    elif key in ("Home", "End"):
+        following = objects[0 if key == "Home" else -1]
+    else:
+        return
+    event.preventDefault()
+    target.setAttribute("tabindex", "-1")
+    following.setAttribute("tabindex", "0")
+    following.focus()
+
+
 def reload(event=None):
     asyncio.create_task(load())
 
@@ -193,6 +230,8 @@ async def main():
         (form, "change", reload),
         (table, "pagecontext:refresh", refresh),
         (chart, "pagecontext:refresh", refresh),
+        (table, "keydown", on_key),
+        (chart, "keydown", on_key),
     ):
         proxy = create_proxy(handler)
         target.addEventListener(name, proxy)
