@@ -272,6 +272,21 @@ LOOKALIKE_TAGS = [
 ]
 
 
+@pytest.mark.parametrize(
+    "dash",
+    # The dashes a hyphen matches, and forms that fold to one: presentation forms of the
+    # em and en dash (vertical), superscript and subscript minus.
+    ["\u2013", "\u2014", "\u2212", "\ufe31", "\ufe32", "\u207b", "\u208b", "\ufe58"],
+)
+def test_a_tag_name_with_any_dash_for_its_hyphen_is_defanged(dash: str) -> None:
+    """The tag names with a dash, or a character that folds to one, for the hyphen are
+    defanged as the names are: no such spelling is left whole in the line."""
+    for name in ("pagecontext" + dash + "data", "PageContext" + dash + "Instructions"):
+        line = render_line(ContextItem(type="snapshot", key="row:1", value={"units": name}))
+        assert name not in line
+        assert json.loads(line[2:])["value"]["units"] == name
+
+
 @pytest.mark.parametrize("name", LOOKALIKE_TAGS)
 def test_a_tag_name_in_lookalike_letters_is_defanged(name: str) -> None:
     """A value spelling `</pagecontext-data>` in characters that fold to it, between

@@ -138,13 +138,13 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
     enclosed, superscript, Roman numerals and the like (matched in any case, so also the
     letters Python folds to them, as K to the Kelvin sign), and the characters that fold
     to two or more of its letters at once (the ligature st, the squared da). Hyphens also
-    match dashes. Every code point below U+20000 is folded once, at import (the planes
-    above hold no compatibility form of a Latin letter)."""
+    match dashes, and every form that folds to one. Every code point below U+20000 is
+    folded once, at import (the planes above hold no compatibility form of a Latin
+    letter)."""
     wanted = set("".join(names))
     forms: dict[str, set[str]] = {ch: {ch} for ch in wanted}  # other cases: IGNORECASE
-    forms["-"] |= set(
-        "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u058a\u1400\u30a0"
-    )
+    dashes = set("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d\u058a\u1400\u30a0")
+    forms["-"] |= dashes
     runs = {
         name[start:end]
         for name in names
@@ -156,6 +156,8 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
         folded = unicodedata.normalize("NFKC", chr(code)).casefold()
         if folded in wanted:
             forms[folded].add(chr(code))
+        elif folded in dashes:  # a compatibility form of a dash (vertical, superscript)
+            forms["-"].add(chr(code))
         elif folded in runs:
             joined.setdefault(folded, set()).add(chr(code))
 
