@@ -120,7 +120,7 @@ def test_a_highlight_applied_is_no_business_success_and_the_flag_needs_the_user(
     # The session's one server keeps the flags of the tests before this one.
     before = admin(origins, "GET", "/admin/flags")["flags"]
     assert isinstance(before, list)
-    select_and_ask(demo, ROW)
+    pin(demo, assistant, ROW)
     ask(assistant, QUESTION)
     proposal = assistant.locator('[data-pc-log-kind="action"]')
     expect(proposal).to_have_attribute("data-pc-action-state", "proposed")
@@ -151,7 +151,7 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     says "not flagged yet" while the request is held, and "flagged later" once it is
     written: never success."""
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
+    pin(demo, assistant, ROW)
     ask(assistant, QUESTION)
     proposal = assistant.locator('[data-pc-log-kind="action"]')
     stall = origins.flag_stall
@@ -263,7 +263,7 @@ def test_a_question_sent_as_a_new_context_arrives_comes_back_unasked(
 
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
     assistant = panel(demo)
-    select_and_ask(demo, ROW)
+    pin(demo, assistant, ROW)
     ask(assistant, QUESTION)
     proposals = assistant.locator('[data-pc-log-kind="action"]')
     expect(proposals).to_have_attribute("data-pc-action-state", "proposed")
@@ -277,6 +277,30 @@ def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) ->
 
 
 # --- an external AG-UI agent (--agent-url) ------------------------------------------------
+
+
+def test_the_panel_says_an_answer_is_running_and_keeps_a_question_sent_meanwhile(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """Heard as well as seen: an answer that starts is announced; a question sent while
+    it runs is not sent and says so, and stays in its field for later; the end of the
+    answer is announced too."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    announce = assistant.locator("[data-pc-announce]")
+    expect(announce).to_have_text("The assistant is answering…")
+    field = assistant.locator("[data-pc-question]")
+    field.fill("And meanwhile?")
+    assistant.get_by_role("button", name="Send").press("Enter")
+    expect(announce).to_contain_text("still answering")
+    expect(field).to_have_value("And meanwhile?")
+    agent.gate.set()
+    expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
+    expect(announce).to_have_text("The assistant answered.")
+    expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
 
 
 @pytest.mark.scenario(6)

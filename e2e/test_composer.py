@@ -20,6 +20,7 @@ from .helpers import (
     open_preview,
     open_workbench,
     panel,
+    pin,
     preview_text,
     question_entry,
     saved_state_key,
@@ -186,13 +187,13 @@ def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_lates
     after it; a new tab continues the latest saved."""
     first = open_workbench(page, origins)
     key = saved_state_key(page)
-    select_and_ask(first, ROW)
+    pin(first, page, ROW)
     ask(page, "asked in the first tab")
     page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked in the first tab"])
     other = page.context.new_page()
     second = open_workbench(other, origins)
     expect(other.locator('[data-pc-log-kind="question"]')).to_have_count(1)
-    select_and_ask(second, OTHER_ROW)
+    pin(second, other, OTHER_ROW)
     ask(other, "asked in the second tab")
     other.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, "asked in the second tab"])
 
@@ -287,7 +288,7 @@ def test_another_users_saved_conversation_is_never_shown_and_is_removed(
     holds only this user's."""
     first = open_workbench(page, origins)
     key = saved_state_key(page)
-    select_and_ask(first, ROW)
+    pin(first, page, ROW)
     ask(page, "a question of the other user's")
     page.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, "of the other user's"])
     state = page.evaluate("key => localStorage.getItem(key)", key)

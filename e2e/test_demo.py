@@ -442,3 +442,20 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     demo.get_by_role("button", name="Ask AI").press("Enter")
     chip = assistant.locator(f'[data-pc-chip="{last}"]')
     expect(chip).to_contain_text("Revenue by month (EUR)", timeout=STEP_TIMEOUT_MS)
+
+
+def test_the_composer_and_the_newest_answer_stay_in_view_as_the_conversation_grows(
+    demo: Page,
+) -> None:
+    """Four questions and answers fill more than the panel's height: after each, the
+    Send button (where the focus stays) and the newest answer are still within the
+    panel's window (they went below it, and nothing scrolled to them)."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    height = demo.viewport_size["height"] if demo.viewport_size else 720
+    for number in range(4):
+        answer = ask(assistant, f"Question {number}: why is this row so high?")
+        for shown in (assistant.get_by_role("button", name="Send"), answer):
+            box = shown.bounding_box()
+            assert box is not None
+            assert box["y"] + box["height"] <= height + 1, (number, box)

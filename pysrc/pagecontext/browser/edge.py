@@ -147,6 +147,29 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
+def _composer_bottom() -> float | None:
+    """How far below the top of the panel's window its composer ends, or None if the
+    panel has none."""
+    composer = js.document.querySelector("[data-pc-composer]")
+    if composer is None:
+        return None
+    return float(composer.getBoundingClientRect().bottom)
+
+
+def _composer_shown() -> bool:
+    """Whether the panel's composer ends within its window."""
+    bottom = _composer_bottom()
+    return bottom is not None and bottom <= float(js.window.innerHeight) + 1
+
+
+def _show_composer() -> None:
+    """Scroll the panel's own window (never the page's: scrollIntoView would scroll the
+    frames around it too) so that its composer ends at the window's bottom edge."""
+    bottom = _composer_bottom()
+    if bottom is not None and bottom > float(js.window.innerHeight):
+        js.window.scrollBy(0, bottom - float(js.window.innerHeight) + 8)
+
+
 def _plain(value: Any, *, flat: bool = False, detail: bool = False, worker: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
@@ -1271,7 +1294,11 @@ class Edge:
         if field is None:
             return
         question = str(field.value).strip()
-        if not question or self.state.get("answering"):
+        if not question:
+            return
+        if self.state.get("answering"):
+            # The question stays in its field for when the answer is done.
+            self._announce("The assistant is still answering: send your question once it is done.")
             return
         # The chip drawn as the user sends: the worker asks only if it still holds that
         # context (a newer one may have come since this state was drawn).
@@ -1397,12 +1424,18 @@ class Edge:
         log = js.document.querySelector("[data-pc-log]")
         if log is None:
             return
+        # The composer in view before, or an entry added (the user just sent): kept in
+        # view after, with the newest entries above it, as the log grows under it.
+        follow = _composer_shown()
         for entry in changed:
             element = log_element(entry)
             old = self.log_items.get(entry.get("id"))
             if old is None:
                 log.append(element)
                 self.log_items[entry.get("id")] = element
+                follow = True
+                if element.getAttribute("data-pc-answer-state") == "running":
+                    self._announce("The assistant is answering…")
                 continue
             if (
                 old.getAttribute("data-pc-answer-state") == "running"
@@ -1434,6 +1467,8 @@ class Edge:
         for entry_id in list(self.log_items):
             if entry_id not in kept:
                 self.log_items.pop(entry_id).remove()
+        if follow:
+            _show_composer()
 
     def close(self) -> None:
         """Remove every listener and drop every proxy, and end the worker: a bound (or
