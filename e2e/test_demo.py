@@ -4,6 +4,7 @@ show, honest receipts, and nothing applied to a page instance a command was not 
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlsplit
 
 import pytest
@@ -459,3 +460,21 @@ def test_the_composer_and_the_newest_answer_stay_in_view_as_the_conversation_gro
             box = shown.bounding_box()
             assert box is not None
             assert box["y"] + box["height"] <= height + 1, (number, box)
+
+
+@pytest.mark.parametrize("units", ["3000000000", "-4294967296", "9007199254740991"])
+def test_a_large_number_goes_from_the_page_to_the_assistant_as_it_is(
+    demo: Page, units: str
+) -> None:
+    """A row whose units are past 32 bits (which the page's MicroPython handed to its
+    worker wrapped: 3,000,000,000 became -1,294,967,296) or are Number.MAX_SAFE_INTEGER
+    (which the page's worker, in Python, handed on as a BigInt, and the assistant
+    refused as no JSON) is shared and shown as the page wrote it."""
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    row.locator('[data-pc-field="unitsSold"]').evaluate(
+        f"cell => cell.setAttribute('data-pc-value', '{units}')"
+    )
+    assistant = panel(demo)
+    chip = pin(demo, assistant, ROW)
+    expect(chip).to_contain_text(f"{units} units")
+    expect(html(assistant)).not_to_have_attribute("data-pc-port-refused", re.compile("[1-9]"))

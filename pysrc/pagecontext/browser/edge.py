@@ -457,12 +457,17 @@ class Edge:
         self.root.setAttribute("data-pc-rejected-" + reason, str(count))
 
     def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
+        # Through JSON: MicroPython hands an integer of 2**31 or more to JavaScript
+        # wrapped to 32 bits (2**31 became -2147483648, 2**32 zero), and a page's values
+        # (a row's units, an amount in cents) must reach the worker as the page wrote
+        # them. JSON.parse reads each as the JavaScript number the page itself would.
+        data = js.JSON.parse(json.dumps(message))
         if transfer is None:
-            self.worker.postMessage(to_js(message))
+            self.worker.postMessage(data)
         else:
             # A JS array: a MicroPython list that JavaScript iterates keeps each JS object
             # in it referenced for good (each binding's ports).
-            self.worker.postMessage(to_js(message), to_js(transfer))
+            self.worker.postMessage(data, to_js(transfer))
 
     def _on_pagehide(self, event: Any) -> None:
         # This document is going away (reload, navigation, closed tab): tell the peer,

@@ -106,6 +106,13 @@ def _js(message: dict[str, object]) -> Any:
     return to_js(message, dict_converter=js.Object.fromEntries)
 
 
+def _wire(message: dict[str, object]) -> Any:
+    """A port message as JavaScript data, through JSON: Pyodide hands the integers
+    ±Number.MAX_SAFE_INTEGER over as BigInts (its Numbers stop short of them), which
+    the peer refuses as no JSON; JSON.parse makes every number a Number."""
+    return js.JSON.parse(json.dumps(message, separators=(",", ":")))
+
+
 def _body(response: Any) -> Any:
     """`response`'s body stream, or None if it has none (204, 205)."""
     body = response.body
@@ -602,7 +609,7 @@ class WorkerBinding:
         for effect in effects:
             if isinstance(effect, ToPeer):
                 if self.port is not None:
-                    self.port.postMessage(_js(effect.message))
+                    self.port.postMessage(_wire(effect.message))
             elif isinstance(effect, Refresh):
                 # Only the latest panel state and saved state matter: a burst of contexts
                 # costs one build here and one render on the main thread.
