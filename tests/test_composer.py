@@ -13,6 +13,7 @@ from pagecontext.block import extract_instructions, parse_block
 from pagecontext.composer import (
     MAX_LOG_ENTRIES,
     MAX_LOG_HELD,
+    MAX_QUESTION_CHARS,
     MAX_SAVED_CHARS,
     NAMED_TOOLS,
     NO_TASK,
@@ -155,7 +156,7 @@ def test_what_the_next_run_no_longer_carries_is_sent_again() -> None:
     composer.start_answer("r1", task_id="q1", about="row:42")
     composer.answer_text("r1", "a" * 10_000)
     composer.answer_ended("r1", "", "")
-    assert composer.preview() == composer.message_text("") == ""
+    assert composer.message_text("") == ""
     composer.start_answer("r2", task_id="q1", about="row:42")
     composer.answer_text("r2", "b" * 10_000)
     composer.answer_ended("r2", "", "")
@@ -164,6 +165,29 @@ def test_what_the_next_run_no_longer_carries_is_sent_again() -> None:
     assert again == first.replace("first", "and now?")
     messages = run_messages(composer.log, composer.max_run_chars)
     assert [message.id for message in messages] == ["r2", "q2"]
+
+
+@pytest.mark.parametrize("max_run_chars", range(20_000, 60_000, 1_700))
+def test_the_preview_shows_the_block_whenever_a_question_could_send_it(
+    max_run_chars: int,
+) -> None:
+    """Near the run's size limit, a long question pushes the question that carried the
+    task's block out of the run, and sends the block again: the preview, composed for
+    the longest question, shows the block then (it showed nothing, composed for an
+    empty one, and a long question sent what the user had not been shown). A question
+    sends nothing the preview does not show."""
+    composer = Composer(max_run_chars=max_run_chars)
+    composer.set_selection(selection())
+    composer.send("first", entry_id="q1", at="t")
+    composer.start_answer("r1", task_id="q1", about="row:42")
+    composer.answer_text("r1", "a" * 10_000)
+    composer.answer_ended("r1", "", "")
+    preview = composer.preview()
+    for question in ("short?", "Q" * MAX_QUESTION_CHARS, "\x00" * MAX_QUESTION_CHARS):
+        sent = composer.message_text(question)
+        assert sent in (question, preview + "\n\n" + question), max_run_chars
+        if sent != question:
+            assert preview != ""
 
 
 def test_the_runs_of_a_turn_keep_the_question_its_question_relies_on() -> None:

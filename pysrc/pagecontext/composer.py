@@ -231,9 +231,14 @@ class Composer:
         return self._compose(question)[0]
 
     def preview(self) -> str:
-        """The block the next question carries: `message_text("")`, kept until it changes."""
+        """The block the next question may carry, kept until it changes: composed for
+        the longest question, one JSON writes six characters per character. A longer
+        question leaves less of the run for the questions before it, and once the run
+        drops the one that carried the task's block, the block goes again; so the
+        preview shows it whenever any question could send it (a short one may not)."""
         if self._preview is None:
-            self._preview = self.message_text("")
+            longest = "\x00" * MAX_QUESTION_CHARS
+            self._preview = self.message_text(longest)[: -len(longest)].removesuffix("\n\n")
         return self._preview
 
     def send(self, question: str, *, entry_id: str, at: str) -> str:
