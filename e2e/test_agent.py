@@ -571,8 +571,14 @@ def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
     expect(failed.locator("[role=alert]")).to_contain_text(shown)
     if note is not None:
         expect(failed.locator(".pc-note")).to_have_text(note)
-    # Nothing already in the conversation is lost, and the user can ask again.
+    # Nothing already in the conversation is lost, and the user can ask again: the
+    # failed answer's "Ask again" puts its question back in the field, with the focus.
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(2)
     expect(first).to_have_attribute("data-pc-answer-state", "done")
+    expect(first.get_by_role("button", name="Ask again")).to_have_count(0)
+    failed.get_by_role("button", name="Ask again").click()
+    field = assistant.locator("[data-pc-question]")
+    expect(field).to_have_value("And now?")
+    expect(field).to_be_focused()
     agent.mode = "answer"
     ask(assistant, "Once more?")

@@ -478,3 +478,14 @@ def test_a_large_number_goes_from_the_page_to_the_assistant_as_it_is(
     chip = pin(demo, assistant, ROW)
     expect(chip).to_contain_text(f"{units} units")
     expect(html(assistant)).not_to_have_attribute("data-pc-port-refused", re.compile("[1-9]"))
+
+
+def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
+    """Ask AI before any selection shares nothing, and the page says to select first;
+    once a row is selected and asked about, the hint is gone and the chip shows."""
+    hint = demo.locator("#ask-hint")
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(hint).to_have_text("Select a row or a chart segment first.")
+    expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
+    pin(demo, panel(demo), ROW)
+    expect(hint).to_have_text("")

@@ -19,6 +19,7 @@ chart = doc.getElementById("sales-chart")
 chart_title = doc.getElementById("sales-chart-title")
 legend = doc.getElementById("sales-chart-legend")
 form = doc.querySelector(".pc-filters")
+hint = doc.getElementById("ask-hint")
 SVG = "http://www.w3.org/2000/svg"
 # Each component's data generation, bumped on every render.
 state = {"table": 0, "chart": 0}
@@ -211,6 +212,13 @@ def on_key(event):
     following.focus()
 
 
+def on_ask(event):
+    """Ask AI with nothing selected shares nothing (pagecontext sends only a selection):
+    the page says what to do instead, until the user selects something."""
+    selected = doc.querySelector('[data-pc-resource-ref][aria-selected="true"]')
+    hint.textContent = "" if selected else "Select a row or a chart segment first."
+
+
 def reload(event=None):
     asyncio.create_task(load())
 
@@ -232,6 +240,7 @@ async def main():
         (chart, "pagecontext:refresh", refresh),
         (table, "keydown", on_key),
         (chart, "keydown", on_key),
+        (doc.querySelector("[data-pc-ask]"), "click", on_ask),
     ):
         proxy = create_proxy(handler)
         target.addEventListener(name, proxy)

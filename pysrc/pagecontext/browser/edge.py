@@ -1272,7 +1272,11 @@ class Edge:
         self._to_worker({"kind": "preview", "open": bool(preview.open)})
 
     def _on_log_click(self, event: Any) -> None:
-        """Confirm or decline a business action the agent proposed."""
+        """Confirm or decline a business action the agent proposed, or put a failed
+        answer's question back in the field."""
+        if event.target.closest("[data-pc-ask-again]") is not None:
+            self._ask_again(event.target.closest("[data-pc-log-id]"))
+            return
         button = event.target.closest("[data-pc-action-decision]")
         if button is None or button.getAttribute("aria-disabled") == "true":
             return
@@ -1292,6 +1296,18 @@ class Edge:
             for other in entry.querySelectorAll("[data-pc-action-decision]"):
                 other.setAttribute("aria-disabled", "true")
         self._to_worker({"kind": kind, "id": entry.getAttribute("data-pc-log-id")})
+
+    def _ask_again(self, answer: Any) -> None:
+        """Put the question `answer` (an answer's entry) answered back in the question
+        field, with the focus: the user sends it again, about the context shown now."""
+        question = answer.previousElementSibling if answer is not None else None
+        while question is not None and question.getAttribute("data-pc-log-kind") != "question":
+            question = question.previousElementSibling
+        field = js.document.querySelector("[data-pc-question]")
+        if question is None or field is None:
+            return
+        field.value = question.querySelector("p").textContent
+        field.focus()
 
     def _on_ask(self, event: Any) -> None:
         event.preventDefault()

@@ -146,6 +146,11 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
         el.append(failure)
         if error.get("message"):
             el.append(text_element("p", str(error.get("message")), "pc-note"))
+        # The question back in its field, for the user to send again (or change first).
+        again = text_element("button", "Ask again")
+        again.setAttribute("type", "button")
+        again.setAttribute("data-pc-ask-again", "")
+        el.append(again)
     return el
 
 
