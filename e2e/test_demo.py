@@ -489,3 +489,32 @@ def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
     expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
     pin(demo, panel(demo), ROW)
     expect(hint).to_have_text("")
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        # An emoji written as JSON writes it by default (an escaped pair): MicroPython
+        # read the pair as two broken halves, and the chip showed six U+FFFD.
+        (r'"\ud83d\ude00 escaped"', "\U0001f600 escaped"),
+        # Not JSON to JavaScript (MicroPython read it as 7): the text the page wrote.
+        ("007", "007"),
+        # A float as JavaScript writes it (MicroPython wrote 1e-07).
+        ("1e-7", "1e-7"),
+        ("0.1", "0.1"),
+        # JSON's words, not Python's (the chip said True and None).
+        ("true", "true"),
+        ("null", "null"),
+        # A NUL shown as its symbol (the chip's text stopped at it).
+        (r'"a\u0000b"', "a\u2400b"),
+    ],
+)
+def test_the_chip_shows_a_value_as_the_page_wrote_it(
+    demo: Page, written: str, shown: str
+) -> None:
+    """The chip shows a cell's `data-pc-value` as the page's JavaScript reads and writes
+    it, whatever runtimes it crossed on the way."""
+    cell = demo.locator(f'tr[data-pc-resource-ref="{ROW}"] [data-pc-field="unitsSold"]')
+    cell.evaluate(f"cell => cell.setAttribute('data-pc-value', {json.dumps(written)})")
+    chip = pin(demo, panel(demo), ROW)
+    expect(chip.locator("dd").nth(2)).to_have_text(f"{shown} units")

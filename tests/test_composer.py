@@ -551,6 +551,15 @@ def test_a_tool_calls_arguments_go_back_to_the_agent_escaped_as_the_blocks_lines
     assert json.loads(highlight.function.arguments) == json.loads(arguments)
     for text in (highlight.function.arguments, unknown.function.name):
         assert not re.search(r"[<>\n]", text), text
+    # A log saved before they were kept so, restored: escaped as it is read.
+    saved = json.loads(composer.saved_text())
+    [answer_entry] = [entry for entry in saved["log"] if entry["kind"] == "answer"]
+    answer_entry["toolCalls"][0]["arguments"] = arguments
+    restored = Composer()
+    restored.restore(saved)
+    [answer] = [m for m in run_messages(restored.log) if m.role == "assistant"]
+    assert answer.tool_calls is not None
+    assert not re.search(r"[<>\n]", answer.tool_calls[0].function.arguments)
 
 
 def test_without_page_data_leaves_out_what_a_context_tool_returned() -> None:

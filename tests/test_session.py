@@ -1572,6 +1572,21 @@ def test_a_selection_holding_a_number_javascript_cannot_hold_is_refused_on_the_p
     assert pinned.selection.snapshot["amount"] == Quantity(value=MAX_SAFE_INTEGER, unit="EUR")
 
 
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_that_is_not_finite_is_refused_as_such(number: float) -> None:
+    """NaN and the infinities are refused on the page as numbers no JSON holds, not
+    named as numbers too large for JavaScript."""
+    pair = ChannelPair()
+    render_orders(pair)
+    revision = select(pair)
+    effects = pair.page.on_select("orders", "row:1", {"amount": number, "status": "open"})
+    [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
+    assert refused["kind"] == "select-refused"
+    assert "past the numbers JavaScript" not in str(refused["reason"])
+    assert "invalid selection data" in str(refused["reason"])
+    assert pair.page.tracker.latest_revision == revision
+
+
 def test_a_selection_at_the_limits_is_taken_and_committed() -> None:
     """A value of exactly 1,024 characters and a resourceRef of 256: within the limits,
     the selection is taken and the assistant commits it."""

@@ -19,6 +19,10 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+// Half a character: a surrogate without its other half, in a string, and as
+// JSON.stringify writes it (`\udXXX`: the only characters it writes as such escapes).
+const HALF = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const HALF_WRITTEN = /\\ud[89a-f][0-9a-f]{2}/;
 // What a child frame posts to ask its embedder for the runtime's files (askForRuntime),
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
@@ -59,14 +63,28 @@ globalThis.pagecontextHost = {
     return element.checkVisibility({ visibilityProperty: true, opacityProperty: true, checkVisibilityCSS: true, checkOpacity: true });
   },
   // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
-  // an infinity), which JSON.stringify would write as null.
+  // an infinity, which JSON.stringify would write as null) or half a character.
   detail(value) {
-    let finite = true;
+    let plain = true;
     const text = toJson(value, (key, item) => {
-      if (typeof item === "number" && !Number.isFinite(item)) finite = false;
+      if ((typeof item === "number" && !Number.isFinite(item)) || HALF.test(key) || (typeof item === "string" && HALF.test(item))) plain = false;
       return item;
     });
-    return finite ? text : null;
+    return plain ? text : null;
+  },
+  // JSON a page wrote in an attribute, as JavaScript reads it, written again for the
+  // edge's MicroPython reader; null where JSON.parse refuses it (MicroPython's reader
+  // takes more: `007`, `1.`) or it holds half a character. Written again, a character
+  // outside the BMP is itself: MicroPython reads its escaped pair (`\ud83d\ude00`) as
+  // two broken halves.
+  reread(text) {
+    try {
+      const written = JSON.stringify(JSON.parse(text));
+      // Without its escaped backslashes (`\\`), an escape left is a real one.
+      return HALF_WRITTEN.test(written.replace(/\\\\/g, "")) ? null : written;
+    } catch {
+      return null;
+    }
   },
   // The saved state has two copies: this tab's own (sessionStorage: a reload of this tab
   // reads it back, whatever another tab of the assistant saved since) and the latest

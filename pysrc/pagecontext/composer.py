@@ -409,11 +409,7 @@ class Composer:
         entry = self.entry(run_id, "answer")
         calls = entry["toolCalls"]
         assert isinstance(calls, list)
-        call: dict[str, JsonValue] = {
-            "id": call_id,
-            "name": safe_json(name),
-            "arguments": safe_json(arguments),
-        }
+        call = _escaped_call({"id": call_id, "name": name, "arguments": arguments})
         if refused is not None:
             call["refused"] = refused
         if result is not None:
@@ -619,4 +615,19 @@ def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
             entry["error"] = {"code": "assistant-reloaded", "message": "the assistant reloaded"}
         # Drawn as it was, but not announced again (panelview).
         entry["restored"] = True
+        # As answer_tool_call keeps them (a log saved before it did, or by hand).
+        calls = entry["toolCalls"]
+        assert isinstance(calls, list)  # _valid
+        entry["toolCalls"] = [_escaped_call(call) for call in calls]
     return entry
+
+
+def _escaped_call(call: JsonValue) -> dict[str, JsonValue]:
+    """A tool call (an object with string `name` and `arguments`: `_valid` checks a
+    saved one) with both escaped as the block's lines are (`block.safe_json`)."""
+    assert isinstance(call, dict)
+    return {
+        **call,
+        "name": safe_json(str(call["name"])),
+        "arguments": safe_json(str(call["arguments"])),
+    }

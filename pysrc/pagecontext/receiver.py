@@ -137,8 +137,13 @@ class ContextReceiver:
         """Whether `message` holds what was committed last (nothing, for a clear)."""
         if isinstance(message, SelectionClearedMessage):
             return self._committed is None
-        return self._committed is not None and _exact(self._committed.selection) == _exact(
-            message.selection
+        committed = self._committed
+        # `==` first (it is quick, and what it finds unequal is): only a selection it
+        # finds equal is compared by type as well.
+        return (
+            committed is not None
+            and committed.selection == message.selection
+            and _exact(committed.selection) == _exact(message.selection)
         )
 
     def _refuse(self, reason: str) -> Refused:

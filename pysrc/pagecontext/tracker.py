@@ -8,6 +8,7 @@ basis revision still describes what is on screen (docs/protocol.md section 5, st
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -278,7 +279,8 @@ class SelectionTracker:
 
 
 def _unsafe_number(value: object) -> bool:
-    """True for a number (not a bool) past MAX_SAFE_INTEGER either way (models.Scalar)."""
+    """True for a number (not a bool) past MAX_SAFE_INTEGER either way (models.Scalar);
+    one that is not finite is the model's to refuse, as such."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
-    return not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    return math.isfinite(value) and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER

@@ -207,7 +207,9 @@ def on_key(event):
     else:
         return
     event.preventDefault()
-    target.setAttribute("tabindex", "-1")
+    # One Tab stop per component, wherever the focus came from (a click, a `locate`).
+    for stop in component.querySelectorAll('[data-pc-resource-ref][tabindex="0"]'):
+        stop.setAttribute("tabindex", "-1")
     following.setAttribute("tabindex", "0")
     following.focus()
 

@@ -204,10 +204,21 @@ def _random_id() -> str:
     return encode_nonce(bytes([buf[i] for i in range(NONCE_BYTES)]))
 
 
+def _reread(text: Any) -> str | None:
+    """JSON a page wrote (an attribute's text) as JavaScript reads it, written again for
+    MicroPython's reader (`host.reread`); None where JavaScript's JSON.parse refuses it
+    or it holds half a character."""
+    written = _HOST[0].reread(text)
+    return written if isinstance(written, str) else None
+
+
 def _attr_value(text: str) -> Any:
     """Read a `data-pc-value` attribute: JSON scalars keep their type, else the text."""
+    written = _reread(text)
+    if written is None:
+        return text
     try:
-        value = json.loads(text)
+        value = json.loads(written)
     except ValueError:
         return text
     # Not NaN or an infinity ("1e999" reads as one): the core takes only finite numbers.
@@ -220,8 +231,9 @@ def _attr_values(element: Any, into: dict[str, Any]) -> str | None:
     text = element.getAttribute("data-pc-values")
     if not text:
         return None
+    written = _reread(text)
     try:
-        found = json.loads(text)
+        found = None if written is None else json.loads(written)
     except ValueError:
         found = None
     if not isinstance(found, dict) or not all(is_scalar(value) for value in found.values()):
@@ -886,6 +898,9 @@ class Edge:
         if not component_id:
             return
         filters_text = component.getAttribute("data-pc-filters")
+        if filters_text is not None:
+            # Read as JavaScript reads it ("" where it refuses it: not a JSON object).
+            filters_text = _reread(filters_text) or ""
         try:
             filters, generation = parse_view(
                 filters_text, component.getAttribute("data-pc-generation")
@@ -1445,8 +1460,9 @@ class Edge:
         log = js.document.querySelector("[data-pc-log]")
         if log is None:
             return
-        # The composer in view before, or an entry added (the user just sent): kept in
-        # view after, with the newest entries above it, as the log grows under it.
+        # The composer in view before, or the user's question added: kept in view after,
+        # with the newest entries above it, as the log grows under it. A user who
+        # scrolled up to read stays where they are.
         follow = _composer_shown()
         for entry in changed:
             element = log_element(entry)
@@ -1454,16 +1470,18 @@ class Edge:
             if old is None:
                 log.append(element)
                 self.log_items[entry.get("id")] = element
-                follow = True
+                # The user's own question: they are at the composer, and follow it.
+                follow = follow or entry.get("kind") == "question"
                 if element.getAttribute("data-pc-answer-state") == "running":
                     self._announce("The assistant is answering…")
                 continue
-            if (
-                old.getAttribute("data-pc-answer-state") == "running"
-                and entry.get("state") == "done"
-            ):
-                # Heard as well as seen: a failure is an alert of its own.
-                self._announce("The assistant answered.")
+            if old.getAttribute("data-pc-answer-state") == "running":
+                # Heard as well as seen: a failure is an alert of its own (and the
+                # status no longer says the assistant is answering).
+                if entry.get("state") == "done":
+                    self._announce("The assistant answered.")
+                elif entry.get("state") == "failed":
+                    self._announce("")
             before = old.querySelector("[data-pc-action-status]")
             said = None if before is None else str(before.textContent)
             # A control inside the entry held the focus (a decision pressed): the redraw
@@ -1572,7 +1590,10 @@ def _dispatch(
     detail; return False if a listener cancelled it (a listener's exception is reported,
     never raised here)."""
     init = {"detail": detail, "bubbles": bubbles, "cancelable": cancelable}
-    return bool(target.dispatchEvent(js.CustomEvent.new(name, to_js(init))))
+    # Through JSON, as the worker's messages go (`_to_worker`): MicroPython hands a
+    # string to JavaScript only up to a NUL in it, and an integer past 31 bits wrapped.
+    event_init = js.JSON.parse(json.dumps(init))
+    return bool(target.dispatchEvent(js.CustomEvent.new(name, event_init)))
 
 
 def _check_child_frame(config: dict[str, Any]) -> None:

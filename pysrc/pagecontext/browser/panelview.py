@@ -7,6 +7,7 @@ the model wrote is shown, never run.
 """
 
 import json
+import re
 
 import js
 
@@ -20,9 +21,14 @@ except ImportError:
     pass
 
 
+# A tool's name: what the panel shows as one.
+_TOOL_NAME = re.compile("^[A-Za-z0-9_.-]+$")
+
+
 def text_element(tag: str, text: str, cls: str | None = None) -> Any:
     el = js.document.createElement(tag)
-    el.textContent = text
+    # A NUL shown as its symbol: MicroPython hands a string over only up to one.
+    el.textContent = text.replace("\x00", "\u2400")
     if cls:
         el.className = cls
     return el
@@ -30,8 +36,21 @@ def text_element(tag: str, text: str, cls: str | None = None) -> Any:
 
 def _format_value(value: Any) -> str:
     if isinstance(value, dict):
-        return str(value.get("value")) + " " + str(value.get("unit"))
-    return str(value)
+        return _scalar_text(value.get("value")) + " " + str(value.get("unit"))
+    return _scalar_text(value)
+
+
+def _scalar_text(value: Any) -> str:
+    """A value as the page's JavaScript writes it: a float as String() does (shortest,
+    `1e-7`; MicroPython's own writes `1e-07`, and other digits for some), true, false
+    and null as JSON does; an integer and a string as they are."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return str(js.String(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return json.dumps(value)
 
 
 def chip_element(chip: dict[str, Any]) -> Any:
@@ -129,7 +148,11 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
         el.append(text_element("p", "Answering…", "pc-progress"))
     for call in entry.get("toolCalls") or []:
         if call.get("refused"):
-            note = "Refused the agent's " + str(call.get("name")) + " call"
+            # A tool's name as the agent gave it, if it is one; other text is not shown
+            # as a name (it is kept escaped for the agent).
+            name = str(call.get("name"))
+            named = name if _TOOL_NAME.match(name) else "unknown tool's"
+            note = "Refused the agent's " + named + " call"
             el.append(text_element("p", note + " (" + str(call.get("refused")) + ").", "pc-note"))
     error = entry.get("error")
     if state == "failed" and isinstance(error, dict):
