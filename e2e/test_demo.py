@@ -489,6 +489,12 @@ def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
     expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
     pin(demo, panel(demo), ROW)
     expect(hint).to_have_text("")
+    # The table drawn again (another filter) holds no marked row, and the row is still
+    # what Ask AI shares: no hint.
+    demo.locator('input[name="to"]').fill("2026-11")
+    expect(demo.locator("#sales-table")).to_have_attribute("data-demo-rows", "55")
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(hint).to_have_text("")
 
 
 @pytest.mark.parametrize(
@@ -507,11 +513,13 @@ def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
         ("null", "null"),
         # A NUL shown as its symbol (the chip's text stopped at it).
         (r'"a\u0000b"', "a\u2400b"),
+        # A raw NUL is no JSON: the text (JavaScript was handed "5", and read 5).
+        ("5\u0000junk", "5\u2400junk"),
+        # Not finite: the text (it was read as null once).
+        ("1e999", "1e999"),
     ],
 )
-def test_the_chip_shows_a_value_as_the_page_wrote_it(
-    demo: Page, written: str, shown: str
-) -> None:
+def test_the_chip_shows_a_value_as_the_page_wrote_it(demo: Page, written: str, shown: str) -> None:
     """The chip shows a cell's `data-pc-value` as the page's JavaScript reads and writes
     it, whatever runtimes it crossed on the way."""
     cell = demo.locator(f'tr[data-pc-resource-ref="{ROW}"] [data-pc-field="unitsSold"]')

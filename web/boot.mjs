@@ -19,9 +19,8 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-// Half a character: a surrogate without its other half, in a string, and as
-// JSON.stringify writes it (`\udXXX`: the only characters it writes as such escapes).
-const HALF = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+// Half a character (a surrogate without its other half) as JSON.stringify writes it:
+// `\udXXX`, the only characters it writes as such escapes.
 const HALF_WRITTEN = /\\ud[89a-f][0-9a-f]{2}/;
 // What a child frame posts to ask its embedder for the runtime's files (askForRuntime),
 // as `flat` writes it.
@@ -65,23 +64,33 @@ globalThis.pagecontextHost = {
   // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
   // an infinity, which JSON.stringify would write as null) or half a character.
   detail(value) {
-    let plain = true;
+    let finite = true;
     const text = toJson(value, (key, item) => {
-      if ((typeof item === "number" && !Number.isFinite(item)) || HALF.test(key) || (typeof item === "string" && HALF.test(item))) plain = false;
+      // A Number object too: JSON.stringify writes its value.
+      const number = item instanceof Number ? item.valueOf() : item;
+      if (typeof number === "number" && !Number.isFinite(number)) finite = false;
       return item;
     });
-    return plain ? text : null;
+    // Without its escaped backslashes, an escape left in the text is a real one.
+    return finite && text !== null && !HALF_WRITTEN.test(text.replace(/\\\\/g, "")) ? text : null;
   },
   // JSON a page wrote in an attribute, as JavaScript reads it, written again for the
   // edge's MicroPython reader; null where JSON.parse refuses it (MicroPython's reader
-  // takes more: `007`, `1.`) or it holds half a character. Written again, a character
+  // takes more: `007`, `1.`), or it holds a number that is not finite or half a
+  // character. Written again, a character
   // outside the BMP is itself: MicroPython reads its escaped pair (`\ud83d\ude00`) as
   // two broken halves.
   reread(text) {
     try {
-      const written = JSON.stringify(JSON.parse(text));
+      let finite = true;
+      // 1e999 reads as Infinity, which JSON.stringify would write as null.
+      const value = JSON.parse(text, (key, item) => {
+        if (typeof item === "number" && !Number.isFinite(item)) finite = false;
+        return item;
+      });
+      const written = JSON.stringify(value);
       // Without its escaped backslashes (`\\`), an escape left is a real one.
-      return HALF_WRITTEN.test(written.replace(/\\\\/g, "")) ? null : written;
+      return finite && !HALF_WRITTEN.test(written.replace(/\\\\/g, "")) ? written : null;
     } catch {
       return null;
     }

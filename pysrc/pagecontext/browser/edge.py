@@ -208,6 +208,9 @@ def _reread(text: Any) -> str | None:
     """JSON a page wrote (an attribute's text) as JavaScript reads it, written again for
     MicroPython's reader (`host.reread`); None where JavaScript's JSON.parse refuses it
     or it holds half a character."""
+    # MicroPython hands JavaScript a string only up to a NUL, and no JSON holds a raw one.
+    if "\x00" in text:
+        return None
     written = _HOST[0].reread(text)
     return written if isinstance(written, str) else None
 
@@ -898,13 +901,10 @@ class Edge:
         if not component_id:
             return
         filters_text = component.getAttribute("data-pc-filters")
-        if filters_text is not None:
-            # Read as JavaScript reads it ("" where it refuses it: not a JSON object).
-            filters_text = _reread(filters_text) or ""
+        # Read as JavaScript reads it ("" where it refuses it: not a JSON object).
+        written = None if filters_text is None else _reread(filters_text) or ""
         try:
-            filters, generation = parse_view(
-                filters_text, component.getAttribute("data-pc-generation")
-            )
+            filters, generation = parse_view(written, component.getAttribute("data-pc-generation"))
         except ValueError as error:
             # Nothing of it changes: its objects and view stay as last reported.
             self._refuse_event("rendered", component_id + ": " + str(error))
@@ -1066,7 +1066,10 @@ class Edge:
         """Return `parse(event.detail)`, or None after refusing the event if it fails."""
         data = _plain(event.detail, detail=True)
         if data is None:
-            self._refuse_event(name, "detail must be a JSON object, its numbers finite")
+            self._refuse_event(
+                name,
+                "detail must be a JSON object, its numbers finite and its strings whole characters",
+            )
             return None
         try:
             return parse(data)
@@ -1322,7 +1325,9 @@ class Edge:
         if question is None or field is None:
             return
         field.value = question.querySelector("p").textContent
-        field.focus()
+        # Not scrolled by the browser, which would move the page around this frame too.
+        field.focus(to_js({"preventScroll": True}))
+        _show_composer()
 
     def _on_ask(self, event: Any) -> None:
         event.preventDefault()

@@ -151,8 +151,10 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
             # A tool's name as the agent gave it, if it is one; other text is not shown
             # as a name (it is kept escaped for the agent).
             name = str(call.get("name"))
-            named = name if _TOOL_NAME.match(name) else "unknown tool's"
-            note = "Refused the agent's " + named + " call"
+            if _TOOL_NAME.match(name):
+                note = "Refused the agent's " + name + " call"
+            else:
+                note = "Refused the agent's call of a tool it does not have"
             el.append(text_element("p", note + " (" + str(call.get("refused")) + ").", "pc-note"))
     error = entry.get("error")
     if state == "failed" and isinstance(error, dict):
