@@ -4,6 +4,7 @@ browser sent a request off this machine."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Request
+from playwright.sync_api import BrowserContext, Frame, FrameLocator, Page, Request, expect
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -164,8 +165,15 @@ def wait_bound(
 
 @pytest.fixture
 def demo(page: Page, origins: Origins) -> Page:
-    """The demo page with its assistant panel, both frames bound."""
+    """The demo page with its assistant panel, both frames bound, and its table and
+    chart drawn (each publishes how many objects it drew)."""
     page.goto(origins.page + "/")
     wait_bound(page)
     wait_bound(page.frame_locator("iframe[data-pc-child]"))
+    expect(page.locator("#sales-table")).to_have_attribute(
+        "data-demo-rows", re.compile("[0-9]+"), timeout=STEP_TIMEOUT_MS
+    )
+    expect(page.locator("#sales-chart")).to_have_attribute(
+        "data-demo-marks", re.compile("[0-9]+"), timeout=STEP_TIMEOUT_MS
+    )
     return page

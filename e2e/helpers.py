@@ -174,7 +174,12 @@ def ask(assistant: Page | FrameLocator, question: str, *, until: str = "done") -
     before = questions.count(), answers.count()
     assistant.locator("[data-pc-question]").fill(question)
     assistant.get_by_role("button", name="Send").click()
-    expect(questions.nth(before[0])).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
+    try:
+        expect(questions.nth(before[0])).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
+    except AssertionError:
+        # Not sent: the panel says why (the context changed as it was sent, say).
+        said = assistant.locator("[data-pc-announce]").text_content()
+        raise AssertionError(f"the question was not sent; the panel said: {said!r}") from None
     answer = answers.nth(before[1])
     if until != "running":
         # Wait for the end, then say how it ended if that was not the one expected.

@@ -774,16 +774,18 @@ def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
             '{"status": "open", "from": "2026-01", "to": "2026-06", "region": "North"}',
             'filters: status="open", from="2026-01", to="2026-06", region="North" ·',
         ),
-        # A trailing comma: MicroPython's JSON reader takes it, CPython's does not.
-        ('{"status": "open",}', 'filters: status="open" ·'),
+        # A trailing comma: no JSON to JavaScript's JSON.parse, as which the edge reads
+        # the attribute (MicroPython's own reader took it): the render is refused, and
+        # the selection goes in the view the component last reported (none).
+        ('{"status": "open",}', "filters: none ·"),
     ],
 )
 def test_share_mode_select_shares_every_selection(
     page: Page, origins: Origins, filters: str, shown: str
 ) -> None:
     """A page configured with `"share": "select"` and a `childUrl` binds its assistant, and
-    a selection alone reaches it, with no Ask AI, its filters in the page's order (and
-    filters the edge takes but CPython would not read still shared)."""
+    a selection alone reaches it, with no Ask AI, its filters in the page's order
+    (filters JavaScript would not read are refused, never read otherwise)."""
     config = {
         "role": "page",
         "peerOrigin": origins.assistant,

@@ -371,8 +371,8 @@ def parse_filters(filters_text: object) -> dict[str, Any]:
 def filters_in_page_order(text: object, checked: dict[str, Any]) -> dict[str, Any]:
     """`checked`, the filters the edge read from a `data-pc-filters` text (MicroPython's
     dicts keep no order), in the order of that text where this reader takes the text as
-    the same filters; else `checked` as it is. MicroPython's JSON reader takes text that
-    CPython's refuses (a trailing comma, a leading zero, a raw line break in a string):
+    the same filters; else `checked` as it is. The edge reads the text as JavaScript's
+    JSON.parse does, which CPython's reader may still read otherwise (it takes NaN):
     the edge accepted it, so the view stands, its filters in no particular order."""
     try:
         ordered = parse_filters(text)
