@@ -128,7 +128,18 @@ def open_preview(assistant: Page | FrameLocator) -> None:
     it is open)."""
     preview = assistant.locator("[data-pc-preview]")
     preview.locator("summary").click()
-    expect(preview).to_have_attribute("data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS)
+    try:
+        expect(preview).to_have_attribute(
+            "data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS
+        )
+    except AssertionError:
+        # Say what the panel knows: whether it is open, and the worker's own errors.
+        root = assistant.locator("html")
+        raise AssertionError(
+            "the preview was not composed: open="
+            f"{preview.evaluate('details => details.open')}, internal errors "
+            f"{root.get_attribute('data-pc-internal-errors')}"
+        ) from None
 
 
 def html(target: Page | Frame | FrameLocator) -> Locator:
