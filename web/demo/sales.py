@@ -22,7 +22,7 @@ form = doc.querySelector(".pc-filters")
 hint = doc.getElementById("ask-hint")
 SVG = "http://www.w3.org/2000/svg"
 # Each component's data generation, bumped on every render.
-state = {"table": 0, "chart": 0, "selected": False}
+state = {"table": 0, "chart": 0}
 
 
 def cell(text, field=None, value=None, numeric=False):
@@ -216,16 +216,10 @@ def on_key(event):
 
 def on_ask(event):
     """Ask AI with nothing selected shares nothing (pagecontext sends only a selection):
-    the page says what to do instead, until the user selects something."""
-    if not state["selected"]:
+    the page says what to do instead. pagecontext marks <html data-pc-revision> once the
+    user has selected something, and the page's style hides the hint from then on."""
+    if doc.documentElement.getAttribute("data-pc-revision") is None:
         hint.textContent = "Select a row or a chart segment first."
-
-
-def on_state(event):
-    """pagecontext's state: a selection revision once the user has selected something."""
-    if event.detail.revision is not None:
-        state["selected"] = True
-        hint.textContent = ""
 
 
 def reload(event=None):
@@ -250,7 +244,6 @@ async def main():
         (table, "keydown", on_key),
         (chart, "keydown", on_key),
         (doc.querySelector("[data-pc-ask]"), "click", on_ask),
-        (doc, "pagecontext:state", on_state),
     ):
         proxy = create_proxy(handler)
         target.addEventListener(name, proxy)

@@ -147,6 +147,44 @@ class ProxyOwner:
 _HOST: list[Any] = []
 
 
+# MicroPython hands JavaScript an integer past 31 bits wrapped to 32 (2**31 became
+# -2147483648, 2**32 zero), and a string only up to a NUL in it; a float it hands over
+# exactly, and every integer a page's value may hold (MAX_SAFE_INTEGER at most) is exact
+# as one. (Through JSON, every message went slower: bursts of selections queued up.)
+_WRAPPED = 2**31
+
+
+class _HoldsNul(Exception):  # noqa: N818 - reads as the condition it is
+    """A string of the message holds a NUL, which `to_js` would cut it at."""
+
+
+def _exact_ints(value: Any) -> Any:
+    """`value` (plain data) with each integer MicroPython would hand JavaScript wrapped as
+    the float equal to it: a page's values reach the worker as the page wrote them.
+    Raises _HoldsNul for a string (or key) holding a NUL."""
+    kind = type(value)
+    if kind is int:
+        return float(value) if not -_WRAPPED < value < _WRAPPED else value
+    if kind is str:
+        if "\x00" in value:
+            raise _HoldsNul
+        return value
+    if kind is dict:
+        return {_exact_ints(key): _exact_ints(item) for key, item in value.items()}
+    if kind is list:
+        return [_exact_ints(item) for item in value]
+    return value
+
+
+def _js_data(value: Any) -> Any:
+    """`value` (plain data) as JavaScript data holding what it holds (`_exact_ints`);
+    through JSON when a string holds a NUL (its escape carries it)."""
+    try:
+        return to_js(_exact_ints(value))
+    except _HoldsNul:
+        return js.JSON.parse(json.dumps(value))
+
+
 def _composer_bottom() -> float | None:
     """How far below the top of the panel's window its composer ends, or None if the
     panel has none."""
@@ -472,11 +510,7 @@ class Edge:
         self.root.setAttribute("data-pc-rejected-" + reason, str(count))
 
     def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
-        # Through JSON: MicroPython hands an integer of 2**31 or more to JavaScript
-        # wrapped to 32 bits (2**31 became -2147483648, 2**32 zero), and a page's values
-        # (a row's units, an amount in cents) must reach the worker as the page wrote
-        # them. JSON.parse reads each as the JavaScript number the page itself would.
-        data = js.JSON.parse(json.dumps(message))
+        data = _js_data(message)
         if transfer is None:
             self.worker.postMessage(data)
         else:
@@ -1595,9 +1629,7 @@ def _dispatch(
     detail; return False if a listener cancelled it (a listener's exception is reported,
     never raised here)."""
     init = {"detail": detail, "bubbles": bubbles, "cancelable": cancelable}
-    # Through JSON, as the worker's messages go (`_to_worker`): MicroPython hands a
-    # string to JavaScript only up to a NUL in it, and an integer past 31 bits wrapped.
-    event_init = js.JSON.parse(json.dumps(init))
+    event_init = _js_data(init)
     return bool(target.dispatchEvent(js.CustomEvent.new(name, event_init)))
 
 
