@@ -127,7 +127,9 @@ def open_preview(assistant: Page | FrameLocator) -> None:
     """Open "What the AI sees" and wait for the worker's text in it (composed only while
     it is open)."""
     preview = assistant.locator("[data-pc-preview]")
-    preview.locator("summary").click()
+    # Opened as its summary's click opens it (a `toggle` event follows either way): in
+    # two CI runs a click on the summary left it closed (never in a run of it alone).
+    preview.evaluate("details => { details.open = true; }")
     try:
         expect(preview).to_have_attribute(
             "data-pc-preview-composed", "true", timeout=STEP_TIMEOUT_MS
