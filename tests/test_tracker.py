@@ -130,6 +130,29 @@ def test_invalid_values_raise_a_local_error_and_issue_no_revision() -> None:
     assert t.latest_revision == 0
 
 
+@pytest.mark.parametrize(
+    ("values", "view_filters", "named"),
+    [
+        ({"amount": 2**53}, {}, "amount is 9007199254740992,"),
+        ({"name": -(2**53)}, {}, "name is -9007199254740992,"),
+        ({"flag": 1e300}, {}, "flag is 1e+300,"),
+        ({"name": 1}, {"region": ("EU", 2**60)}, "region is 1152921504606846976,"),
+    ],
+)
+def test_a_number_past_what_javascript_holds_is_named_with_where_it_is(
+    values: dict[str, object], view_filters: dict[str, object], named: str
+) -> None:
+    """A number past Number.MAX_SAFE_INTEGER, in a field with a unit or without one or in
+    a filter, is refused naming the field or filter and the number; no revision spent."""
+    t, _ = tracker()
+    if view_filters:
+        t.set_view("table", ComponentView("sales", view_filters, 2))  # type: ignore[arg-type]
+    with pytest.raises(LocalProtocolError, match="past the numbers JavaScript") as refused:
+        t.select("table", "row:1", values)  # type: ignore[arg-type]
+    assert "can't select: " + named in str(refused.value)
+    assert t.latest_revision == 0
+
+
 def test_view_at_returns_the_view_when_the_revision_was_issued() -> None:
     """Later view changes do not alter what a revision recorded."""
     t, _ = tracker()

@@ -8,7 +8,6 @@ basis revision still describes what is on screen (docs/protocol.md section 5, st
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,25 +158,17 @@ class SelectionTracker:
         if component.view is None:
             raise LocalProtocolError(f"can't select in component {component_id!r}: no view set")
         view = component.view
-        shared = {
-            spec.name: values[spec.name] for spec in component.shareable if spec.name in values
-        }
-        for where, value in (*view.filters.items(), *shared.items()):
-            for number in value if isinstance(value, tuple | list) else (value,):
-                if _unsafe_number(number):
-                    raise LocalProtocolError(
-                        f"can't select: {where} is {number!r}, past the numbers JavaScript"
-                        f" holds exactly (at most {MAX_SAFE_INTEGER:,} either way), which"
-                        " the assistant refuses"
-                    )
         snapshot: dict[str, Scalar | Quantity] = {}
+        field: str | None = None  # the field whose Quantity is being made
         try:
             for spec in component.shareable:
                 if spec.name in values:
-                    value = values[spec.name]
-                    snapshot[spec.name] = (
+                    field = spec.name
+                    value = values[field]
+                    snapshot[field] = (
                         value if spec.unit is None else Quantity(value=value, unit=spec.unit)
                     )
+            field = None
             selection = Selection(
                 page_id=view.page_id,
                 component_id=component_id,
@@ -190,7 +181,7 @@ class SelectionTracker:
                 snapshot=snapshot or None,
             )
         except ValidationError as error:
-            raise LocalProtocolError(f"can't select: invalid selection data ({error})") from None
+            raise LocalProtocolError(_refused_data(error, field)) from None
         if check is not None:
             check(selection)
         revision = self._issue(selection)
@@ -278,9 +269,16 @@ class SelectionTracker:
         return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
-def _unsafe_number(value: object) -> bool:
-    """True for a number (not a bool) past MAX_SAFE_INTEGER either way (models.Scalar);
-    one that is not finite is the model's to refuse, as such."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return math.isfinite(value) and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+def _refused_data(error: ValidationError, field: str | None) -> str:
+    """Why a selection's data is refused. A number past the bound models.Scalar sets (what
+    JavaScript holds exactly) is named, with the filter or field holding it (`field`, for
+    an error from that field's Quantity); anything else is the model's error."""
+    for problem in error.errors():
+        if problem["type"] in ("less_than_equal", "greater_than_equal"):
+            where = field if field is not None else problem["loc"][1]
+            return (
+                f"can't select: {where} is {problem['input']!r}, past the numbers JavaScript"
+                f" holds exactly (at most {MAX_SAFE_INTEGER:,} either way), which the"
+                " assistant refuses"
+            )
+    return f"can't select: invalid selection data ({error})"
