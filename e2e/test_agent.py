@@ -23,6 +23,7 @@ from .helpers import (
     pin,
     preview_text,
     select_and_ask,
+    worker_report,
 )
 
 QUESTION = "Why is this row so high?"
@@ -442,11 +443,14 @@ def test_a_refresh_the_page_took_and_could_not_do_says_so(
     )
     asked_to_refresh(assistant, agent, "not-found", "reload-failed")
     assert html(demo).get_attribute("data-pc-refused-command-done") is None
+    ignored = worker_report(demo.frames[1])["ignoredReceipts"]
     demo.locator('[data-pc-component="sales-table"]').evaluate(
         """(table) => table.dispatchEvent(new CustomEvent("pagecontext:rendered",
              {bubbles: true}))"""
     )
     diagnose_now(demo)
+    # No second receipt: the assistant's ledger would ignore it, and count it.
+    assert worker_report(demo.frames[1])["ignoredReceipts"] == ignored
     command = assistant.locator('[data-pc-log-kind="command"]')
     expect(command).to_have_attribute("data-pc-log-status", "not-found")
 

@@ -15,6 +15,7 @@ from .helpers import (
     ROW,
     HeldWasm,
     ask,
+    diagnose_now,
     html,
     open_preview,
     open_workbench,
@@ -486,6 +487,8 @@ def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
     hint = demo.locator("#ask-hint")
     demo.get_by_role("button", name="Ask AI").click()
     expect(hint).to_have_text("Select a row or a chart segment first.")
+    diagnose_now(demo)  # a share would have reached the page's worker before this
+    assert html(demo).get_attribute("data-pc-shared-revision") is None
     expect(panel(demo).locator("[data-pc-chip]")).to_have_count(0)
     expect(hint).to_be_visible()
     pin(demo, panel(demo), ROW)

@@ -873,11 +873,16 @@ def test_a_new_conversation_rebinds_the_page(embedder: Side) -> None:
 def test_a_conversation_message_for_another_page_instance_is_ignored() -> None:
     """Only this page instance's conversation message changes its conversation."""
     pair = shared_pair("page")
-    pair.post("page", {**envelope(pair, "conversation"), "pageInstanceId": "page-0"})
-    pair.post("page", {**envelope(pair, "conversation"), "conversationId": "conv-9", "x": 1})
+    other = {**envelope(pair, "conversation"), "conversationId": "conv-9"}
+    pair.post("page", {**other, "pageInstanceId": "page-0"})
+    pair.post("page", {**other, "x": 1})
     pair.pump()
     assert pair.page.binding is not None
     assert pair.page.binding.conversation_id == "conv-1"
+    # The same message for this page instance does change it.
+    pair.post("page", other)
+    pair.pump()
+    assert pair.page.binding.conversation_id == "conv-9"
 
 
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
