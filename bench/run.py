@@ -907,8 +907,10 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
             _wait_revision(panel, target, timeout_ms=120_000)
         counts_after = {"page": _frame_counts(page.main_frame), "assistant": _frame_counts(panel)}
         result: Json = page.evaluate("() => window.__pcBench.burstResult")
-        # Let the trailing commands and states land, then one more Show me.
-        page.wait_for_timeout(300)
+        # Everything either worker sent before has landed (each answers a diagnostics
+        # request after it), then one more Show me.
+        for frame in (page.main_frame, panel):
+            _checkpoint(frame)
         final: Json = panel.evaluate("() => window.__pcBench.show()")
         panel_state: Json = panel.evaluate(
             """([from, to, index]) => { const p = window.__pcBench.panel;
@@ -1038,6 +1040,16 @@ MARK_WITHIN_JS: Final = """([name, ms]) => new Promise((resolve) => {
 })"""
 
 
+def _checkpoint(frame: Frame) -> None:
+    """Ask the frame's worker for a diagnostics report and wait until `<html>` shows it:
+    the worker answers after everything sent to it before, and the edge applies what the
+    worker sent in order."""
+    seq = frame.evaluate("pagecontext.diagnose()")
+    frame.wait_for_selector(
+        f'html[data-pc-diagnostics-seq="{seq}"]', state="attached", timeout=STEP_TIMEOUT_MS
+    )
+
+
 def _python_worker(page: Page) -> Worker:
     """The receiver page's core worker (`/web/worker.mjs`)."""
     for worker in page.workers:
@@ -1080,7 +1092,8 @@ def _worker_heap(browser_cdp: CDPSession, page_cdp: CDPSession, page: Page, url:
         while number not in answers:
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"no answer to {method} from the worker at {url}")
-            page.wait_for_timeout(5)  # lets Playwright deliver the session's events
+            # A round trip of the protocol: Playwright delivers the events that came first.
+            browser_cdp.send("Target.getTargets")
         answer = answers[number]
         if "error" in answer:
             raise RuntimeError(f"{method} in the worker at {url}: {answer['error']}")
