@@ -67,7 +67,11 @@ def _with_test_pages(app: Starlette) -> Starlette:
 
 
 def _origins(
-    tmp_path_factory: pytest.TempPathFactory, *, sandboxed_panel: bool, external_agent: bool = False
+    tmp_path_factory: pytest.TempPathFactory,
+    *,
+    sandboxed_panel: bool,
+    external_agent: bool = False,
+    no_agent: bool = False,
 ) -> Iterator[Origins]:
     site = ROOT / "build" / "site"
     if not (site / "py" / "runtime.json").is_file():
@@ -80,7 +84,13 @@ def _origins(
         page_port=free_port(),
         assistant_port=assistant_port,
         sandboxed_panel=sandboxed_panel,
-        agent_url=f"http://127.0.0.1:{agent_port}/agent" if agent is not None else None,
+        agent_url=(
+            ""
+            if no_agent
+            else f"http://127.0.0.1:{agent_port}/agent"
+            if agent is not None
+            else None
+        ),
     )
     create_demo_db(config.db_path)
     third_port = free_port()
@@ -120,6 +130,12 @@ def origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
 def agent_origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
     """The demo with its assistant pointed at an external AG-UI agent (`--agent-url`)."""
     yield from _origins(tmp_path_factory, sandboxed_panel=False, external_agent=True)
+
+
+@pytest.fixture(scope="session")
+def no_agent_origins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origins]:
+    """The demo with an assistant that has no agent (`--no-agent`: `agentUrl` is "")."""
+    yield from _origins(tmp_path_factory, sandboxed_panel=False, no_agent=True)
 
 
 @pytest.fixture(scope="session")

@@ -71,18 +71,11 @@ def test_a_failure_is_announced_when_it_happens_not_again_when_restored(
 
 
 def test_an_assistant_with_no_agent_says_so_at_once(
-    page: Page, context: BrowserContext, origins: Origins
+    page: Page, context: BrowserContext, no_agent_origins: Origins
 ) -> None:
-    """An assistant configured with `agentUrl: ""` asks nobody: the answer fails at once
-    as `no-agent`, saying so, and no request is made for it."""
-
-    def without_agent(route: Route) -> None:
-        response = route.fetch()
-        body = response.text().replace('"agentUrl": "/agent"', '"agentUrl": ""')
-        assert '"agentUrl": ""' in body
-        route.fulfill(response=response, body=body)
-
-    context.route(origins.assistant + "/assistant.html*", without_agent)
+    """An assistant served with no agent (`--no-agent`, `agentUrl: ""`) asks nobody: the
+    answer fails at once as `no-agent`, saying so, and no request is made for it."""
+    origins = no_agent_origins
     agent_requests: list[str] = []
     context.on(
         "request",

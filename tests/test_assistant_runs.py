@@ -261,7 +261,9 @@ def test_the_answer_streams_in_and_its_highlights_land_on_the_page(
         "sales-2026-02-north": "related",
         "sales-2026-03-west": "related",
     }
-    for command in log(pair, "command"):
+    logged = log(pair, "command")
+    assert len(logged) == 3
+    for command in logged:
         assert command["ui"]["state"] == "applied"
         assert command["toolCallId"] in {call["id"] for call in entry["toolCalls"]}
     assert pair.last_edge("assistant", "state")["answering"] is None

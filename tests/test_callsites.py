@@ -46,7 +46,9 @@ def test_every_operation_reaches_more_slot_functions_than_v8_inlines() -> None:
 
 def test_extra_objects_join_every_operation() -> None:
     extra = object()
-    for targets in callsites.samples([extra]).values():
+    samples = callsites.samples([extra])
+    assert set(samples) == set(SLOTS)
+    for targets in samples.values():
         assert any(target is extra for target in targets)
 
 

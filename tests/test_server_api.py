@@ -507,6 +507,10 @@ def test_flagging_needs_the_permission_and_read_access(api: TestClient) -> None:
     assert flag(api, token, headers=BEN)[0] == 403
     admin(api, "DELETE", "/admin/grants", {"user": "ana", "region": "North"})
     assert flag(api, token)[1]["reason"] == "not-authorized"
+    response = api.post(
+        "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}, headers=ANA
+    )
+    assert (response.status_code, response.json()["reason"]) == (403, "not-authorized")
     unauthenticated = api.post(
         "/api/actions/flag/confirmations", json={"ref": NORTH_MARCH, "taskId": "t"}
     )
