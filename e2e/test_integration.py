@@ -584,6 +584,29 @@ def test_a_row_whose_values_are_not_a_json_object_of_scalars_is_not_selected(
     assert sum("not a JSON object of scalars" in text for text in messages) == 2, messages
 
 
+def test_a_shareable_unit_written_apart_from_its_field_is_said_in_the_console(
+    demo: Page,
+) -> None:
+    """`data-pc-shareable` with a space after a field's colon (`unitsSold: units`) is
+    taken as written, the field shared with no unit, and the console says so once, not
+    at every render."""
+    table = demo.locator('[data-pc-component="sales-table"]')
+    messages: list[str] = []
+    demo.on("console", lambda message: messages.append(message.text))
+    with demo.expect_console_message(lambda m: "unitsSold:" in m.text) as warned:
+        table.evaluate(
+            """(table) => table.setAttribute("data-pc-shareable",
+                 "region month unitsSold: units revenueEur:EUR")"""
+        )
+    assert warned.value.type == "warning"
+    assert "sales-table" in warned.value.text
+    table.evaluate("""(table) => table.dispatchEvent(new CustomEvent("pagecontext:rendered"))""")
+    chip = pin(demo, panel(demo), ROW)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text("4231")
+    diagnose_now(demo)
+    assert sum("unitsSold:" in text for text in messages) == 1, messages
+
+
 def test_integration_events_are_taken_without_bubbles(demo: Page) -> None:
     """A CustomEvent does not bubble unless told to: a `pagecontext:select` dispatched on
     the row itself selects it, and a `pagecontext:rendered` on the component is read

@@ -187,7 +187,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "--root",
         type=Path,
         default=None,
-        help="folder holding index.html and web/ (default: found from the package)",
+        help="folder holding index.html, web/ (its examples/ served at /examples/) and "
+        "the site `make` builds in build/site (default: found from the package)",
     )
     demo.add_argument(
         "--sandboxed-panel",

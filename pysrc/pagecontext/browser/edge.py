@@ -303,12 +303,29 @@ def _components_in_document() -> dict[str, Any]:
     return found
 
 
+# The `data-pc-shareable` values already warned about: a component renders again and again.
+_WARNED_SHAREABLE: set[str] = set()
+
+
 def _declared(component: Any) -> list[list[Any]]:
     """The fields a component declares shareable now (`data-pc-shareable`, each
-    `name` or `name:unit`), as [name, unit or None] pairs."""
+    `name` or `name:unit`), as [name, unit or None] pairs. A colon with nothing on one
+    side of it (`total: EUR`, `:EUR`) is taken as written, and said once in the console:
+    such a field is shared with no unit, and the word after the space is a field."""
+    written = component.getAttribute("data-pc-shareable") or ""
     shareable = []
-    for item in (component.getAttribute("data-pc-shareable") or "").split():
-        name, _, unit = item.partition(":")
+    for item in written.split():
+        name, colon, unit = item.partition(":")
+        if colon and not (name and unit) and written not in _WARNED_SHAREABLE:
+            _WARNED_SHAREABLE.add(written)
+            js.console.warn(
+                "pagecontext: data-pc-shareable of component "
+                + str(component.getAttribute("data-pc-component"))
+                + " has "
+                + json.dumps(item)
+                + ", a name and a unit with no space between (total:EUR): taken as"
+                + " written, a field with no unit or a unit with no field"
+            )
         shareable.append([name, unit or None])
     return shareable
 
@@ -592,8 +609,9 @@ class Edge:
             + " ms; still waiting for it (is its server up, and is it configured for"
             + " this page's origin, "
             + str(js.window.location.origin)
-            + "? A child configured for another never answers, and its"
-            + " frame-ancestors policy may keep it from loading here)"
+            + "? A child configured for another never answers, its"
+            + " frame-ancestors policy may keep it from loading here, and so may this"
+            + " page's own frame-src if it does not name the child's origin exactly)"
         )
         self.root.setAttribute("data-pc-child-state", "silent")
         self._publish(child="silent")
@@ -1639,7 +1657,11 @@ def _check_child_frame(config: dict[str, Any]) -> None:
     on the peer's origin."""
     frame = js.document.querySelector("[data-pc-child]")
     if frame is None:
-        raise ConfigError("position", "an embedder needs an <iframe data-pc-child>")
+        raise ConfigError(
+            "position",
+            "an embedder needs an <iframe data-pc-child> in the document when pagecontext"
+            " starts (a page that renders it later mounts after: mount() of boot.mjs)",
+        )
     if not frame.getAttribute("data-pc-src") and config["childUrl"]:
         frame.setAttribute("data-pc-src", config["childUrl"])
     src = frame.getAttribute("data-pc-src")
