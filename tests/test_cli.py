@@ -18,7 +18,7 @@ import httpx2 as httpx
 import pytest
 
 from clients import assistant_client
-from pagecontext.cli import find_repo_root, main
+from pagecontext.cli import demo_config, find_repo_root, main
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.run import PortUnavailableError, free_port, port_problem, start_in_thread
 
@@ -219,18 +219,11 @@ def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals, stalle
     assert ("Cancel 1 running task(s)" in err) is stalled, err
 
 
-def _served_config(
-    root: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
-) -> tuple[int, ServerConfig | None]:
-    seen: list[ServerConfig] = []
-
-    def fake_serve(config: ServerConfig) -> int:
-        seen.append(config)
-        return 0
-
-    monkeypatch.setattr("pagecontext.server.run.serve", fake_serve)
-    code = main(["demo", "--root", str(root), *extra])
-    return code, (seen[0] if seen else None)
+def _served_config(root: Path, extra: list[str]) -> tuple[int, ServerConfig | None]:
+    """What `pagecontext demo --root ROOT EXTRA...` would serve: (0, its config), or
+    (the usage error's exit code, None)."""
+    config = demo_config(["--root", str(root), *extra])
+    return (config, None) if isinstance(config, int) else (0, config)
 
 
 def test_agent_url_comes_from_the_flag_then_the_environment(
@@ -238,14 +231,14 @@ def test_agent_url_comes_from_the_flag_then_the_environment(
 ) -> None:
     """--agent-url wins over $PAGECONTEXT_AGENT_URL; with neither, the built-in /agent."""
     monkeypatch.delenv("PAGECONTEXT_AGENT_URL", raising=False)
-    builtin = _served_config(root, monkeypatch, [])[1]
+    builtin = _served_config(root, [])[1]
     assert builtin is not None
     assert builtin.assistant_agent_url == "/agent"
     monkeypatch.setenv("PAGECONTEXT_AGENT_URL", "http://127.0.0.1:9000/run")
-    env = _served_config(root, monkeypatch, [])[1]
+    env = _served_config(root, [])[1]
     assert env is not None
     assert env.agent_url == "http://127.0.0.1:9000/run"
-    flag = _served_config(root, monkeypatch, ["--agent-url", "https://agents.test/a"])[1]
+    flag = _served_config(root, ["--agent-url", "https://agents.test/a"])[1]
     assert flag is not None
     assert flag.agent_url == "https://agents.test/a"
 
@@ -258,7 +251,7 @@ def test_a_bad_agent_url_is_a_usage_error(
         main(["demo", "--root", str(root), "--agent-url", "javascript:alert(1)"])
     assert caught.value.code == 2
     monkeypatch.setenv("PAGECONTEXT_AGENT_URL", "ftp://x")
-    assert _served_config(root, monkeypatch, []) == (2, None)
+    assert _served_config(root, []) == (2, None)
     assert "PAGECONTEXT_AGENT_URL" in capsys.readouterr().err
 
 
@@ -433,7 +426,6 @@ def test_an_assistant_host_the_browser_reaches_where_the_servers_listen_is_taken
 )
 def test_a_host_that_makes_no_exact_origin_is_refused_in_one_line(
     root: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     option: str,
     value: str,
@@ -441,22 +433,18 @@ def test_a_host_that_makes_no_exact_origin_is_refused_in_one_line(
 ) -> None:
     """The origins are compared exactly, by the browser and by the server: a host that
     makes none is refused before anything starts."""
-    code, served = _served_config(root, monkeypatch, [f"{option}={value}"])
+    code, served = _served_config(root, [f"{option}={value}"])
     assert (code, served) == (2, None)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert said in err
 
 
-def test_host_names_are_taken_in_lower_case(
-    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_host_names_are_taken_in_lower_case(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Browsers send an origin's host in lower case: `Localhost` serves
     http://localhost:8001, whose requests it then accepts; `LOCALHOST` and `localhost`
     are one host name, which the two origins cannot share."""
-    code, served = _served_config(
-        root, monkeypatch, ["--host", "127.0.0.1", "--assistant-host", "Localhost"]
-    )
+    code, served = _served_config(root, ["--host", "127.0.0.1", "--assistant-host", "Localhost"])
     assert code == 0
     assert served is not None
     assert (served.assistant_host, served.assistant_origin) == (
@@ -466,9 +454,7 @@ def test_host_names_are_taken_in_lower_case(
     with assistant_client(served) as client:
         response = client.post("/agent", content=b"{}", headers={"Origin": "http://localhost:8001"})
     assert response.status_code == 200
-    same, _ = _served_config(
-        root, monkeypatch, ["--host", "LOCALHOST", "--assistant-host", "localhost"]
-    )
+    same, _ = _served_config(root, ["--host", "LOCALHOST", "--assistant-host", "localhost"])
     assert same == 2
     assert "--assistant-host must differ from --host" in capsys.readouterr().err
 

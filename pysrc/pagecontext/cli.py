@@ -13,10 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 # Standard library only, like the rest of what --help needs.
 from pagecontext.server.access import DEMO_TOKENS
+
+if TYPE_CHECKING:
+    from pagecontext.server.app import ServerConfig
 
 __all__ = ["find_repo_root", "main"]
 
@@ -311,7 +314,30 @@ def _repository(args: argparse.Namespace) -> Path | None:
     return root
 
 
+def demo_config(argv: Sequence[str]) -> ServerConfig | int:
+    """The config `pagecontext demo ARGV...` serves, or the exit code of the usage error
+    it said in one line (argparse's own errors exit, as `main` does)."""
+    return _demo_config(_build_parser().parse_args(["demo", *argv]))
+
+
 def _demo(args: argparse.Namespace) -> int:
+    config = _demo_config(args)
+    if isinstance(config, int):
+        return config
+    from pagecontext.server.run import serve
+
+    site = config.site_dir
+    if not (site / "py" / "runtime.json").is_file():
+        print(
+            f"pagecontext: no site in {site}: run `make` in the repository first (it "
+            "assembles it), or `pagecontext assemble --out` it there",
+            file=sys.stderr,
+        )
+        return 1
+    return serve(config)
+
+
+def _demo_config(args: argparse.Namespace) -> ServerConfig | int:
     root = _repository(args)
     if root is None:
         return EXIT_USAGE
@@ -341,9 +367,8 @@ def _demo(args: argparse.Namespace) -> int:
         return EXIT_USAGE
 
     from pagecontext.server.app import ServerConfig
-    from pagecontext.server.run import serve
 
-    config = ServerConfig(
+    return ServerConfig(
         root=root,
         db_path=args.db,
         page_host=host,
@@ -355,15 +380,6 @@ def _demo(args: argparse.Namespace) -> int:
         agent_url=agent_url,
         demo_user=args.user,
     )
-    site = config.site_dir
-    if not (site / "py" / "runtime.json").is_file():
-        print(
-            f"pagecontext: no site in {site}: run `make` in the repository first (it "
-            "assembles it), or `pagecontext assemble --out` it there",
-            file=sys.stderr,
-        )
-        return 1
-    return serve(config)
 
 
 def _assemble(args: argparse.Namespace) -> int:
