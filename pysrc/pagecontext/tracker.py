@@ -159,16 +159,16 @@ class SelectionTracker:
             raise LocalProtocolError(f"can't select in component {component_id!r}: no view set")
         view = component.view
         snapshot: dict[str, Scalar | Quantity] = {}
-        field: str | None = None  # the field whose Quantity is being made
+        making: str | None = None  # the field whose Quantity is being made
         try:
             for spec in component.shareable:
                 if spec.name in values:
-                    field = spec.name
-                    value = values[field]
-                    snapshot[field] = (
+                    making = spec.name
+                    value = values[making]
+                    snapshot[making] = (
                         value if spec.unit is None else Quantity(value=value, unit=spec.unit)
                     )
-            field = None
+            making = None
             selection = Selection(
                 page_id=view.page_id,
                 component_id=component_id,
@@ -181,7 +181,7 @@ class SelectionTracker:
                 snapshot=snapshot or None,
             )
         except ValidationError as error:
-            raise LocalProtocolError(_refused_data(error, field)) from None
+            raise LocalProtocolError(_refused_data(error, making)) from None
         if check is not None:
             check(selection)
         revision = self._issue(selection)
@@ -269,13 +269,13 @@ class SelectionTracker:
         return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
 
 
-def _refused_data(error: ValidationError, field: str | None) -> str:
+def _refused_data(error: ValidationError, making: str | None) -> str:
     """Why a selection's data is refused. A number past the bound models.Scalar sets (what
-    JavaScript holds exactly) is named, with the filter or field holding it (`field`, for
+    JavaScript holds exactly) is named, with the filter or field holding it (`making`, for
     an error from that field's Quantity); anything else is the model's error."""
     for problem in error.errors():
         if problem["type"] in ("less_than_equal", "greater_than_equal"):
-            where = field if field is not None else problem["loc"][1]
+            where = making if making is not None else problem["loc"][1]
             return (
                 f"can't select: {where} is {problem['input']!r}, past the numbers JavaScript"
                 f" holds exactly (at most {MAX_SAFE_INTEGER:,} either way), which the"

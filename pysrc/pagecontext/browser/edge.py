@@ -323,8 +323,10 @@ def _declared(component: Any) -> list[list[Any]]:
                 + str(component.getAttribute("data-pc-component"))
                 + " has "
                 + json.dumps(item)
-                + ", a name and a unit with no space between (total:EUR): taken as"
-                + " written, a field with no unit or a unit with no field"
+                + ", with no "
+                + ("unit after" if name else "field before")
+                + " its colon (a field's unit follows its colon with no space:"
+                + " total:EUR); taken as written"
             )
         shareable.append([name, unit or None])
     return shareable
