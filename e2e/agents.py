@@ -41,7 +41,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 Mode = Literal[
-    "answer", "forbidden", "html-error", "malformed", "split-character", "no-cors", "broken-off"
+    "answer",
+    "forbidden",
+    "html-error",
+    "malformed",
+    "split-character",
+    "no-cors",
+    "broken-off",
+    "json-answer",
 ]
 # An answer whose character U+1F4C8 is cut between its two deltas (JavaScript's halves),
 # with a lone low half after it; read as "Sales \U0001f4c8 up, a stray \ufffd half."
@@ -94,6 +101,9 @@ class ExternalAgent:
         if self.mode == "html-error":
             page = "<!doctype html><title>Error</title><h1>Not implemented</h1>"
             return HTMLResponse(page, status_code=501, headers=self._cors())
+        if self.mode == "json-answer":
+            # A 200 that is no event stream: an endpoint that answers JSON.
+            return JSONResponse({"answer": "External agent says hi"}, headers=self._cors())
         encoder = EventEncoder()
         return StreamingResponse(
             self._events(run_input, encoder),

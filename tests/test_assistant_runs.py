@@ -431,6 +431,25 @@ def test_a_tool_call_whose_id_was_used_before_is_refused(origins: Origins, db: P
     assert log(pair, "action")[0]["decision"] == "confirmed"
 
 
+@pytest.mark.parametrize("ref", ["sales-2026-05-east", "Approve payment to IBAN DE00 1234 now"])
+def test_a_business_proposal_for_another_row_than_the_tasks_is_refused(
+    origins: Origins, db: Path, ref: str
+) -> None:
+    """The user confirms a flag for the row they asked about only: a proposal naming
+    another row (or any other text) is refused (`not-pinned`) and never shown; the
+    task's own row is proposed as usual."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    other = json.dumps({"resourceRef": ref, "note": "flag it"})
+    own = json.dumps({"resourceRef": NORTH_MARCH})
+    scripted_run(
+        pair, ask(pair), [("call_0", "flag_for_review", other), ("call_1", "flag_for_review", own)]
+    )
+    calls = answer(pair)["toolCalls"]
+    assert [call.get("refused") for call in calls] == ["not-pinned", None]
+    assert [(a["id"], a["resourceRef"]) for a in log(pair, "action")] == [("call_1", NORTH_MARCH)]
+
+
 @pytest.mark.parametrize("reuse", ["run", "question"])
 def test_a_tool_call_named_as_the_run_or_its_question_is_refused(
     origins: Origins, db: Path, reuse: str

@@ -218,7 +218,8 @@ class ToolCallError(PagecontextError):
     UI tool is not a business proposal), "not-a-context-tool", "malformed-arguments"
     (not a JSON object, or nested too deeply to read), "invalid-arguments" (missing,
     extra or wrongly typed) or "duplicate-id" (an earlier tool call of the conversation
-    has its id).
+    has its id); the assistant's session adds "no-task" (the question had no pinned
+    selection) and "not-pinned" (a business proposal for a row other than the task's).
     """
 
     def __init__(self, tool: str, reason: str, detail: str = "") -> None:

@@ -1267,6 +1267,12 @@ class AssistantSession:
                 raise ToolCallError(call.name, "no-task", "the question had no pinned selection")
             elif call.name in BUSINESS_TOOL_NAMES:
                 proposal = business_proposal(call.name, call.arguments)
+                if proposal.resource_ref != task.resource_ref:
+                    # The user confirms an action on what they asked about, and nothing
+                    # else: an agent the page's data misled cannot aim it elsewhere.
+                    raise ToolCallError(
+                        call.name, "not-pinned", "a business action is for the task's own row"
+                    )
                 self.composer.record_action(
                     call.call_id,
                     action=proposal.action,

@@ -25,6 +25,7 @@ import pyodide_js
 from pyodide.ffi import JsException, JsProxy, create_once_callable, create_proxy, jsnull, to_js
 
 from pagecontext.agui import read_outside_json
+from pagecontext.answers import MALFORMED
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
 from pagecontext.integration import DEFAULT_HISTORY, filters_in_page_order
@@ -51,6 +52,8 @@ DIAGNOSTICS_EVERY_MS = 250
 RUN_TIMEOUT_MS = 60_000
 # The code of an answer asked for with no agent configured (`agentUrl` "").
 NO_AGENT = "no-agent"
+# An agent's answer: AG-UI's events over server-sent events.
+EVENT_STREAM = "text/event-stream"
 # How much of a refused agent request's body the panel shows, and the types of body it
 # shows (an error page's markup, say, would read as noise).
 _ERROR_BODY_CHARS = 200
@@ -141,10 +144,15 @@ async def _read_text(response: Any, limit: int) -> str:
     return "".join(parts)
 
 
+def _media_type(response: Any) -> str:
+    """A response's media type, lower case, without its parameters; "" if none."""
+    return str(response.headers.get("content-type") or "").partition(";")[0].strip().lower()
+
+
 async def _error_detail(response: Any) -> str:
     """What the panel shows of a refused agent request: the start of its body if it is
     JSON or plain text, else only its type (an error page's markup reads as noise)."""
-    kind = str(response.headers.get("content-type") or "").partition(";")[0].strip().lower()
+    kind = _media_type(response)
     if kind in _ERROR_BODY_TYPES:
         return (await _read_text(response, _ANSWER_BYTES))[:_ERROR_BODY_CHARS]
     body = _body(response)
@@ -718,7 +726,7 @@ class WorkerBinding:
             # agentUrl "": there is no agent to ask (fetch("") would POST to this script).
             self._run(session.on_agent_failed(run_id, NO_AGENT, "no agentUrl is configured"))
             return
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        headers = {"Content-Type": "application/json", "Accept": EVENT_STREAM}
         reader: Any = None
         try:
             response = await _fetch(self.agent_url, start.body, headers, RUN_TIMEOUT_MS)
@@ -733,6 +741,13 @@ class WorkerBinding:
                 self._run(session.on_agent_end(run_id))
                 return
             reader = body.getReader()
+            kind = _media_type(response)
+            if kind != EVENT_STREAM:
+                # An AG-UI agent answers a stream of events; anything else is no answer.
+                stated = "no stated type" if not kind else kind[:_ERROR_BODY_CHARS]
+                detail = f"the agent answered {stated}, not {EVENT_STREAM}"
+                self._run(session.on_agent_failed(run_id, MALFORMED, detail))
+                return
             decoder = js.TextDecoder.new()
             while session.answering == run_id:
                 chunk = await reader.read()
@@ -749,7 +764,14 @@ class WorkerBinding:
             # Once the agent's stream began, a failure cut its answer off: it was reached.
             code = "incomplete" if reader is not None else "agent-unreachable"
             code = "timeout" if _timed_out(error) else code
-            self._run(session.on_agent_failed(run_id, code, f"{error.name}: {error.message}"))
+            detail = f"{error.name}: {error.message}"
+            if code == "agent-unreachable":
+                # The browser says no more, whichever it was.
+                detail += (
+                    f" (no server at {self.agent_url}, a network error, or no CORS answer"
+                    f" for this assistant's origin, {js.location.origin})"
+                )
+            self._run(session.on_agent_failed(run_id, code, detail))
         except Exception as error:
             self._internal_error()
             message = f"{type(error).__name__}: {error}"[:_ERROR_BODY_CHARS]
