@@ -4,6 +4,7 @@ and serves it."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -321,6 +322,17 @@ def test_build_never_replaces_a_folder_that_holds_no_bundle(
     shutil.rmtree(copied)
     assert main(["build", str(tmp_path / "notes.txt")]) == 1
     assert "is a file" in capsys.readouterr().err
+    # The link a host serves, switched to each new bundle: never replaced by a folder.
+    live = tmp_path / "live"
+    (tmp_path / "dist-1").mkdir()
+    (tmp_path / "dist-1" / OUTPUT_MARK).write_text("")
+    live.symlink_to("dist-1")
+    assert main(["build", str(live), "--keep-previous"]) == 1
+    assert "live is a symbolic link (to dist-1)" in capsys.readouterr().err
+    assert live.is_symlink()
+    assert [path.name for path in (tmp_path / "dist-1").iterdir()] == [OUTPUT_MARK]
+    live.unlink()
+    shutil.rmtree(tmp_path / "dist-1")
     assert main(["build", str(ROOT), "--root", str(ROOT)]) == 1
     assert "holds the repository" in capsys.readouterr().err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
@@ -441,6 +453,7 @@ def test_keep_previous_keeps_the_earlier_builds_versioned_files_and_no_others(
     assert files == [
         "index.html",
         "integrity.json",
+        "kept.json",
         "py/edge-aaaa/edge.mpy",
         "py/runtime-aaaa.json",
         "vendor/snapshot/pagecontext-aaaa-0.bin",
@@ -454,11 +467,42 @@ def test_keep_previous_keeps_the_earlier_builds_versioned_files_and_no_others(
     assert (new / "web" / "boot-aaaa.mjs").read_bytes() == b"old boot"
     kept_bytes = [b"old boot", b"{}", b"old edge", b"old snapshot", b"old snapshot, brotli"]
     assert kept == Kept(found=True, files=6, bytes=sum(map(len, [*kept_bytes, b"old wheel"])))
-    # The new list names the new build's own files only.
+    # The new list names the new build's own files only, and kept.json those it kept.
     assert json.loads((new / "integrity.json").read_text()) == {
         "/index.html": sri(b"new page"),
         "/web/worker-same.mjs": sri(b"shared"),
     }
+    assert json.loads((new / "kept.json").read_text()) == [
+        "/py/edge-aaaa/edge.mpy",
+        "/py/runtime-aaaa.json",
+        "/vendor/snapshot/pagecontext-aaaa-0.bin",
+        "/vendor/snapshot/pagecontext-aaaa-0.bin.br",
+        "/web/boot-aaaa.mjs",
+        "/wheels/pagecontext-aaaa.whl",
+    ]
+
+
+def test_the_same_build_again_keeps_what_the_build_before_it_kept(tmp_path: Path) -> None:
+    """v1, then v2 keeping v1's files, then v2 again (a retried deploy, a new agent URL):
+    the third build is the second one again, so it keeps v1's files, which pages of v1
+    still open need; a v3 after it keeps v2's own files and drops v1's."""
+    v1 = {"index.html": b"page", "web/boot-1111.mjs": b"boot 1", "vendor/s-1111.bin": b"s1"}
+    v2 = {"index.html": b"page", "web/boot-2222.mjs": b"boot 2", "vendor/s-1111.bin": b"s1"}
+    v3 = {"index.html": b"page", "web/boot-3333.mjs": b"boot 3", "vendor/s-3333.bin": b"s3"}
+    folders = [tmp_path / name for name in ("first", "second", "again", "third")]
+    _bundle_with(folders[0], v1)
+    for (previous, new), files in zip(itertools.pairwise(folders), (v2, v2, v3), strict=True):
+        _bundle_with(new, files)
+        keep_previous(previous, new)
+    assert (folders[2] / "web" / "boot-1111.mjs").read_bytes() == b"boot 1"
+    assert json.loads((folders[2] / "kept.json").read_text()) == ["/web/boot-1111.mjs"]
+    third = sorted(p.relative_to(folders[3]).as_posix() for p in folders[3].rglob("*"))
+    assert "web/boot-1111.mjs" not in third
+    assert {"web/boot-2222.mjs", "vendor/s-1111.bin"} <= set(third)
+    assert json.loads((folders[3] / "kept.json").read_text()) == [
+        "/vendor/s-1111.bin",
+        "/web/boot-2222.mjs",
+    ]
 
 
 def test_keep_previous_never_copies_from_outside_the_versioned_folders(tmp_path: Path) -> None:

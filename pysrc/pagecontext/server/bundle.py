@@ -41,7 +41,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Any, Final
 
 from pagecontext.server.api import SALES_UNITS
 from pagecontext.server.app import DEFAULT_AGENT_PATH, IMMUTABLE, NO_CACHE, fill_template
@@ -85,6 +85,8 @@ IMMUTABLE_FOLDERS: Final = ("/py/*", "/vendor/*", "/wheels/*")
 # an earlier build, still open in a browser, may load after a new build replaced it.
 VERSIONED_FOLDERS: Final = ("web", "py", "vendor", "wheels")
 INTEGRITY_PATH: Final = "integrity.json"
+# The versioned files a bundle kept of the build before it (`--keep-previous`).
+KEPT_PATH: Final = "kept.json"
 # The folders that serve JavaScript: the boot script and the worker, and the runtimes.
 SCRIPT_FOLDERS: Final = ("/web/*", "/vendor/*")
 
@@ -116,36 +118,68 @@ def keep_previous(previous: Path, folder: Path) -> Kept:
     """Copy into the new bundle `folder` the versioned files of the earlier bundle
     `previous` (its integrity.json's files under VERSIONED_FOLDERS) that `folder` does
     not have, so that a page loaded from the earlier build still finds every file it may
-    yet load. The new bundle's integrity.json lists its own files only, so the next
-    build keeps this one's, not those it kept: one earlier build is kept, not all.
+    yet load, and list them in `folder`'s kept.json. The new bundle's integrity.json
+    lists its own files only, so the next build keeps this one's, not those it kept: one
+    earlier build is kept, not all. A build that is the earlier one again (it has every
+    file of its list: unchanged sources) keeps what that one kept, the build before it.
 
-    Raises SiteError if `previous` holds an integrity.json that is not a bundle's."""
+    Raises SiteError if `previous` holds an integrity.json that is not a bundle's, or a
+    kept.json that is not a list of its files."""
     listing = previous / INTEGRITY_PATH
     if not listing.is_file():
         return Kept(found=False)
-    try:
-        urls = json.loads(listing.read_text(encoding="utf-8"))
-        if not isinstance(urls, dict):
-            raise ValueError("not an object")
-    except ValueError as error:
-        raise SiteError(f"{listing} is not a bundle's file list ({error})") from None
-    files = size = 0
+    urls = _read_listing(listing, dict)
+    kept: list[str] = []
+    same_build = True
     for url in urls:
-        parts = PurePosixPath(str(url)).parts
-        # "/web/x.mjs" -> ("/", "web", "x.mjs"); nothing outside the versioned folders,
-        # nothing that climbs out of them.
-        if len(parts) < 3 or parts[0] != "/" or parts[1] not in VERSIONED_FOLDERS:
-            continue
-        if any(part in ("", ".", "..") for part in parts[1:]):
-            continue
-        source, target = previous.joinpath(*parts[1:]), folder.joinpath(*parts[1:])
-        if target.exists() or not source.is_file():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)
-        files += 1
-        size += target.stat().st_size
-    return Kept(found=True, files=files, bytes=size)
+        copied = _copy_versioned(previous, folder, str(url))
+        if copied is not None:
+            same_build = same_build and not copied
+            if copied:
+                kept.append(str(url))
+    if same_build and (previous / KEPT_PATH).is_file():
+        kept += [
+            str(url)
+            for url in _read_listing(previous / KEPT_PATH, list)
+            if _copy_versioned(previous, folder, str(url))
+        ]
+    if kept:
+        (folder / KEPT_PATH).write_text(json.dumps(sorted(kept), indent=1), encoding="utf-8")
+    size = sum(folder.joinpath(*PurePosixPath(url).parts[1:]).stat().st_size for url in kept)
+    return Kept(found=True, files=len(kept), bytes=size)
+
+
+def _read_listing(path: Path, kind: type) -> Any:
+    """The JSON object (integrity.json) or list (kept.json) of an earlier bundle."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(value, kind):
+            raise ValueError(f"not a JSON {'object' if kind is dict else 'list'}")
+    except ValueError as error:
+        raise SiteError(f"{path} is not a bundle's file list ({error})") from None
+    return value
+
+
+def _copy_versioned(previous: Path, folder: Path, url: str) -> bool | None:
+    """Copy the earlier bundle's versioned file at `url` into `folder` unless it has one
+    there: True if copied, False if `folder` has it, None for a URL that names no
+    versioned file of the earlier bundle (outside VERSIONED_FOLDERS, climbing out of
+    them, or not there)."""
+    parts = PurePosixPath(url).parts
+    # "/web/x.mjs" -> ("/", "web", "x.mjs"); nothing outside the versioned folders,
+    # nothing that climbs out of them.
+    if len(parts) < 3 or parts[0] != "/" or parts[1] not in VERSIONED_FOLDERS:
+        return None
+    if any(part in ("", ".", "..") for part in parts[1:]):
+        return None
+    source, target = previous.joinpath(*parts[1:]), folder.joinpath(*parts[1:])
+    if not source.is_file():
+        return None
+    if target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    return True
 
 
 def _digest(data: bytes) -> str:

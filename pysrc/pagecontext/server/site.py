@@ -367,12 +367,18 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
     it raises (Ctrl-C included), the new folder is removed and `out` is left as it was,
     and so are the folders above it: those made for it are removed again.
 
-    Raises SiteError, before anything is written, if `out` is a file, holds the
-    repository `root`, or is a folder that is neither empty nor an earlier output (it
-    holds no OUTPUT_MARK): nothing that is not an output is ever deleted. Everything in
-    an earlier output is replaced, also files put there since.
+    Raises SiteError, before anything is written, if `out` is a file or a symbolic
+    link, holds the repository `root`, or is a folder that is neither empty nor an
+    earlier output (it holds no OUTPUT_MARK): nothing that is not an output is ever
+    deleted. Everything in an earlier output is replaced, also files put there since.
     """
     target = out.absolute()
+    if target.is_symlink():
+        # Its place would go to a folder, and the link switched by hand would be lost.
+        raise SiteError(
+            f"{out} is a symbolic link (to {os.readlink(target)}): write into the folder"
+            " it names, or a copy of it, then switch the link (docs/deploy.md)"
+        )
     if target.exists() and not target.is_dir():
         raise SiteError(f"{out} is a file, not a folder")
     repository = root.resolve()
