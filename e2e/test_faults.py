@@ -279,7 +279,9 @@ def test_tool_arguments_nested_thousands_deep_are_refused_and_the_assistant_goes
 
     context.route(origins.assistant + "/agent", agent_streaming(origins, deep_agent))
     answer = ask(assistant, "Why is this row so high?", until="done")
-    expect(answer).to_contain_text("Refused the agent's highlight call (malformed-arguments).")
+    expect(answer).to_contain_text(
+        "Refused the agent's highlight call (malformed-arguments: recursion limit exceeded"
+    )
     expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
     context.unroute(origins.assistant + "/agent")
     ask(assistant, "And now?", until="done")

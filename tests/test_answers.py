@@ -226,6 +226,25 @@ def test_a_malformed_stream_ends_the_run_and_says_why(text: str, why: str) -> No
     assert why in end.message
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("data: not json\n\n", "Invalid JSON"),
+        (
+            'data: {"type":"REASONING_MESSAGE_START","messageId":"m","role":"assistant"}\n\n',
+            "(REASONING_MESSAGE_START.role: Input should be 'reasoning')",
+        ),
+        ('data: {"type":"TEXT_MESSAGE_END"}\n\n', "TEXT_MESSAGE_END.messageId: Field required"),
+    ],
+)
+def test_a_malformed_event_is_refused_saying_where_and_what(text: str, said: str) -> None:
+    """The agent's author learns which field of which event type was wrong, not only
+    that something was."""
+    end = ending(read([sse(started()), text]))
+    assert end.code == "malformed-stream"
+    assert said in end.message, end.message
+
+
 def test_nothing_after_a_malformed_event_is_used() -> None:
     good = TextMessageContentEvent(message_id="m1", delta="late")
     updates = read(

@@ -395,6 +395,20 @@ def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins
     assert pair.sent_by("assistant", "command") == []
     refused = {call["id"]: call["refused"] for call in answer(pair)["toolCalls"]}
     assert refused == {"c1": "unknown-tool", "c2": "invalid-arguments"}
+    # The next run tells the agent what was wrong, so that it can correct the call.
+    pair.run("assistant", pair.assistant.on_agent_end(start.run_id))
+    later = RunAgentInput.model_validate_json(ask(pair, "And now?").body)
+    results = {
+        message.tool_call_id: json.loads(message.content)
+        for message in later.messages
+        if message.role == "tool"
+    }
+    assert results["c1"] == {"status": "rejected", "reason": "unknown-tool"}
+    assert results["c2"] == {
+        "status": "rejected",
+        "reason": "invalid-arguments",
+        "detail": "resourceRef: Field required; tone: Field required",
+    }
 
 
 def scripted_run(pair: ChannelPair, start: StartRun, calls: list[tuple[str, str, str]]) -> None:

@@ -133,6 +133,9 @@ _MAX_ID_CHARS: Final = 256
 # characters, each character at most 6 once escaped).
 _MAX_KEY_CHARS: Final = 3 * 6 * _MAX_ID_CHARS + 64
 _MAX_NOTE_CHARS: Final = 500
+# How much of what was wrong with an event the refusal says (its place names the agent's
+# own keys).
+_EVENT_PROBLEM_CHARS: Final = 200
 # Ids the verifier remembers per run: an endless stream of new ids must not grow memory.
 DEFAULT_MAX_IDS: Final = 10_000
 
@@ -228,6 +231,7 @@ class ToolCallError(PagecontextError):
         )
         self.tool = tool
         self.reason = reason
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -576,9 +580,10 @@ def parse_event(data: str) -> BaseEvent:
                 }
             event = _event_adapter().validate_python(raw)
     except ValueError as error:  # ValidationError is a ValueError
-        problems = error.error_count() if isinstance(error, ValidationError) else 1
+        # Where and what, for the agent's author (pydantic's words name no input value).
+        why = first_problem(error, "event") if isinstance(error, ValidationError) else str(error)
         raise EventSequenceError(
-            "malformed-event", "(unparsed)", "parsing", f"{problems} problem(s)"
+            "malformed-event", "(unparsed)", "parsing", why[:_EVENT_PROBLEM_CHARS]
         ) from None
     return event
 

@@ -89,6 +89,8 @@ _NOTHING: Final = json.dumps({"status": "empty", "items": []})
 # Where a receipt is still pending when the log is saved, nobody will answer it after a
 # reload: it is shown as unconfirmed, never as success.
 _PENDING: Final = "pending"
+# How much of what was wrong with a refused tool call the agent is told.
+_REFUSAL_DETAIL_CHARS: Final = 300
 
 
 @dataclass(frozen=True)
@@ -399,12 +401,14 @@ class Composer:
         arguments: str,
         *,
         refused: str | None = None,
+        detail: str = "",
         result: str | None = None,
     ) -> None:
-        """Record a tool call of the answer: `refused` says why it was not carried out,
-        `result` is the answer to a call the assistant answered itself. Its name and
-        arguments are kept escaped as the block's lines are (`block.safe_json`; the
-        arguments the same JSON value): the next runs send them back to the agent, whose
+        """Record a tool call of the answer: `refused` says why it was not carried out
+        (`detail`: what was wrong with it, for the agent to correct), `result` is the
+        answer to a call the assistant answered itself. Its name and arguments are kept
+        escaped as the block's lines are (`block.safe_json`; the arguments the same JSON
+        value), and so is the detail: the next runs send them back to the agent, whose
         model reads them, and they may repeat page strings (an id) or be any text."""
         entry = self.entry(run_id, "answer")
         calls = entry["toolCalls"]
@@ -412,6 +416,8 @@ class Composer:
         call = _escaped_call({"id": call_id, "name": name, "arguments": arguments})
         if refused is not None:
             call["refused"] = refused
+            if detail:
+                call["refusedDetail"] = safe_json(detail[:_REFUSAL_DETAIL_CHARS])
         if result is not None:
             call["result"] = result
         calls.append(call)

@@ -118,6 +118,8 @@ def _answer(
         else:
             if "refused" in call:
                 result: Mapping[str, JsonValue] = {"status": "rejected", "reason": call["refused"]}
+                if isinstance(call.get("refusedDetail"), str):
+                    result = {**result, "detail": call["refusedDetail"]}
             else:
                 result = tool_result(results.get(call_id))
             content = json.dumps(result, separators=(",", ":"), sort_keys=True)

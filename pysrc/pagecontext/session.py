@@ -1250,6 +1250,7 @@ class AssistantSession:
         """Carry out a tool call of the running answer, for the answer's pinned task."""
         task = run.task
         refused: str | None = None
+        detail = ""
         result: str | None = None
         effects: list[Effect] = []
         try:
@@ -1291,9 +1292,15 @@ class AssistantSession:
                     tool_call_id=call.call_id,
                 )
         except ToolCallError as error:
-            refused = error.reason
+            refused, detail = error.reason, error.detail
         self.composer.answer_tool_call(
-            run.run_id, call.call_id, call.name, call.arguments, refused=refused, result=result
+            run.run_id,
+            call.call_id,
+            call.name,
+            call.arguments,
+            refused=refused,
+            detail=detail,
+            result=result,
         )
         return effects
 

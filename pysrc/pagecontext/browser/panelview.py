@@ -155,7 +155,10 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
                 note = "Refused the agent's " + name + " call"
             else:
                 note = "Refused the agent's call of a tool it does not have"
-            el.append(text_element("p", note + " (" + str(call.get("refused")) + ").", "pc-note"))
+            why = str(call.get("refused"))
+            if call.get("refusedDetail"):
+                why += ": " + str(call.get("refusedDetail"))
+            el.append(text_element("p", note + " (" + why + ").", "pc-note"))
     error = entry.get("error")
     if state == "failed" and isinstance(error, dict):
         code = str(error.get("code") or "")

@@ -736,8 +736,9 @@ class WorkerBinding:
                 self._run(session.on_agent_failed(run_id, code, detail))
                 return
             body = _body(response)
-            if body is None:
-                # No body at all (204, 205): the stream ended before it began.
+            if body is None or int(response.status) in (204, 205):
+                # No content (a 204 may still come with an empty body stream): the
+                # stream ended before it began.
                 self._run(session.on_agent_end(run_id))
                 return
             reader = body.getReader()
