@@ -411,6 +411,42 @@ def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins
     }
 
 
+def test_two_text_messages_of_a_run_are_two_paragraphs(origins: Origins, db: Path) -> None:
+    """An agent that says something, calls a tool and says more: the two messages are
+    two paragraphs, not one run-on text, and a call that streamed no arguments goes
+    back to the agent as `{}`, as it was read."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
+
+    def said(message_id: str, text: str) -> list[dict[str, str]]:
+        return [
+            {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
+            {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+        ]
+
+    events = [
+        {"type": "RUN_STARTED", **run},
+        *said("m1", "First."),
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "list_context_items"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+        *said("m2", "Second."),
+        {"type": "RUN_FINISHED", **run},
+    ]
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    effects = pair.assistant.on_agent_text(start.run_id, text)
+    pair.run("assistant", effects)
+    assert log(pair, "answer")[0]["text"] == "First.\n\nSecond."
+    # The context tool's result goes to the agent in a follow-up run.
+    [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
+    messages = RunAgentInput.model_validate_json(follow_up.body).messages
+    [called] = [m for m in messages if m.role == "assistant" and m.tool_calls]
+    assert called.tool_calls is not None
+    assert [c.function.arguments for c in called.tool_calls] == ["{}"]
+
+
 def scripted_run(pair: ChannelPair, start: StartRun, calls: list[tuple[str, str, str]]) -> None:
     """Feed the answer to `start` as an agent that makes `calls` (id, tool, arguments)."""
     run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}

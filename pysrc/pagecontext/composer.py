@@ -125,6 +125,9 @@ class Composer:
         # dismissals, the log; an answer's streaming text only once it ends, since no
         # question is sent before): the panel asks for it on every refresh.
         self._preview: str | None = None
+        # The run and the text message of the last text added to an answer: another
+        # message of the same run starts a paragraph of its own.
+        self._text_message: tuple[str, str] | None = None
 
     # -- the pinned selection as items ----------------------------------------------
 
@@ -386,10 +389,15 @@ class Composer:
             }
         )
 
-    def answer_text(self, run_id: str, delta: str) -> None:
-        """Add `delta` to the answer's text."""
+    def answer_text(self, run_id: str, delta: str, message_id: str = "") -> None:
+        """Add `delta`, of the agent's text message `message_id`, to the answer's text;
+        the first text of another message of the run begins a new paragraph."""
         entry = self.entry(run_id, "answer")
-        entry["text"] = str(entry["text"]) + delta
+        text = str(entry["text"])
+        last, self._text_message = self._text_message, (run_id, message_id)
+        if text and last is not None and last[0] == run_id and last[1] != message_id:
+            text = text.rstrip("\n") + "\n\n"
+        entry["text"] = text + delta
         # No question can be sent while the answer streams; its end moves the preview.
         self._changed(entry, preview=False)
 

@@ -104,7 +104,8 @@ def _answer(
     tool_calls = [
         ToolCall(
             id=str(call["id"]),
-            function=FunctionCall(name=str(call["name"]), arguments=str(call["arguments"])),
+            # A call that streamed no arguments had `{}` (agui.tool_call_command).
+            function=FunctionCall(name=str(call["name"]), arguments=str(call["arguments"]) or "{}"),
         )
         for call in calls
     ]

@@ -1220,7 +1220,7 @@ class AssistantSession:
         try:
             for update in updates:
                 if isinstance(update, TextDelta):
-                    self.composer.answer_text(run.run_id, update.delta)
+                    self.composer.answer_text(run.run_id, update.delta, update.message_id)
                 elif isinstance(update, ToolCallMade):
                     effects += self._tool_call(run, update)
                 else:
