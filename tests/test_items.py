@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pagecontext.errors import LocalProtocolError
-from pagecontext.items import ContextItem, Dismissals, Instruction, ItemRegistry
+from pagecontext.items import MAX_DISMISSALS, ContextItem, Dismissals, Instruction, ItemRegistry
 
 
 def keys(registry: ItemRegistry) -> list[str | None]:
@@ -113,7 +113,31 @@ def test_dismissals_survive_a_reload_through_saved_state() -> None:
 def test_saved_dismissals_ignore_what_is_not_a_string_list() -> None:
     """from_json keeps only strings, and treats a missing or odd field as empty."""
     restored = Dismissals.from_json({"keys": ["a", 1, None], "groups": "g"})
-    assert restored == Dismissals(keys=frozenset({"a"}))
+    assert restored == Dismissals(keys=("a",))
+
+
+def test_only_the_latest_dismissals_are_kept() -> None:
+    """A user who removes chips all day: each list keeps the latest MAX_DISMISSALS, in
+    the order made (one made again is the latest), so the saved state stays bounded; an
+    older one no longer hides its item."""
+    registry = ItemRegistry()
+    for index in range(MAX_DISMISSALS + 10):
+        registry.dismiss(f"k{index}")
+        registry.dismiss_group(f"g{index}")
+    registry.dismiss("k10")  # made again: the latest now
+    saved = registry.dismissals.to_json()
+    assert len(saved["keys"]) == len(saved["groups"]) == MAX_DISMISSALS
+    assert saved["keys"][-2:] == [f"k{MAX_DISMISSALS + 9}", "k10"]
+    assert saved["keys"][0] == "k11"
+    assert "k9" not in saved["keys"]
+    assert saved["groups"][0] == "g10"
+    assert "g9" not in saved["groups"]
+    restored = ItemRegistry()
+    restored.restore_dismissals(Dismissals.from_json({"keys": [*saved["keys"], "x", "x"]}))
+    assert restored.dismissals.keys[-1] == "x"
+    assert len(restored.dismissals.keys) == MAX_DISMISSALS
+    restored.register("a", [ContextItem(type="t", key="k0"), ContextItem(type="t", key="k10")])
+    assert keys(restored) == ["k0"]
 
 
 def test_the_tier_comes_from_the_registration_method() -> None:

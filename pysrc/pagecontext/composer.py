@@ -182,7 +182,7 @@ class Composer:
     def dismissed(self) -> int:
         """How many keys and groups the user dismissed."""
         found = self._registry.dismissals
-        return len(found.keys | found.groups)
+        return len({*found.keys, *found.groups})
 
     # -- the text sent ----------------------------------------------------------------
 

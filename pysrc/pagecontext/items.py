@@ -165,12 +165,27 @@ class Instruction:
         return cls("".join(parts))
 
 
+# How many dismissals by key, and by group, are kept: the latest, each list oldest
+# first. A user removes chips all day; the saved state must not grow with every one.
+MAX_DISMISSALS: Final = 256
+
+
+def _added(entries: tuple[str, ...], entry: str) -> tuple[str, ...]:
+    """`entries` with `entry` as the latest, the oldest dropped past MAX_DISMISSALS."""
+    return (*(kept for kept in entries if kept != entry), entry)[-MAX_DISMISSALS:]
+
+
+def _removed(entries: tuple[str, ...], entry: str) -> tuple[str, ...]:
+    return tuple(kept for kept in entries if kept != entry)
+
+
 @dataclass(frozen=True)
 class Dismissals:
-    """The user's dismissals, by item key and by dismiss group; persist and restore it."""
+    """The user's dismissals, by item key and by dismiss group, each the latest
+    MAX_DISMISSALS in the order made; persist and restore it."""
 
-    keys: frozenset[str] = frozenset()
-    groups: frozenset[str] = frozenset()
+    keys: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
 
     def hides(self, item: ContextItem) -> bool:
         """Return True if `item` is dismissed by its key or its group."""
@@ -179,18 +194,22 @@ class Dismissals:
         )
 
     def to_json(self) -> dict[str, list[str]]:
-        """Return the dismissals as sorted lists, for saved state."""
-        return {"keys": sorted(self.keys), "groups": sorted(self.groups)}
+        """Return the dismissals as lists, oldest first, for saved state."""
+        return {"keys": list(self.keys), "groups": list(self.groups)}
 
     @classmethod
     def from_json(cls, saved: Mapping[str, object]) -> Dismissals:
-        """Return the dismissals saved by `to_json`; anything not a string is ignored."""
+        """Return the dismissals saved by `to_json` (the latest MAX_DISMISSALS of each);
+        anything not a string is ignored."""
 
-        def strings(name: str) -> frozenset[str]:
+        def strings(name: str) -> tuple[str, ...]:
             found = saved.get(name)
-            if not isinstance(found, list):
-                return frozenset()
-            return frozenset(entry for entry in found if isinstance(entry, str))
+            entries: tuple[str, ...] = ()
+            if isinstance(found, list):
+                for entry in found:
+                    if isinstance(entry, str):
+                        entries = _added(entries, entry)
+            return entries
 
         return cls(keys=strings("keys"), groups=strings("groups"))
 
@@ -245,19 +264,21 @@ class ItemRegistry:
 
     def dismiss(self, key: str) -> None:
         """Hide every item with `key`, now and after any re-registration."""
-        self._dismissals = Dismissals(self._dismissals.keys | {key}, self._dismissals.groups)
+        self._dismissals = Dismissals(_added(self._dismissals.keys, key), self._dismissals.groups)
 
     def dismiss_group(self, group: str) -> None:
         """Hide every item whose dismiss group is `group`, now and later."""
-        self._dismissals = Dismissals(self._dismissals.keys, self._dismissals.groups | {group})
+        self._dismissals = Dismissals(self._dismissals.keys, _added(self._dismissals.groups, group))
 
     def undismiss(self, key: str) -> None:
         """Show the items with `key` again (unless their group is dismissed)."""
-        self._dismissals = Dismissals(self._dismissals.keys - {key}, self._dismissals.groups)
+        self._dismissals = Dismissals(_removed(self._dismissals.keys, key), self._dismissals.groups)
 
     def undismiss_group(self, group: str) -> None:
         """Show the items of `group` again (unless their key is dismissed)."""
-        self._dismissals = Dismissals(self._dismissals.keys, self._dismissals.groups - {group})
+        self._dismissals = Dismissals(
+            self._dismissals.keys, _removed(self._dismissals.groups, group)
+        )
 
     @property
     def dismissals(self) -> Dismissals:
