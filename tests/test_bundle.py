@@ -143,6 +143,8 @@ _SPELT = "an IPv4 address written as a browser writes it"
         ("http://2130706433:8000", _SPELT),
         ("https://1.2.3.04", _SPELT),
         ("https://a..example.com", "not a host name of an exact origin"),
+        ("http://[::1]:8120", "an IPv6 address names no origin here"),
+        ("https://bücher.example", "written as browsers write it, xn--bcher-kva.example"),
         # What is wrong is said, not the host's rules.
         ("https://sales.example.com/", "no path or trailing slash"),
         ("https://Sales.example.com", "lower case"),
@@ -224,6 +226,14 @@ def test_no_agent_builds_an_assistant_whose_agent_url_is_empty(
     assert main(["build", out, "--agent-url", "https://agent.example.com/run"]) == 0
     assert main(["build", out]) == 0
     assert [call["agent_url"] for call in built] == ["", "https://agent.example.com/run", None]
+    capsys.readouterr()
+    # Deployed with neither flag, the assistant would ask a static host for /agent: said.
+    origins = ["--page-origin", "https://sales.example.com"]
+    origins += ["--assistant-origin", "https://assistant.example.com"]
+    for flags, noted in (([], True), (["--no-agent"], False), (["--agent-url", "/run"], False)):
+        assert main(["build", out, *origins, *flags]) == 0
+        err = capsys.readouterr().err
+        assert ("https://assistant.example.com/agent, which a static host" in err) is noted, err
     with pytest.raises(SystemExit) as exit_info:
         main(["build", out, "--no-agent", "--agent-url", "https://agent.example.com/run"])
     assert exit_info.value.code == 2

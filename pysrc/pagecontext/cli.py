@@ -141,8 +141,14 @@ def _host_problem(host: str) -> str | None:
     bundle is built for, or None if it can."""
     from pagecontext.windowrules import ends_in_a_number, is_exact_origin, is_full_ipv4
 
-    if ":" in host:
+    if ":" in host or host.startswith("["):
         return "an IPv6 address names no origin here: use a host name or an IPv4 address"
+    if not host.isascii():
+        try:
+            written = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            written = "its xn-- form"
+        return f"an international name is written as browsers write it, {written}"
     if is_exact_origin(f"http://{host}"):
         return None
     # Why not (the rule itself is is_exact_origin's).
@@ -456,6 +462,18 @@ def _build(args: argparse.Namespace) -> int:
         f"pagecontext: wrote {bundle.out}: serve it on {bundle.page_origin} and "
         f"{bundle.assistant_origin} with the headers in {bundle.out / '_headers'}"
     )
+    if (
+        args.agent_url is None
+        and not args.no_agent
+        and not _on_this_machine(bundle.assistant_origin)
+    ):
+        # The default suits the demo server, which answers /agent; a static host does not.
+        print(
+            f"pagecontext: note: its assistant calls {bundle.assistant_origin}/agent, which a "
+            "static host does not answer: give --agent-url (an agent that answers CORS for "
+            "the assistant origin) or --no-agent",
+            file=sys.stderr,
+        )
     return 0
 
 
