@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import threading
 import urllib.request
@@ -113,14 +114,24 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
         bundle.assistant + "/assistant.html": (bundle.page, "/assistant.html"),
         bundle.assistant + "/workbench.html": (bundle.page, "/workbench.html"),
     }
+    listed = json.loads((bundle.out / "manifest.json").read_text())
     for url, (frames, _name) in expected.items():
         with urllib.request.urlopen(url) as response:
             policy = response.headers["Content-Security-Policy"]
             text = response.read().decode()
         connects = "" if frames == bundle.assistant else f"{bundle.assistant} {bundle.page}"
         assert policy == document_policy(frames, connects=connects), url
+        if url == bundle.page + "/":
+            # What an integrator's own page is sent, named in the manifest.
+            assert listed["policies"]["page"] == policy
         assert 'integrity="sha384-' in text
         assert "{{" not in text
+    scripts = {
+        value
+        for path, header, value in read_headers_file(bundle.out / "_headers")
+        if path == "/web/*" and header == "Content-Security-Policy"
+    }
+    assert scripts == {listed["policies"]["scripts"]}
     web = sorted(p.name for p in (bundle.out / "web").iterdir())
     assert [name.split("-")[0] for name in web] == ["boot", "snapshot", "styles", "worker"]
     assert all(len(name.split("-")[1].split(".")[0]) == 16 for name in web)
