@@ -378,19 +378,11 @@ def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     start = ask(pair)
-    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
-    events = [
-        {"type": "RUN_STARTED", **run},
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "run_script"},
-        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-        {"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "highlight"},
-        {"type": "TOOL_CALL_ARGS", "toolCallId": "c2", "delta": '{"componentId":"#x"}'},
-        {"type": "TOOL_CALL_END", "toolCallId": "c2"},
-        {"type": "RUN_FINISHED", **run},
+    calls = [
+        *tool_call("c1", "run_script", "{}"),
+        *tool_call("c2", "highlight", '{"componentId":"#x"}'),
     ]
-    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
-    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, text))
+    agent_says(pair, start, calls)
     pair.pump()
     assert pair.sent_by("assistant", "command") == []
     refused = {call["id"]: call["refused"] for call in answer(pair)["toolCalls"]}
@@ -417,27 +409,12 @@ def test_two_text_messages_of_a_run_are_two_paragraphs(origins: Origins, db: Pat
     back to the agent as `{}`, as it was read."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
-    start = ask(pair)
-    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
-
-    def said(message_id: str, text: str) -> list[dict[str, str]]:
-        return [
-            {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
-            {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
-            {"type": "TEXT_MESSAGE_END", "messageId": message_id},
-        ]
-
     events = [
-        {"type": "RUN_STARTED", **run},
-        *said("m1", "First."),
-        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "list_context_items"},
-        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
-        *said("m2", "Second."),
-        {"type": "RUN_FINISHED", **run},
+        *text_message("m1", "First."),
+        *tool_call("c1", "list_context_items"),
+        *text_message("m2", "Second."),
     ]
-    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
-    effects = pair.assistant.on_agent_text(start.run_id, text)
-    pair.run("assistant", effects)
+    effects = agent_says(pair, ask(pair), events)
     assert log(pair, "answer")[0]["text"] == "First.\n\nSecond."
     # The context tool's result goes to the agent in a follow-up run.
     [follow_up] = [effect for effect in effects if isinstance(effect, StartRun)]
@@ -447,19 +424,47 @@ def test_two_text_messages_of_a_run_are_two_paragraphs(origins: Origins, db: Pat
     assert [c.function.arguments for c in called.tool_calls] == ["{}"]
 
 
+def agent_says(
+    pair: ChannelPair, start: StartRun, events: list[dict[str, object]], *, finished: bool = True
+) -> list[Effect]:
+    """Feed `events` as the stream answering `start`, between its RUN_STARTED and (if
+    `finished`) its RUN_FINISHED; return the effects, which are run."""
+    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
+    stream = [{"type": "RUN_STARTED", **run}, *events]
+    if finished:
+        stream.append({"type": "RUN_FINISHED", **run})
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in stream)
+    effects = pair.assistant.on_agent_text(start.run_id, text)
+    pair.run("assistant", effects)
+    return effects
+
+
+def text_message(message_id: str, text: str) -> list[dict[str, object]]:
+    """A text message's events: start, its text, end."""
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text},
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+def tool_call(call_id: str, name: str, arguments: str | None = None) -> list[dict[str, object]]:
+    """A tool call's events; no TOOL_CALL_ARGS for `arguments` None."""
+    args = (
+        []
+        if arguments is None
+        else [{"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments}]
+    )
+    return [
+        {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
+        *args,
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    ]
+
+
 def scripted_run(pair: ChannelPair, start: StartRun, calls: list[tuple[str, str, str]]) -> None:
     """Feed the answer to `start` as an agent that makes `calls` (id, tool, arguments)."""
-    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
-    events: list[dict[str, object]] = [{"type": "RUN_STARTED", **run}]
-    for call_id, name, arguments in calls:
-        events += [
-            {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": arguments},
-            {"type": "TOOL_CALL_END", "toolCallId": call_id},
-        ]
-    events.append({"type": "RUN_FINISHED", **run})
-    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
-    pair.run("assistant", pair.assistant.on_agent_text(start.run_id, text))
+    agent_says(pair, start, [event for call in calls for event in tool_call(*call)])
     pair.run("assistant", pair.assistant.on_agent_end(start.run_id))
     pair.pump()
 
@@ -598,8 +603,24 @@ def test_a_failed_run_is_shown_and_nothing_in_the_conversation_is_lost(
     entry = answer(pair)
     assert (entry["state"], entry["error"]) == ("failed", {"code": code, "message": message})
     assert pair.assistant.composer.log[: len(before)] == before
-    # The user may ask again at once.
-    ask(pair, "Try again")
+    # The user may ask again at once, and the agent is told the answer before failed.
+    again = RunAgentInput.model_validate_json(ask(pair, "Try again").body)
+    said = [m.content for m in again.messages if m.role == "assistant"]
+    assert said[-1] == f"[This answer failed: {code}]"
+
+
+def test_a_failed_answers_text_goes_back_as_failed(origins: Origins, db: Path) -> None:
+    """An answer cut off after some text: later runs get that text, then that it failed,
+    not the text alone as if it were a whole answer."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    agent_says(pair, start, text_message("m1", "North sold")[:2], finished=False)
+    pair.run("assistant", pair.assistant.on_agent_end(start.run_id))
+    assert answer(pair)["error"]["code"] == "incomplete"
+    later = RunAgentInput.model_validate_json(ask(pair, "And now?").body)
+    said = [m.content for m in later.messages if m.role == "assistant"]
+    assert said == ["North sold\n\n[This answer failed: incomplete]"]
 
 
 def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(

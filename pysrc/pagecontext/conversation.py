@@ -35,7 +35,7 @@ from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMe
 
 from pagecontext.integration import command_standing
 from pagecontext.items import JsonValue
-from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS
+from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS, is_reason
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -89,6 +89,16 @@ def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
     return result
 
 
+def _failure(entry: Mapping[str, JsonValue]) -> str:
+    """What a later run is told of a failed answer: that it failed, and its code (the
+    assistant's own word: answers.py, worker.py), or "" for one that did not fail."""
+    if entry.get("state") != "failed":
+        return ""
+    error = entry.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return f"[This answer failed: {code}]" if is_reason(code) else "[This answer failed]"
+
+
 def _answer(
     entry: Mapping[str, JsonValue], results: Mapping[str, Mapping[str, JsonValue]]
 ) -> list[Message]:
@@ -99,6 +109,11 @@ def _answer(
         if isinstance(call, dict) and call.get("refused") != _DUPLICATE_ID
     ]
     text = str(entry.get("text") or "")
+    failed = _failure(entry)
+    if failed:
+        # The agent's model learns the answer did not end as one (cut off, refused, never
+        # reached), rather than taking what came for a whole answer, or seeing none.
+        text = f"{text}\n\n{failed}" if text else failed
     if not text and not calls:
         return []
     tool_calls = [
