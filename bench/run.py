@@ -905,12 +905,11 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
         # A panel that never gets there is recorded below (`ends_on_last_revision`).
         with suppress(PlaywrightTimeoutError):
             _wait_revision(panel, target, timeout_ms=120_000)
+        # Each worker's fresh report is also the checkpoint before one more Show me: it
+        # answers after everything sent to it before, and its edge applies what it sent
+        # in order, so the burst's trailing commands and states have landed.
         counts_after = {"page": _frame_counts(page.main_frame), "assistant": _frame_counts(panel)}
         result: Json = page.evaluate("() => window.__pcBench.burstResult")
-        # Everything either worker sent before has landed (each answers a diagnostics
-        # request after it), then one more Show me.
-        for frame in (page.main_frame, panel):
-            _checkpoint(frame)
         final: Json = panel.evaluate("() => window.__pcBench.show()")
         panel_state: Json = panel.evaluate(
             """([from, to, index]) => { const p = window.__pcBench.panel;
@@ -1038,16 +1037,6 @@ MARK_WITHIN_JS: Final = """([name, ms]) => new Promise((resolve) => {
   observer.observe({ type: "mark" });
   const timer = setTimeout(() => { observer.disconnect(); resolve(null); }, ms);
 })"""
-
-
-def _checkpoint(frame: Frame) -> None:
-    """Ask the frame's worker for a diagnostics report and wait until `<html>` shows it:
-    the worker answers after everything sent to it before, and the edge applies what the
-    worker sent in order."""
-    seq = frame.evaluate("pagecontext.diagnose()")
-    frame.wait_for_selector(
-        f'html[data-pc-diagnostics-seq="{seq}"]', state="attached", timeout=STEP_TIMEOUT_MS
-    )
 
 
 def _python_worker(page: Page) -> Worker:
