@@ -204,12 +204,12 @@ class Dismissals:
 
         def strings(name: str) -> tuple[str, ...]:
             found = saved.get(name)
-            entries: tuple[str, ...] = ()
-            if isinstance(found, list):
-                for entry in found:
-                    if isinstance(entry, str):
-                        entries = _added(entries, entry)
-            return entries
+            if not isinstance(found, list):
+                return ()
+            # As `_added` one by one would keep them (a repeat counts where it was last
+            # made), in one pass: a saved state holds any number.
+            latest = dict.fromkeys(entry for entry in reversed(found) if isinstance(entry, str))
+            return tuple(list(latest)[:MAX_DISMISSALS][::-1])
 
         return cls(keys=strings("keys"), groups=strings("groups"))
 
