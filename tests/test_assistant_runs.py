@@ -424,16 +424,29 @@ def test_two_text_messages_of_a_run_are_two_paragraphs(origins: Origins, db: Pat
     assert [c.function.arguments for c in called.tool_calls] == ["{}"]
 
 
+def agent_stream(
+    pair: ChannelPair,
+    run_id: str,
+    events: list[dict[str, object]],
+    *,
+    finished: bool = True,
+    outcome: dict[str, object] | None = None,
+) -> str:
+    """The text of an agent's stream for run `run_id`: `events` between its RUN_STARTED
+    and (if `finished`) its RUN_FINISHED, with `outcome` if given."""
+    run = {"threadId": pair.assistant.conversation_id, "runId": run_id}
+    stream = [{"type": "RUN_STARTED", **run}, *events]
+    if finished:
+        stream.append({"type": "RUN_FINISHED", **run, **({"outcome": outcome} if outcome else {})})
+    return "".join(f"data: {json.dumps(event)}\n\n" for event in stream)
+
+
 def agent_says(
     pair: ChannelPair, start: StartRun, events: list[dict[str, object]], *, finished: bool = True
 ) -> list[Effect]:
-    """Feed `events` as the stream answering `start`, between its RUN_STARTED and (if
-    `finished`) its RUN_FINISHED; return the effects, which are run."""
-    run = {"threadId": pair.assistant.conversation_id, "runId": start.run_id}
-    stream = [{"type": "RUN_STARTED", **run}, *events]
-    if finished:
-        stream.append({"type": "RUN_FINISHED", **run})
-    text = "".join(f"data: {json.dumps(event)}\n\n" for event in stream)
+    """Feed `events` as the stream answering `start` (`agent_stream`); return the
+    effects, which are run."""
+    text = agent_stream(pair, start.run_id, events, finished=finished)
     effects = pair.assistant.on_agent_text(start.run_id, text)
     pair.run("assistant", effects)
     return effects
@@ -1004,17 +1017,12 @@ def context_calls(
 ) -> str:
     """An agent stream that makes these context tool calls, then finishes (with
     `outcome`, if given)."""
-    run = {"threadId": pair.assistant.conversation_id, "runId": run_id}
-    events: list[dict[str, object]] = [{"type": "RUN_STARTED", **run}]
-    for index, (name, arguments) in enumerate(calls):
-        call_id = f"{run_id}-c{index}"
-        events += [
-            {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": name},
-            {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": json.dumps(arguments)},
-            {"type": "TOOL_CALL_END", "toolCallId": call_id},
-        ]
-    events.append({"type": "RUN_FINISHED", **run, **({"outcome": outcome} if outcome else {})})
-    return "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    events = [
+        event
+        for index, (name, arguments) in enumerate(calls)
+        for event in tool_call(f"{run_id}-c{index}", name, json.dumps(arguments))
+    ]
+    return agent_stream(pair, run_id, events, outcome=outcome)
 
 
 def tool_results(effects: list[Effect]) -> list[str]:
