@@ -22,6 +22,19 @@ const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 // Half a character (a surrogate without its other half) as JSON.stringify writes it:
 // `\udXXX`, the only characters it writes as such escapes.
 const HALF_WRITTEN = /\\ud[89a-f][0-9a-f]{2}/;
+// `value` as JSON text; null if it holds a number JSON cannot write (NaN, an infinity,
+// which JSON.stringify would write as null; a Number object's too, whose value it
+// writes) or half a character.
+const wholeJson = (value) => {
+  let finite = true;
+  const text = toJson(value, (key, item) => {
+    const number = item instanceof Number ? item.valueOf() : item;
+    if (typeof number === "number" && !Number.isFinite(number)) finite = false;
+    return item;
+  });
+  // Without its escaped backslashes, an escape left in the text is a real one.
+  return finite && text !== null && !HALF_WRITTEN.test(text.replace(/\\\\/g, "")) ? text : null;
+};
 // What a child frame posts to ask its embedder for the runtime's files (askForRuntime),
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
@@ -61,36 +74,20 @@ globalThis.pagecontextHost = {
     if (typeof element.checkVisibility !== "function") return true;
     return element.checkVisibility({ visibilityProperty: true, opacityProperty: true, checkVisibilityCSS: true, checkOpacity: true });
   },
-  // A page event's detail as JSON text; null if it holds a number JSON cannot write (NaN,
-  // an infinity, which JSON.stringify would write as null) or half a character.
+  // A page event's detail as JSON text; null if it holds a number JSON cannot write or
+  // half a character (`wholeJson`).
   detail(value) {
-    let finite = true;
-    const text = toJson(value, (key, item) => {
-      // A Number object too: JSON.stringify writes its value.
-      const number = item instanceof Number ? item.valueOf() : item;
-      if (typeof number === "number" && !Number.isFinite(number)) finite = false;
-      return item;
-    });
-    // Without its escaped backslashes, an escape left in the text is a real one.
-    return finite && text !== null && !HALF_WRITTEN.test(text.replace(/\\\\/g, "")) ? text : null;
+    return wholeJson(value);
   },
   // JSON a page wrote in an attribute, as JavaScript reads it, written again for the
   // edge's MicroPython reader; null where JSON.parse refuses it (MicroPython's reader
-  // takes more: `007`, `1.`), or it holds a number that is not finite or half a
-  // character. Written again, a character
+  // takes more: `007`, `1.`), or it holds a number that is not finite (1e999 reads as
+  // Infinity) or half a character (`wholeJson`). Written again, a character
   // outside the BMP is itself: MicroPython reads its escaped pair (`\ud83d\ude00`) as
   // two broken halves.
   reread(text) {
     try {
-      let finite = true;
-      // 1e999 reads as Infinity, which JSON.stringify would write as null.
-      const value = JSON.parse(text, (key, item) => {
-        if (typeof item === "number" && !Number.isFinite(item)) finite = false;
-        return item;
-      });
-      const written = JSON.stringify(value);
-      // Without its escaped backslashes (`\\`), an escape left is a real one.
-      return finite && !HALF_WRITTEN.test(written.replace(/\\\\/g, "")) ? written : null;
+      return wholeJson(JSON.parse(text));
     } catch {
       return null;
     }
