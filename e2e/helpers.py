@@ -9,6 +9,7 @@ import urllib.request
 from typing import Any
 
 from playwright.sync_api import (
+    APIResponse,
     BrowserContext,
     Frame,
     FrameLocator,
@@ -26,6 +27,22 @@ from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 
 ROW = "sales-2026-03-north"
 OTHER_ROW = "sales-2026-05-east"
+
+# Playwright's own requests (a route's fetch, `page.request`) keep their connections
+# open between requests; uvicorn closes one left idle for 5 s, and a request sent on it
+# as it closes is reset (ECONNRESET). A browser sends such a GET again on a new
+# connection (RFC 9112, 9.3.1), and so do these: all of them are GETs.
+RESENDS = 2
+
+
+def fetched(route: Route) -> APIResponse:
+    """The server's response to the request `route` holds."""
+    return route.fetch(max_retries=RESENDS)
+
+
+def get(page: Page, url: str) -> APIResponse:
+    """The server's response to a GET of `url`, outside the page's frames."""
+    return page.request.get(url, max_retries=RESENDS)
 
 
 def document_policy(frames: str, *, workers: str = "'self'", connects: str = "") -> str:
@@ -257,7 +274,7 @@ def watch_csp(context: BrowserContext) -> None:
     context.add_init_script(CSP_WATCH_DOCUMENT)
 
     def prepend(route: Route) -> None:
-        response = route.fetch()
+        response = fetched(route)
         route.fulfill(response=response, body=CSP_WATCH_WORKER + response.text())
 
     context.route(re.compile(r"/web/worker(-[0-9a-f]+)?\.mjs$"), prepend)

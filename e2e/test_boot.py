@@ -24,7 +24,17 @@ from pagecontext.server import site
 from pagecontext.server.chromium import MARK_DETAIL_JS
 
 from .conftest import BOOT_TIMEOUT_MS, Origins, remote_requests, wait_bound
-from .helpers import ROW, ask, html, open_workbench, panel, select_and_ask, show_and_expect
+from .helpers import (
+    ROW,
+    ask,
+    fetched,
+    get,
+    html,
+    open_workbench,
+    panel,
+    select_and_ask,
+    show_and_expect,
+)
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
 MARKS = """() => Object.fromEntries(performance.getEntriesByType("mark")
@@ -439,7 +449,7 @@ def test_without_a_good_snapshot_the_workers_boot_normally(
         if damage == "missing":
             route.fulfill(status=404, body="")
             return
-        body = route.fetch().body()
+        body = fetched(route).body()
         route.fulfill(body=body[: len(body) // 2], content_type="application/octet-stream")
 
     context.route("**/vendor/snapshot/*", spoil)
@@ -507,8 +517,8 @@ def test_micropython_is_served_as_its_package_with_the_compile_hint_first(
 ) -> None:
     """The main thread's MicroPython module is the pinned package's file, byte for byte,
     after one line: V8's compile hint, which has it compiled off the main thread."""
-    runtime = page.request.get(origins.page + "/py/runtime.json").json()
-    served = page.request.get(origins.page + runtime["micropython"]["module"]).body()
+    runtime = get(page, origins.page + "/py/runtime.json").json()
+    served = get(page, origins.page + runtime["micropython"]["module"]).body()
     package = ROOT / "node_modules" / site.MICROPYTHON_PACKAGE / "micropython.mjs"
     assert served == site.COMPILE_HINT + package.read_bytes()
 
@@ -519,18 +529,18 @@ def test_the_edge_runs_only_the_builds_bytecode(
     """runtime.json names a digest for every file of the edge and the apps, and each is
     the served file's; an edge module whose bytes are not the build's (one byte
     changed on its way) is not run: the page fails with the file's URL."""
-    runtime = page.request.get(origins.page + "/py/runtime.json").json()
+    runtime = get(page, origins.page + "/py/runtime.json").json()
     for part, names, suffix in (("edge", "files", ""), ("apps", "modules", ".mpy")):
         section = runtime[part]
         assert set(section["integrity"]) == set(section[names]), part
         for name in section[names]:
-            body = page.request.get(origins.page + section["base"] + name + suffix).body()
+            body = get(page, origins.page + section["base"] + name + suffix).body()
             assert section["integrity"][name] == site.sri(body), name
 
     target = f"{origins.page}/py/edge/pagecontext/browser/edge.mpy"
 
     def tampered(route: Route) -> None:
-        body = bytearray(route.fetch().body())
+        body = bytearray(fetched(route).body())
         body[-1] ^= 1
         route.fulfill(status=200, body=bytes(body), content_type="application/octet-stream")
 
@@ -551,7 +561,7 @@ def test_an_app_the_build_names_no_digest_for_is_never_fetched_nor_run(
     target = f"{origins.page}/py/runtime.json"
 
     def without_the_apps_digest(route: Route) -> None:
-        runtime = route.fetch().json()
+        runtime = fetched(route).json()
         del runtime["apps"]["integrity"]["sales"]
         route.fulfill(status=200, json=runtime)
 
@@ -610,7 +620,7 @@ def test_a_runtime_wasm_served_with_another_content_type_still_boots(
     relabelled: list[str] = []
 
     def octet_stream(route: Route) -> None:
-        response = route.fetch()
+        response = fetched(route)
         headers = {**response.headers, "content-type": "application/octet-stream"}
         relabelled.append(route.request.url)
         route.fulfill(response=response, headers=headers)

@@ -37,6 +37,7 @@ from .helpers import (
     OTHER_ROW,
     ROW,
     diagnose_now,
+    fetched,
     html,
     panel,
     select_and_ask,
@@ -465,7 +466,7 @@ def test_an_assistant_framed_by_a_page_it_is_not_configured_for_says_so(
     it never binds, and says why in the console, naming both origins."""
 
     def without_frame_ancestors(route: Route) -> None:
-        response = route.fetch()
+        response = fetched(route)
         policy = response.headers["content-security-policy"]
         kept = "; ".join(d for d in policy.split("; ") if not d.startswith("frame-ancestors"))
         route.fulfill(

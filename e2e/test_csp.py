@@ -17,6 +17,7 @@ from .helpers import (
     ROW,
     document_policy,
     expect_no_csp_violations,
+    fetched,
     html,
     open_workbench,
     panel,
@@ -175,7 +176,7 @@ def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
     url = origins.page + "/"
 
     def other_policy_names(route: Route) -> None:
-        response = route.fetch()
+        response = fetched(route)
         sent = response.headers["content-security-policy"]
         assert "trusted-types pagecontext" in sent
         policy = sent.replace("trusted-types pagecontext", "trusted-types dashboard")

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from playwright.sync_api import Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import html, open_workbench, panel, show_and_expect
+from .helpers import get, html, open_workbench, panel, show_and_expect
 from .test_boot import MARKS
 
 ROUNDS = 100
@@ -163,7 +163,7 @@ def test_a_mount_after_a_deploy_offers_its_assistant_the_files_its_worker_has(
     than download it. (The assistant's frame has no storage of its own here, as in
     Playwright's contexts: its first mount's worker could not keep what it downloaded.)"""
     runtime_json = f"{origins.page}/py/runtime.json"
-    earlier = page.request.get(runtime_json).json()
+    earlier = get(page, runtime_json).json()
     earlier["snapshot"]["sha256"] = "0" * 64  # the earlier build's snapshot
 
     def serve_earlier(route: Route) -> None:
