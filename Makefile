@@ -74,7 +74,8 @@ browser:
 demo: $(SITE)/.stamp
 	$(PY) -m pagecontext demo
 
-unit: $(VENV)/.stamp node_modules/.stamp
+# The browser wheels too: a test runs the core in Pyodide beside CPython.
+unit: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp
 	$(PY) -m pytest tests -q
 
 e2e: setup

@@ -18,6 +18,7 @@ def run_node(*args: str) -> dict[str, object]:
     out = subprocess.run(
         [node, *args], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
+    # Lines end at "\n" only: JSON.stringify writes U+2028 and U+2029 as they are.
+    line = next(line for line in out.split("\n") if line.startswith("RESULT "))
     result: dict[str, object] = json.loads(line.removeprefix("RESULT "))
     return result

@@ -170,7 +170,11 @@ def _is_none(value: object) -> bool:
 
 def _real_time(text: str) -> str:
     # The pattern admits "2024-13-45T99:99:99.999Z"; a time the user saw must exist.
+    # Hour 24 is refused here: Python 3.14's fromisoformat (the workers') reads it as the
+    # next day's midnight, 3.11's (the server's) refuses it, and both must agree.
     try:
+        if text[11:13] == "24":
+            raise ValueError
         datetime.fromisoformat(text[:-1])
     except ValueError:
         raise ValueError("observedAt is not a real UTC date and time") from None
