@@ -1035,6 +1035,45 @@ def test_a_new_context_replaces_a_restored_pin() -> None:
     assert chip(pair)["pageInstanceId"] == "page-2"
 
 
+def test_a_restored_pin_keeps_its_revision_from_the_page_it_came_from() -> None:
+    """The assistant reloads beside the same page instance: the restored chip's revision
+    is still the last one, so that revision with another selection, or an older one,
+    replaces nothing (stale-revision), and a question asked on the chip carries what it
+    shows; the page's own share of that revision makes the chip live again."""
+    pair = shared_pair("page")
+    select(pair, "row:1")
+    share(pair)
+    saved = json.loads(pair.last_edge("assistant", "persist")["text"])
+    pinned = saved["pinned"]
+    assert pinned["selectionRevision"] == 2
+    pair.reload_assistant("asst-2")
+    pair.assistant.restore(saved)
+    pair.handshake()
+    assert chip(pair)["restored"] is True
+    shown = pair.assistant.shown_chip
+    forged = json.loads(json.dumps(pinned))
+    forged["messageId"] = "forged-1"
+    forged["selection"]["snapshot"] = {"amount": {"value": 999, "unit": "EUR"}}
+    older = json.loads(json.dumps(pinned))
+    older["messageId"] = "forged-2"
+    older["selectionRevision"] = 1
+    for message in (forged, older):
+        pair.post("assistant", message)
+        pair.pump()
+    assert pair.assistant.receiver.counts["stale-revision"] == 2
+    assert chip(pair)["restored"] is True
+    assert chip(pair)["snapshot"] == [
+        ["amount", {"value": 1250, "unit": "EUR"}],
+        ["status", "open"],
+    ]
+    assert pair.assistant.shown_chip == shown
+    share(pair)
+    assert pair.sent_by("page", "context")[-1]["selectionRevision"] == 2
+    assert chip(pair)["restored"] is False
+    assert chip(pair)["resourceRef"] == "row:1"
+    assert pair.assistant.receiver.counts["stale-revision"] == 2
+
+
 @pytest.mark.scenario(14)
 @pytest.mark.parametrize("reloaded", [True, False], ids=["page-reloaded", "same-page"])
 def test_a_child_assistant_on_a_new_port_ignores_receipts_of_its_old_port(

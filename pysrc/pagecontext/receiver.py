@@ -97,6 +97,19 @@ class ContextReceiver:
     # After a child reload the call site reads better as a rebind; the rule is the same.
     rebind = bind
 
+    def resume(self, message: ContextMessage) -> None:
+        """Take `message`, the context committed before the assistant reloaded (restored
+        from its saved state), as the last one of the bound page instance, if it is that
+        instance's and newer than what this receiver has: the same revision with another
+        selection, or an older one, is then `stale-revision`, as it was before the
+        reload. Call it after `bind`."""
+        if (
+            message.page_instance_id == self._page_instance_id
+            and message.selection_revision > self._last_revision
+        ):
+            self._last_revision = message.selection_revision
+            self._committed = message
+
     def receive(self, raw: object) -> ReceiveResult:
         """Check a raw port message and commit it if it passes; return the outcome.
 

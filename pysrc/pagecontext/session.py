@@ -75,7 +75,7 @@ from pagecontext.models import (
     parse_message,
     unreadable,
 )
-from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult
+from pagecontext.receiver import Accepted, ContextReceiver, ReceiveResult, Repeated
 from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.selection_items import object_key
 from pagecontext.store import ContextStore
@@ -1023,6 +1023,15 @@ class AssistantSession:
             self.pinned = self.receiver.committed
             self.pinned_restored = False
             return [_STATE, _PERSIST]
+        if (
+            isinstance(result, Repeated)
+            and isinstance(result.message, ContextMessage)
+            and self.pinned_restored
+        ):
+            # The page sent the restored revision again, the same selection: it is live.
+            self.pinned = result.message
+            self.pinned_restored = False
+            return [_STATE, _PERSIST]
         return [_STATE]
 
     @property
@@ -1659,6 +1668,9 @@ class AssistantSession:
             effects = self._switch_conversation(binding)
         else:
             self.receiver.bind(binding.page_instance_id, self.conversation_id)
+        if self.pinned is not None and self.pinned_restored:
+            # Revisions never go back across a reload of the assistant either.
+            self.receiver.resume(self.pinned)
         return [*effects, ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
 
     def _persist(self) -> ToEdge:
