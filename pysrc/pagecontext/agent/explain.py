@@ -22,7 +22,6 @@ Pure: numbers in, text and tool calls out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -90,10 +89,13 @@ class LiveRead:
 
 @dataclass(frozen=True)
 class ReadRefused:
-    """The resource API refused the read: `status` 401, 403 or 404, with its reason."""
+    """The read was refused: by the resource API (`status` 401, 403 or 404, with its
+    reason), or before it, for a ref that is no row id of the data (`read` False: 400,
+    `malformed-ref`)."""
 
     status: int
     reason: str
+    read: bool = True
 
 
 @dataclass(frozen=True)
@@ -158,11 +160,6 @@ def explain(task: TaskContext, outcome: LiveRead | ReadRefused) -> Answer:
     return _explained(task, outcome)
 
 
-# A ref named in an answer: an id of letters, digits and a few separators. Any other
-# text came from the page and is not repeated as the agent's own words.
-_NAMEABLE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
-
-
 def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
     # Only the ref and the status: the snapshot's values must not stand in for access.
     why = {
@@ -171,8 +168,9 @@ def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
         403: "your access to it has been revoked or was never granted",
         404: "it no longer exists on the server",
     }.get(refused.status, f"the server refused the read ({refused.reason})")
-    ref = task.resource_ref
-    named = ref if _NAMEABLE_REF.fullmatch(ref) else "the row you selected"
+    # A ref is named only if the resource API was asked for it, so it is a row id of the
+    # data; any other text came from the page and is not repeated as the agent's words.
+    named = task.resource_ref if refused.read else "the row you selected"
     said = f"I could not read {named} because {why} (HTTP {refused.status}, {refused.reason}). "
     if refused.status in (400, 404):
         # A ref of other data, or a row that is gone: no denial, and nothing to ask for.

@@ -184,7 +184,7 @@ class HttpResourceReader:
         if not access.REF_PATTERN.fullmatch(ref):
             # Not a row of this data: nothing to ask the resource API (a `/` in it would
             # even reach another path).
-            return ReadRefused(400, "malformed-ref")
+            return ReadRefused(400, "malformed-ref", read=False)
         quoted = urllib.parse.quote(ref, safe="")
         status, row = self._get(quoted, authorization)
         if status in _REFUSED_STATUSES:
