@@ -10,6 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import wire
+from pagecontext.block import extract_lines, parse_block
+from pagecontext.budget import DEFAULT_BUDGET
 from pagecontext.composer import MAX_LOG_HELD
 from pagecontext.errors import LocalProtocolError
 from pagecontext.ledger import ReceiptLedger
@@ -19,6 +21,7 @@ from pagecontext.session import (
     AssistantSession,
     ClosePort,
     PageSession,
+    StartRun,
     ToEdge,
     ToPeer,
 )
@@ -1072,6 +1075,71 @@ def test_a_restored_pin_keeps_its_revision_from_the_page_it_came_from() -> None:
     assert chip(pair)["restored"] is False
     assert chip(pair)["resourceRef"] == "row:1"
     assert pair.assistant.receiver.counts["stale-revision"] == 2
+
+
+@pytest.mark.scenario(24)
+def test_a_reloaded_assistant_shows_its_commands_receipts_and_sends_none_again() -> None:
+    """Show me applied, and a second one still on its way, then the assistant reloads
+    beside the same page: bound again and shared to, it sends no command, the applied
+    ones are shown applied, and the one on its way `unconfirmed`, never applied anew."""
+    pair = shared_pair("page")
+    applied = show(pair)
+    pair.pump()
+    on_its_way = show(pair)
+    saved = json.loads(pair.last_edge("assistant", "persist")["text"])
+    sent_before = len(pair.sent_by("assistant", "command"))
+    pair.reload_assistant("asst-2")
+    pair.assistant.restore(saved)
+    pair.handshake()
+    share(pair)
+    assert chip(pair)["restored"] is False
+    assert len(pair.sent_by("assistant", "command")) == sent_before
+    commands = {e["id"]: e for e in pair.assistant.composer.log if e["kind"] == "command"}
+    for command_id in applied:
+        assert commands[command_id]["ui"]["state"] == "applied"
+    for command_id in on_its_way:
+        assert commands[command_id]["ui"] == {
+            "state": "unconfirmed",
+            "reason": "assistant-reloaded",
+        }
+    # The page's receipts for the commands on their way reach the new assistant's
+    # ledger as receipts of no command it sent: they settle nothing.
+    pair.pump()
+    after = {e["id"]: e for e in pair.assistant.composer.log if e["kind"] == "command"}
+    assert [after[command_id]["ui"]["state"] for command_id in on_its_way] == [
+        "unconfirmed",
+        "unconfirmed",
+    ]
+    assert len(pair.sent_by("assistant", "command")) == sent_before
+
+
+@pytest.mark.scenario(22)
+def test_a_question_on_a_snapshot_over_the_budget_sends_a_block_within_it() -> None:
+    """What the model gets, as the assistant sends it: 13 shared fields of 1,000 `<`
+    (within a message's 16 KiB, 78,000 characters once escaped) go in a run whose block
+    is within the budget, each line within its own, every line parsing, and the elided
+    values naming the tool that fetches them whole."""
+    pair = ChannelPair()
+    fields = [(f"note{n}", None) for n in range(13)]
+    pair.render("orders", ROWS, shareable=fields)
+    pair.run(
+        "page", pair.page.on_select("orders", "row:2", {name: "<" * 1_000 for name, _ in fields})
+    )
+    share(pair)
+    question = "Why is this row so high?"
+    effects = pair.assistant.ask(
+        question, at="2026-01-01T00:00:00.000Z", shown=pair.assistant.shown_chip
+    )
+    [start] = [effect for effect in effects if isinstance(effect, StartRun)]
+    text = json.loads(start.body)["messages"][-1]["content"]
+    assert text.endswith("\n\n" + question)
+    block = text.removesuffix("\n\n" + question)
+    assert len(block) <= DEFAULT_BUDGET.total_chars
+    assert all(len(line) <= DEFAULT_BUDGET.per_item_chars for line in extract_lines(block))
+    [reference, snapshot] = parse_block(block)
+    assert reference["key"] == snapshot["key"]
+    elided = json.dumps(snapshot["value"])
+    assert '"fetchWith": "get_context_item"' in elided
 
 
 @pytest.mark.scenario(14)
