@@ -118,6 +118,35 @@ def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     assert sent_text(question_entry(assistant)) == "And compared with April?"
 
 
+def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -> None:
+    """Ask about a row, then press "New conversation": the log is empty, the panel names
+    the new conversation, the chip stays, and the next question carries the row's block
+    again; its answer's highlights, stamped with the new conversation, are applied."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    ask(assistant, "Why is this row so high?")
+    commands = assistant.locator('[data-pc-log-kind="command"]')
+    expect(commands).to_have_count(3, timeout=STEP_TIMEOUT_MS)  # the answer's highlights
+    log = assistant.locator("[data-pc-log-kind]")
+    before = html(assistant).get_attribute("data-pc-conversation")
+    assert before
+    assistant.get_by_role("button", name="New conversation").click()
+    expect(html(assistant)).not_to_have_attribute("data-pc-conversation", before)
+    expect(log).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(assistant.locator("[data-pc-announce]")).to_contain_text("A new conversation")
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible()
+    ask(assistant, "Why is this row so high?")
+    sent = sent_text(question_entry(assistant))
+    assert ROW in sent, sent
+    assert sent.endswith("\n\nWhy is this row so high?"), sent
+    expect(commands).to_have_count(3, timeout=STEP_TIMEOUT_MS)
+    for index in range(3):
+        expect(commands.nth(index)).to_have_attribute(
+            "data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS
+        )
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(3)
+
+
 @pytest.mark.scenario(23, 24)
 def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
     page: Page, origins: Origins

@@ -402,6 +402,39 @@ def test_a_revision_sent_again_after_a_new_conversation_is_a_repeat(embedder: Si
     assert chip(pair)["resourceRef"] == "row:2"
 
 
+def test_a_new_conversation_starts_with_an_empty_log_and_the_row_still_pinned() -> None:
+    """Asked and answered, then a new conversation: the log is empty (shown, saved and
+    sent to the agent), the chip stays, and the next question carries the row's block
+    again. While an answer runs, a new conversation is refused and the log kept."""
+    pair = shared_pair("page")
+    question = "Why is this row so high?"
+    first = pair.assistant.ask(
+        question, at="2026-01-01T00:00:00.000Z", shown=pair.assistant.shown_chip
+    )
+    [run] = [effect for effect in first if isinstance(effect, StartRun)]
+    pair.run("assistant", first)
+    with pytest.raises(ValueError, match="still on its way"):
+        pair.assistant.new_conversation("conv-2")
+    assert [entry["kind"] for entry in pair.assistant.composer.log] == ["question", "answer"]
+    pair.run("assistant", pair.assistant.on_agent_end(run.run_id))
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    assert pair.assistant.composer.log == []
+    saved = json.loads(pair.last_edge("assistant", "persist")["text"])
+    assert saved["conversationId"] == "conv-2"
+    assert saved["composer"]["log"] == []
+    assert chip(pair)["resourceRef"] == "row:2"
+    again = pair.assistant.ask(
+        question, at="2026-01-01T00:01:00.000Z", shown=pair.assistant.shown_chip
+    )
+    [rerun] = [effect for effect in again if isinstance(effect, StartRun)]
+    body = json.loads(rerun.body)
+    assert body["threadId"] == "conv-2"
+    [message] = body["messages"]
+    block = message["content"].removesuffix("\n\n" + question)
+    assert [line["type"] for line in parse_block(block)] == ["reference", "snapshot"]
+
+
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_a_context_that_crossed_a_new_conversation_is_sent_again_and_taken(
     embedder: Side,

@@ -481,6 +481,16 @@ class Composer:
         entry["result"] = dict(result)
         self._changed(entry)
 
+    def clear_log(self) -> None:
+        """Forget the conversation's log (a new conversation): no question, answer or
+        receipt of it is shown, saved or sent to the agent again, and the task's items
+        go again with its first question. The dismissals stay."""
+        self.log = []
+        self._texts = {}
+        self._text_message = None
+        self._preview = None
+        self.log_version += 1
+
     def entry(self, entry_id: str, kind: str) -> dict[str, JsonValue]:
         """The log entry of `kind` with `entry_id`. Raises KeyError if the log has none."""
         for entry in reversed(self.log):

@@ -1053,10 +1053,16 @@ class AssistantSession:
         }
 
     def new_conversation(self, conversation_id: str) -> list[Effect]:
-        """The user started a new conversation: tell the page, which stamps it from now on.
+        """The user started a new conversation: its log starts empty (`Composer.clear_log`),
+        and the page is told, which stamps its messages with it from now on.
 
-        The page instance's revision sequence goes on; the pinned context stays pinned.
+        The page instance's revision sequence goes on; the pinned context stays pinned,
+        and a removed chip stays removed. Raises ValueError while an answer runs or a
+        business action's request is on its way: what they settle is in the log.
         """
+        if self._run is not None or self._in_flight:
+            raise ValueError("an answer or an action is still on its way")
+        self.composer.clear_log()
         self.conversation_id = conversation_id
         # The edge names it in the next `connect` it sends as an embedder.
         effects: list[Effect] = [

@@ -67,6 +67,10 @@ from pagecontext.windowrules import (
 )
 
 # What the panel says when a question was not sent: the context changed as it was.
+NEW_CONVERSATION_WAITS = (
+    "The assistant is still answering: start a new conversation once it is done."
+)
+NEW_CONVERSATION_BEGUN = "A new conversation: the questions and answers before it are cleared."
 ASK_REFUSED = (
     "Not sent: what the assistant sees changed just as you sent it. Check the context, "
     "then send your question again."
@@ -437,6 +441,7 @@ class Edge:
             if conversation_id is None:
                 conversation_id = _random_id()
             self.conversation_id = conversation_id
+            self.root.setAttribute("data-pc-conversation", conversation_id)
             init["conversationId"] = conversation_id
             init["restored"] = text
             # Where the agent and the action API are, and as whom the assistant calls
@@ -793,6 +798,8 @@ class Edge:
             conversation_id = message.get("conversationId")
             if isinstance(conversation_id, str):
                 self.conversation_id = conversation_id
+                self.root.setAttribute("data-pc-conversation", conversation_id)
+                self._announce(NEW_CONVERSATION_BEGUN)
         elif kind == "diagnostics":
             self._on_diagnostics(message)
         elif kind == "refused":
@@ -1311,6 +1318,9 @@ class Edge:
         restore = doc.querySelector("[data-pc-restore-chips]")
         if restore is not None:
             self.owner.listen(restore, "click", self._on_restore_chips)
+        begin = doc.querySelector("[data-pc-new-conversation]")
+        if begin is not None:
+            self.owner.listen(begin, "click", self._on_new_conversation)
         log = doc.querySelector("[data-pc-log]")
         if log is not None:
             # Mounted again in the same document: the worker posts every entry anew.
@@ -1337,6 +1347,13 @@ class Edge:
 
     def _on_restore_chips(self, event: Any) -> None:
         self._to_worker({"kind": "restore-chips"})
+
+    def _on_new_conversation(self, event: Any) -> None:
+        # Off while an answer runs (aria-disabled, as Send): what it says is in the log.
+        if self.state.get("answering"):
+            self._announce(NEW_CONVERSATION_WAITS)
+            return
+        self._to_worker({"kind": "new-conversation"})
 
     def _on_preview_toggle(self, event: Any = None) -> None:
         # "What the AI sees" is composed only while it is open: the worker is told.
@@ -1427,7 +1444,7 @@ class Edge:
         if not self.drawn:
             # The first state: until now the panel's markup (web/panel.html) said the
             # assistant is starting, its composer off.
-            for hook in ("[data-pc-question]", "[data-pc-send]"):
+            for hook in ("[data-pc-question]", "[data-pc-send]", "[data-pc-new-conversation]"):
                 control = doc.querySelector(hook)
                 if control is not None:
                     control.disabled = False
@@ -1451,12 +1468,13 @@ class Edge:
         self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
-        send = doc.querySelector("[data-pc-send]")
-        if send is not None:
-            # aria-disabled, not disabled: a disabled button loses the keyboard's focus,
-            # and the one who just pressed Send would land on nothing. A press while an
-            # answer runs does nothing (`_on_ask`).
-            send.setAttribute("aria-disabled", "true" if answering else "false")
+        for hook in ("[data-pc-send]", "[data-pc-new-conversation]"):
+            control = doc.querySelector(hook)
+            if control is not None:
+                # aria-disabled, not disabled: a disabled button loses the keyboard's
+                # focus, and the one who just pressed Send would land on nothing. A press
+                # while an answer runs does nothing (`_on_ask`, `_on_new_conversation`).
+                control.setAttribute("aria-disabled", "true" if answering else "false")
         preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.

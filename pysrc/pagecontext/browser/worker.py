@@ -444,6 +444,11 @@ class WorkerBinding:
             return session.remove_chip(key if isinstance(key, str) else None)
         if kind == "restore-chips":
             return session.restore_chips()
+        if kind == "new-conversation":
+            try:
+                return session.new_conversation(_new_id())
+            except ValueError:
+                return []  # an answer or an action still on its way
         if kind == "preview":
             return session.show_preview(message.get("open") is True)
         if kind == "ask":
