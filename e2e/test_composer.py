@@ -16,6 +16,7 @@ from .helpers import (
     OTHER_ROW,
     ROW,
     ask,
+    diagnose_now,
     html,
     open_preview,
     open_workbench,
@@ -130,10 +131,36 @@ def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -
     log = assistant.locator("[data-pc-log-kind]")
     before = html(assistant).get_attribute("data-pc-conversation")
     assert before
-    assistant.get_by_role("button", name="New conversation").click()
+    # Show me, and New conversation pressed before its receipts are in: refused, said,
+    # and the commands' receipts are taken (a new conversation would refuse them).
+    frame = next(f for f in demo.frames if f is not demo.main_frame)
+    frame.evaluate(
+        """() => {
+          document.querySelector("[data-pc-show]").click();
+          document.querySelector("[data-pc-new-conversation]").click();
+        }"""
+    )
+    expect(assistant.locator("[data-pc-announce]")).to_contain_text("Not yet")
+    expect(assistant.locator("[data-pc-receipt]")).to_have_attribute(
+        "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
+    )
+    button = assistant.get_by_role("button", name="New conversation")
+    expect(button).to_have_attribute("aria-disabled", "false")
+    assert html(assistant).get_attribute("data-pc-conversation") == before
+    # Pressed twice: the second press finds nothing to clear.
+    frame.evaluate(
+        """() => {
+          const button = document.querySelector("[data-pc-new-conversation]");
+          button.click();
+          button.click();
+        }"""
+    )
     expect(html(assistant)).not_to_have_attribute("data-pc-conversation", before)
     expect(log).to_have_count(0, timeout=STEP_TIMEOUT_MS)
     expect(assistant.locator("[data-pc-announce]")).to_contain_text("A new conversation")
+    expect(assistant.locator("[data-pc-receipt]")).to_have_text("")
+    diagnose_now(frame)
+    expect(html(assistant)).to_have_attribute("data-pc-port-refused", "0")
     expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible()
     ask(assistant, "Why is this row so high?")
     sent = sent_text(question_entry(assistant))

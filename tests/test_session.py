@@ -413,13 +413,24 @@ def test_a_new_conversation_starts_with_an_empty_log_and_the_row_still_pinned() 
     )
     [run] = [effect for effect in first if isinstance(effect, StartRun)]
     pair.run("assistant", first)
-    with pytest.raises(ValueError, match="still on its way"):
-        pair.assistant.new_conversation("conv-2")
+    refused = [ToEdge({"kind": "new-conversation-refused"})]
+    assert pair.assistant.new_conversation("conv-2") == refused
     assert [entry["kind"] for entry in pair.assistant.composer.log] == ["question", "answer"]
     pair.run("assistant", pair.assistant.on_agent_end(run.run_id))
+    # A Show me waiting for its receipts: the page stamps them with the conversation it
+    # was sent in, which a new one would refuse.
+    pair.run("assistant", pair.assistant.show())
+    assert state(pair)["busy"] is True
+    assert pair.assistant.new_conversation("conv-2") == refused
+    pair.pump()
+    assert state(pair)["command"]["ui"]["state"] == "applied"
+    assert state(pair)["busy"] is False
     pair.run("assistant", pair.assistant.new_conversation("conv-2"))
     pair.pump()
     assert pair.assistant.composer.log == []
+    assert state(pair)["command"] is None
+    assert state(pair)["refused"] == {}
+    assert pair.assistant.ledger.ignored == 0
     saved = json.loads(pair.last_edge("assistant", "persist")["text"])
     assert saved["conversationId"] == "conv-2"
     assert saved["composer"]["log"] == []

@@ -99,6 +99,11 @@ class ReceiptLedger:
         or (counted by the session through `ignore`) a receipt stamped for another binding."""
         return self._ignored
 
+    @property
+    def settling(self) -> bool:
+        """Whether a command or an action has a layer still pending."""
+        return bool(self._pending)
+
     def ignore(self) -> None:
         """Count a receipt the caller refused before it reached the ledger."""
         self._ignored += 1

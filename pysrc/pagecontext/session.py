@@ -1052,17 +1052,25 @@ class AssistantSession:
             "refused": self.refused,
         }
 
+    @property
+    def busy(self) -> bool:
+        """Whether an answer runs, a business action's request is on its way, or a
+        command or action waits for its receipt: what they settle belongs to the log."""
+        return self._run is not None or bool(self._in_flight) or self.ledger.settling
+
     def new_conversation(self, conversation_id: str) -> list[Effect]:
         """The user started a new conversation: its log starts empty (`Composer.clear_log`),
         and the page is told, which stamps its messages with it from now on.
 
         The page instance's revision sequence goes on; the pinned context stays pinned,
-        and a removed chip stays removed. Raises ValueError while an answer runs or a
-        business action's request is on its way: what they settle is in the log.
+        and a removed chip stays removed. While `busy`, nothing changes and the panel is
+        told (`new-conversation-refused`): the page stamps the receipts of what is on
+        its way with the conversation it was sent in, which a new one would refuse.
         """
-        if self._run is not None or self._in_flight:
-            raise ValueError("an answer or an action is still on its way")
+        if self.busy:
+            return [ToEdge({"kind": "new-conversation-refused"})]
         self.composer.clear_log()
+        self.last_show = self.last_locate = None
         self.conversation_id = conversation_id
         # The edge names it in the next `connect` it sends as an embedder.
         effects: list[Effect] = [
@@ -1649,6 +1657,7 @@ class AssistantSession:
                 "dismissed": self.composer.dismissed,
                 "logVersion": self.composer.log_version,
                 "answering": self.answering,
+                "busy": self.busy,
             }
         )
 

@@ -68,7 +68,8 @@ from pagecontext.windowrules import (
 
 # What the panel says when a question was not sent: the context changed as it was.
 NEW_CONVERSATION_WAITS = (
-    "The assistant is still answering: start a new conversation once it is done."
+    "Not yet: the assistant is still answering, or waiting for the page or the server. "
+    "Start a new conversation once it is done."
 )
 NEW_CONVERSATION_BEGUN = "A new conversation: the questions and answers before it are cleared."
 ASK_REFUSED = (
@@ -831,6 +832,8 @@ class Edge:
             self._render_log(message.get("ids") or [], message.get("changed") or [])
         elif kind == "ask-refused":
             self._ask_refused(str(message.get("question") or ""))
+        elif kind == "new-conversation-refused":
+            self._announce(NEW_CONVERSATION_WAITS)
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -1349,8 +1352,9 @@ class Edge:
         self._to_worker({"kind": "restore-chips"})
 
     def _on_new_conversation(self, event: Any) -> None:
-        # Off while an answer runs (aria-disabled, as Send): what it says is in the log.
-        if self.state.get("answering"):
+        # Off while the worker is busy (aria-disabled): what is on its way settles in the
+        # log. The worker says so too (`new-conversation-refused`) if it got busy since.
+        if self.state.get("busy"):
             self._announce(NEW_CONVERSATION_WAITS)
             return
         self._to_worker({"kind": "new-conversation"})
@@ -1468,13 +1472,14 @@ class Edge:
         self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
-        for hook in ("[data-pc-send]", "[data-pc-new-conversation]"):
+        busy = {"[data-pc-send]": answering, "[data-pc-new-conversation]": state.get("busy")}
+        for hook, off in busy.items():
             control = doc.querySelector(hook)
             if control is not None:
                 # aria-disabled, not disabled: a disabled button loses the keyboard's
                 # focus, and the one who just pressed Send would land on nothing. A press
-                # while an answer runs does nothing (`_on_ask`, `_on_new_conversation`).
-                control.setAttribute("aria-disabled", "true" if answering else "false")
+                # then does nothing but say why (`_on_ask`, `_on_new_conversation`).
+                control.setAttribute("aria-disabled", "true" if off else "false")
         preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.

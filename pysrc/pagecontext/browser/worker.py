@@ -445,10 +445,9 @@ class WorkerBinding:
         if kind == "restore-chips":
             return session.restore_chips()
         if kind == "new-conversation":
-            try:
-                return session.new_conversation(_new_id())
-            except ValueError:
-                return []  # an answer or an action still on its way
+            # Nothing in the log (pressed twice in a row, say): nothing to begin again,
+            # and the page's selection is not sent to yet another conversation.
+            return session.new_conversation(_new_id()) if session.composer.log else []
         if kind == "preview":
             return session.show_preview(message.get("open") is True)
         if kind == "ask":
