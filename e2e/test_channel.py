@@ -44,6 +44,7 @@ from .helpers import (
     show_and_expect,
     swap_assistant,
     use_scripted_assistant,
+    worker_report,
 )
 
 pytestmark = pytest.mark.e2e
@@ -640,6 +641,45 @@ def test_a_number_javascript_cannot_hold_exactly_is_refused_and_the_panel_goes_o
     expect(assistant).to_have_attribute("data-pc-revision", "3")
     chip = page.frames[1].locator('[data-pc-chip="sales-row-3"]')
     expect(chip).to_contain_text("9007199254740991 units")
+
+
+@pytest.mark.scenario(16)
+def test_a_bound_page_sending_what_is_no_context_is_refused_and_the_assistant_goes_on(
+    page: Page, origins: Origins
+) -> None:
+    """Scenario 16 from the page's side, in real frames: a page that binds the real
+    assistant honestly sends it, in one task, 13 messages that are no valid context (a
+    Map, a Date, an ArrayBuffer, a BigInt, NaN and an infinity, nesting 100 deep, an own
+    `__proto__` key, 20,000 characters, another conversation, another page instance, a
+    revision of 2.5, a command from the page): each is refused and counted, none
+    committed, the worker fails in nothing, and the valid context after them is drawn."""
+    frame = open_flooding_page(page, origins)
+    assistant = html(frame)
+    expect(assistant).to_have_attribute("data-pc-state", "bound")
+    page.evaluate("() => window.sendUnits(1, 7)")
+    expect(assistant).to_have_attribute("data-pc-revision", "1")
+    sent = page.evaluate("() => window.sendHostile(2)")
+    assert sent == 13
+    page.evaluate("() => window.sendUnits(3, 9)")
+    expect(assistant).to_have_attribute("data-pc-revision", "3")
+    report = worker_report(frame)
+    assert report["internalErrors"] == 0, report
+    # Not plain data, refused by the worker's walk before Python: the Map, the Date, the
+    # ArrayBuffer, the BigInt, and the nesting past the depth limit.
+    assert report["notPlainData"] == 5, report
+    assert report["contexts"] == {
+        "not-json": 2,  # NaN, Infinity
+        "forbidden-key": 1,
+        "too-large": 1,
+        "conversation-mismatch": 1,
+        "page-instance": 1,
+        "malformed": 1,  # the revision of 2.5
+    }, report
+    assert report["control"] == {"unexpected-type": 1}, report  # a command from the page
+    expect(assistant).to_have_attribute("data-pc-port-refused", str(sent - 5))
+    chip = frame.locator('[data-pc-chip="sales-row-3"]')
+    expect(chip).to_contain_text("9 units")
+    expect(frame.locator("[data-pc-chip]")).to_have_count(1)
 
 
 def test_an_embedder_that_predates_bound_still_binds_the_assistant(
