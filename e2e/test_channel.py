@@ -442,6 +442,38 @@ def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
     expect_working(page)
 
 
+@BEYOND_FRAME_SRC
+@pytest.mark.scenario(10)
+def test_a_sandboxed_assistant_that_navigates_away_is_loaded_again_not_bound(
+    page: Page, sandboxed_origins: Origins
+) -> None:
+    """Scenario 10 with the sandboxed panel, whose origin is opaque: the bound panel
+    navigates itself to another origin, whose document (opaque too) posts `ready`. No
+    origin tells it apart from the assistant reloading, so the page takes it as that: it
+    unbinds the document that left, loads the assistant again from its own
+    `data-pc-src` with a fresh nonce (replacing the newcomer), and binds the real
+    assistant on a new connection, which works; nothing is refused. (The newcomer could
+    not bind in any case: the nonce it would have to answer with is in a URL it never
+    had.)"""
+    page.goto(sandboxed_origins.page + "/")
+    wait_bound(page)
+    frame = page.locator("iframe[data-pc-child]")
+    first = frame.get_attribute("src") or ""
+    page.frames[1].evaluate(
+        "url => { location.href = url; }", sandboxed_origins.third + "/e2e/attacker.html?mode=ready"
+    )
+    wait_bound(page, connection=2)
+    second = frame.get_attribute("src") or ""
+    assert second.startswith(sandboxed_origins.assistant + "/"), second
+    assert second.split("#pc-nonce=")[1] != first.split("#pc-nonce=")[1]
+    # The assistant's document, which took its nonce out of its URL.
+    assert page.frames[1].url == second.split("#")[0]
+    assert (
+        page.evaluate("document.documentElement.hasAttribute('data-pc-window-rejected')") is False
+    )
+    expect_working(page)
+
+
 @pytest.mark.scenario(11)
 def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Origins) -> None:
     """Once bound, the page points its assistant frame's data-pc-src at another origin,
