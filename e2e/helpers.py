@@ -207,9 +207,19 @@ def ask(assistant: Page | FrameLocator, question: str, *, until: str = "done") -
     try:
         expect(questions.nth(before[0])).to_contain_text(question, timeout=STEP_TIMEOUT_MS)
     except AssertionError:
-        # Not sent: the panel says why (the context changed as it was sent, say).
+        # Not sent: the panel says why (the context changed as it was sent, say), and
+        # its document where it stands.
         said = assistant.locator("[data-pc-announce]").text_content()
-        raise AssertionError(f"the question was not sent; the panel said: {said!r}") from None
+        root = assistant.locator("html")
+        where = {
+            name: root.get_attribute(f"data-pc-{name}")
+            for name in ("state", "connection", "answering", "internal-errors", "revision")
+        }
+        field = assistant.locator("[data-pc-question]").input_value()
+        raise AssertionError(
+            f"the question was not sent; the panel said: {said!r}; {where}; "
+            f"its field holds {field!r}; questions shown: {questions.count()}"
+        ) from None
     answer = answers.nth(before[1])
     if until != "running":
         # Wait for the end, then say how it ended if that was not the one expected.

@@ -119,6 +119,28 @@ def test_a_question_sends_exactly_what_the_ai_sees_and_a_follow_up_only_itself(
     assert sent_text(question_entry(assistant)) == "And compared with April?"
 
 
+def test_a_question_the_assistant_does_not_take_goes_back_to_its_field_with_why(
+    demo: Page,
+) -> None:
+    """A question longer than the assistant takes (4,001 characters, set by script past
+    the field's maxlength): nothing is asked, the question goes back to its field, and
+    the panel says why, where it said nothing before."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    frame = next(f for f in demo.frames if f is not demo.main_frame)
+    frame.evaluate(
+        """() => {
+          document.querySelector("[data-pc-question]").value = "x".repeat(4001);
+          document.querySelector("[data-pc-send]").click();
+        }"""
+    )
+    expect(assistant.locator("[data-pc-announce]")).to_have_text(
+        "Not sent: a question has 1 to 4000 characters.", timeout=STEP_TIMEOUT_MS
+    )
+    assert len(assistant.locator("[data-pc-question]").input_value()) == 4001
+    expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(0)
+
+
 def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -> None:
     """Ask about a row, then press "New conversation": the log is empty, the panel names
     the new conversation, the chip stays, and the next question carries the row's block

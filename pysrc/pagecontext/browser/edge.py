@@ -831,7 +831,9 @@ class Edge:
         elif kind == "log":
             self._render_log(message.get("ids") or [], message.get("changed") or [])
         elif kind == "ask-refused":
-            self._ask_refused(str(message.get("question") or ""))
+            why = message.get("why")
+            said = "Not sent: " + str(why) + "." if message.get("reason") == "not-asked" else None
+            self._ask_refused(str(message.get("question") or ""), said or ASK_REFUSED)
         elif kind == "new-conversation-refused":
             self._announce(NEW_CONVERSATION_WAITS)
 
@@ -1423,14 +1425,14 @@ class Edge:
         self._to_worker({"kind": "ask", "question": question, "shown": shown})
         field.value = ""
 
-    def _ask_refused(self, question: str) -> None:
-        """The worker did not ask: the context changed as the user sent. The question
-        goes back into its field (unless the user typed another since), and the panel
-        says why; the new chip is drawn by the state that follows."""
+    def _ask_refused(self, question: str, said: str) -> None:
+        """The worker did not ask (the context changed as the user sent, say). The
+        question goes back into its field (unless the user typed another since), and the
+        panel says why (`said`); a new chip is drawn by the state that follows."""
         field = js.document.querySelector("[data-pc-question]")
         if field is not None and not str(field.value).strip():
             field.value = question
-        self._announce(ASK_REFUSED)
+        self._announce(said)
 
     def _changed(self, part: str, value: Any) -> bool:
         """Whether this part of the panel's state differs from what is drawn; if so, it

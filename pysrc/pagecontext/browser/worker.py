@@ -458,8 +458,19 @@ class WorkerBinding:
                     at=str(js.Date.new().toISOString()),
                     shown=_shown_chip(message.get("shown")),
                 )
-            except ValueError:
-                return []  # empty, oversized, or an answer still running
+            except ValueError as refused:
+                # Empty, oversized, or an answer still running (the panel drew it done):
+                # the question goes back to its field, and the panel says why.
+                return [
+                    ToEdge(
+                        {
+                            "kind": "ask-refused",
+                            "reason": "not-asked",
+                            "question": str(question),
+                            "why": str(refused),
+                        }
+                    )
+                ]
         if kind == "confirm-action":
             return session.confirm_action(str(message.get("id")))
         if kind == "decline-action":
