@@ -1019,17 +1019,10 @@ class AssistantSession:
         return self.on_port_message(json.loads(text))
 
     def _received(self, result: ReceiveResult) -> list[Effect]:
-        if isinstance(result, Accepted):
+        # A commit, or the page's repeat of the restored revision (the same selection, which
+        # the receiver holds since `resume`): the pinned context is the page's, live.
+        if isinstance(result, Accepted) or (isinstance(result, Repeated) and self.pinned_restored):
             self.pinned = self.receiver.committed
-            self.pinned_restored = False
-            return [_STATE, _PERSIST]
-        if (
-            isinstance(result, Repeated)
-            and isinstance(result.message, ContextMessage)
-            and self.pinned_restored
-        ):
-            # The page sent the restored revision again, the same selection: it is live.
-            self.pinned = result.message
             self.pinned_restored = False
             return [_STATE, _PERSIST]
         return [_STATE]

@@ -831,9 +831,9 @@ class Edge:
         elif kind == "log":
             self._render_log(message.get("ids") or [], message.get("changed") or [])
         elif kind == "ask-refused":
-            why = message.get("why")
-            said = "Not sent: " + str(why) + "." if message.get("reason") == "not-asked" else None
-            self._ask_refused(str(message.get("question") or ""), said or ASK_REFUSED)
+            not_asked = message.get("reason") == "not-asked"
+            said = "Not sent: " + str(message.get("why")) + "." if not_asked else ASK_REFUSED
+            self._ask_refused(str(message.get("question") or ""), said)
         elif kind == "new-conversation-refused":
             self._announce(NEW_CONVERSATION_WAITS)
 
@@ -1474,8 +1474,8 @@ class Edge:
         self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
-        busy = {"[data-pc-send]": answering, "[data-pc-new-conversation]": state.get("busy")}
-        for hook, off in busy.items():
+        off_while = {"[data-pc-send]": answering, "[data-pc-new-conversation]": state.get("busy")}
+        for hook, off in off_while.items():
             control = doc.querySelector(hook)
             if control is not None:
                 # aria-disabled, not disabled: a disabled button loses the keyboard's
