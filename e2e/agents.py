@@ -139,10 +139,9 @@ class ExternalAgent:
         if task is None:
             text = "External agent: no selection was pinned to this question."
         else:
-            text = (
-                f"External agent: about {task['resourceRef']}, "
-                f"as you saw it at {task['observedAt']}."
-            )
+            # The page's ref goes into the tool call that targets it, not into the
+            # answer's words: later runs send those back to the agent as its own.
+            text = f"External agent: about the row you selected at {task['observedAt']}."
         for part in (text[: len(text) // 2], text[len(text) // 2 :]):
             yield encoder.encode(
                 TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta=part)

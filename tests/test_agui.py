@@ -148,6 +148,11 @@ def test_tool_call_becomes_the_page_command(
         ("highlight", "{not json", "malformed-arguments"),
         ("highlight", '["sales"]', "malformed-arguments"),
         ("highlight", "[" * 100_000 + "]" * 100_000, "malformed-arguments"),
+        (
+            "highlight",
+            '{"componentId": "sales", "resourceRef": "r", "tone": "related", "tone": "focus"}',
+            "malformed-arguments",
+        ),
         ("highlight", '{"componentId": "sales", "resourceRef": "r"}', "invalid-arguments"),
         (
             "highlight",
@@ -176,6 +181,22 @@ def test_bad_tool_calls_are_refused_with_a_reason(name: str, arguments: str, rea
         agui.tool_call_command(name, arguments)
     assert (caught.value.reason, caught.value.tool) == (reason, name)
     assert name in str(caught.value)
+
+
+def test_arguments_that_give_a_key_twice_are_refused_naming_it() -> None:
+    """A parser takes a key's last value, and later runs send the arguments' text back to
+    the agent: a proposal for the pinned row that names another row first is refused,
+    not carried out as a call other than the one the agent reads."""
+    with pytest.raises(ToolCallError) as caught:
+        agui.business_proposal(
+            "flag_for_review",
+            '{"resourceRef": "sales-2026-03-south", "note": "n", '
+            '"resourceRef": "sales-2026-03-north"}',
+        )
+    assert (caught.value.reason, caught.value.detail) == (
+        "malformed-arguments",
+        'the key "resourceRef" is given twice',
+    )
 
 
 def test_a_call_that_streamed_no_arguments_passes_none() -> None:

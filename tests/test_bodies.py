@@ -22,11 +22,13 @@ CHUNK = 4096
 
 class CountingBody:
     """An ASGI `receive` that hands out `chunks` one `http.request` message at a time and
-    counts how many were taken."""
+    counts how many were taken; `cut`, the last one says more is coming, and the client
+    hangs up instead."""
 
-    def __init__(self, chunks: int, size: int = CHUNK) -> None:
+    def __init__(self, chunks: int, size: int = CHUNK, *, cut: bool = False) -> None:
         self._left = chunks
         self._size = size
+        self._cut = cut
         self.taken = 0
 
     async def __call__(self) -> Message:
@@ -34,11 +36,14 @@ class CountingBody:
             return {"type": "http.disconnect"}
         self._left -= 1
         self.taken += 1
-        return {"type": "http.request", "body": b"x" * self._size, "more_body": self._left > 0}
+        more = self._left > 0 or self._cut
+        return {"type": "http.request", "body": b"x" * self._size, "more_body": more}
 
 
-def scope(host: str, path: str, length: int | None) -> dict[str, object]:
-    headers = [(b"host", host.encode()), (b"content-type", b"text/plain")]
+def scope(
+    host: str, path: str, length: int | None, content_type: str = "text/plain"
+) -> dict[str, object]:
+    headers = [(b"host", host.encode()), (b"content-type", content_type.encode())]
     # A body of no announced length comes chunked, as HTTP/1.1 sends it.
     if length is None:
         headers.append((b"transfer-encoding", b"chunked"))
@@ -60,7 +65,12 @@ def scope(host: str, path: str, length: int | None) -> dict[str, object]:
 
 
 def post(
-    app: ASGIApp, host: str, path: str, body: CountingBody, length: int | None
+    app: ASGIApp,
+    host: str,
+    path: str,
+    body: CountingBody,
+    length: int | None,
+    content_type: str = "text/plain",
 ) -> tuple[int, int, str | None]:
     """POST `body` to `app`; return the response's status, how many chunks of the body
     had been taken when the response started (a streaming response may drain the rest
@@ -73,7 +83,7 @@ def post(
             headers = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
             started.append((int(message["status"]), body.taken, headers.get("connection")))
 
-    asyncio.run(app(scope(host, path, length), body, send))  # type: ignore[arg-type]
+    asyncio.run(app(scope(host, path, length, content_type), body, send))  # type: ignore[arg-type]
     [answer] = started
     return answer
 
@@ -125,6 +135,23 @@ def test_the_agent_answers_having_read_no_more_than_1_mb(
     )
     assert (status, connection) == (200, "close")
     assert taken == (0 if announced else 1_000_000 // 65536 + 1)
+
+
+@pytest.mark.parametrize(("origin", "path"), [("page", "/admin/grants"), ("assistant", "/agent")])
+def test_a_client_that_hangs_up_before_its_body_arrives_ends_its_request_quietly(
+    demo_config: ServerConfig, origin: str, path: str
+) -> None:
+    """100 bytes announced, one sent, then the client hangs up: the request ends with
+    nothing raised to the server (which would log it as an error, with a traceback, for
+    every such client), and an answer nobody receives (uvicorn drops it)."""
+    config = demo_config
+    if origin == "page":
+        app, host = create_page_app(config), f"{config.page_host}:{config.page_port}"
+    else:
+        app = create_assistant_app(config)
+        host = f"{config.assistant_host}:{config.assistant_port}"
+    body = CountingBody(chunks=1, size=1, cut=True)
+    assert post(app, host, path, body, 100, "application/json") == (400, 1, "close")
 
 
 def test_a_body_within_the_limit_keeps_the_connection(demo_config: ServerConfig) -> None:

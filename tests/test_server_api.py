@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from starlette.testclient import TestClient
 
 from clients import page_client
 from pagecontext.server import access
+from pagecontext.server import app as app_module
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.data import REGIONS, create_demo_db
 from pagecontext.testing import FakeClock, counter_ids
@@ -127,7 +129,7 @@ def test_resource_read_returns_the_live_row_with_units_and_read_time(api: TestCl
         (ANA, "sales-2027-03-north", 404, "unknown-ref"),
         (BEN, "sales-2026-03-west", 403, "not-authorized"),
         (BEN, "sales-2027-03-west", 403, "not-authorized"),
-        (ANA, "sales-2026-03-mars", 403, "not-authorized"),
+        (ANA, "sales-2026-03-mars", 400, "malformed-ref"),
     ],
 )
 def test_resource_read_refusals(
@@ -490,6 +492,26 @@ def test_an_expired_token_is_gone(api: TestClient, clock: FakeClock) -> None:
     token = confirm(api)
     clock.advance(120_000)
     assert flag(api, token) == (410, {"error": "confirmation-refused", "reason": "expired"})
+
+
+def test_a_token_expires_on_time_when_the_system_clock_is_set_back(
+    config: ServerConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's own clocks: two minutes after its confirmation the token is expired,
+    although the system clock was set back an hour meanwhile (an NTP step, a resumed
+    virtual machine); the flag is not written."""
+    clocks = {"time": 1_700_000_000.0, "monotonic": 5_000.0}
+    monkeypatch.setattr(
+        app_module,
+        "time",
+        SimpleNamespace(time=lambda: clocks["time"], monotonic=lambda: clocks["monotonic"]),
+    )
+    with page_client(config, create_page_app(config), client=LOOPBACK) as api:
+        token = confirm(api)
+        clocks["time"] += -3600 + 121
+        clocks["monotonic"] += 121
+        assert flag(api, token) == (410, {"error": "confirmation-refused", "reason": "expired"})
+        assert admin(api, "GET", "/admin/flags", None)["flags"] == []
 
 
 def test_unknown_tokens_are_refused(api: TestClient) -> None:

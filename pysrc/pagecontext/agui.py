@@ -45,6 +45,7 @@ Pure: no I/O, no clock, no randomness; ids are the caller's.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,10 +220,11 @@ class ToolCallError(PagecontextError):
     `reason`: "unknown-tool", "business-tool" (a business tool is never a page
     command), "context-tool" (answered by the assistant, not the page), "ui-tool" (a
     UI tool is not a business proposal), "not-a-context-tool", "malformed-arguments"
-    (not a JSON object, or nested too deeply to read), "invalid-arguments" (missing,
-    extra or wrongly typed) or "duplicate-id" (an earlier tool call of the conversation
-    has its id); the assistant's session adds "no-task" (the question had no pinned
-    selection) and "not-pinned" (a business proposal for a row other than the task's).
+    (not a JSON object, nested too deeply to read, or giving a key twice),
+    "invalid-arguments" (missing, extra or wrongly typed) or "duplicate-id" (an earlier
+    tool call of the conversation has its id); the assistant's session adds "no-task"
+    (the question had no pinned selection) and "not-pinned" (a business proposal for a
+    row other than the task's).
     """
 
     def __init__(self, tool: str, reason: str, detail: str = "") -> None:
@@ -297,6 +299,11 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
         raise ToolCallError(name, "malformed-arguments", str(error)) from None
     if not isinstance(raw, dict):
         raise ToolCallError(name, "malformed-arguments", "not a JSON object")
+    twice = _key_given_twice(arguments) if raw else None
+    if twice is not None:
+        raise ToolCallError(
+            name, "malformed-arguments", f"the key {json.dumps(twice)} is given twice"
+        )
     try:
         return entry[0].model_validate(raw, by_alias=True, by_name=False)
     except ValidationError as error:
@@ -304,6 +311,24 @@ def _parse_arguments(name: str, arguments: str) -> _ToolArgs:
             problem_text(problem, "(arguments)") for problem in error.errors(include_url=False)
         )
         raise ToolCallError(name, "invalid-arguments", problems) from None
+
+
+def _key_given_twice(text: str) -> str | None:
+    """The first key that an object of the JSON `text` (read already, so within the depth
+    limit) gives twice, if any. A parser takes the last one, and later runs send the text
+    itself back to the agent: it would read a call other than the one carried out."""
+    twice: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen and not twice:
+                twice.append(key)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+    return twice[0] if twice else None
 
 
 def tool_call_command(name: str, arguments: str) -> PageCommandCall:

@@ -13,15 +13,18 @@ the pinned task (`TaskContext`) and the outcome of re-reading the row:
   value differs from the snapshot, states both values and when each was seen.
   It highlights the row (`focus`) and the rows it cites (`related`: the previous month
   and the month's region it names, the next highest for a row that ranks first, else
-  the one just above it), and proposes `flag_for_review` for a row at least 1.5 times,
-  or at most two thirds of, its region's average (no ratio, and no proposal, when that
-  average is 0).
+  the one just above it) in the task's component, if its id is shaped as an id
+  (`COMPONENT_ID`: the calls' arguments come back to the agent as its own, and other
+  text from the page is not repeated as the agent's), and proposes `flag_for_review`
+  for a row at least 1.5 times, or at most two thirds of, its region's average (no
+  ratio, and no proposal, when that average is 0).
 
 Pure: numbers in, text and tool calls out.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -30,6 +33,7 @@ from pagecontext.agui import FLAG_TOOL, TaskContext
 from pagecontext.models import Quantity
 
 __all__ = [
+    "COMPONENT_ID",
     "NO_SELECTION",
     "Answer",
     "LiveRead",
@@ -43,6 +47,9 @@ __all__ = [
 _PARAGRAPH: Final = "\n\n"
 OUTLIER_HIGH: Final = 1.5
 OUTLIER_LOW: Final = 2 / 3
+# A component id the agent repeats in its highlight calls: letters, digits and `_.:-`,
+# at most 64, as a page's markup names its components ("sales-table").
+COMPONENT_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 # The live columns a snapshot field may be compared with, and how an answer names each.
 _COLUMNS: Final = {"unitsSold": "units sold", "revenueEur": "revenue"}
 
@@ -235,8 +242,10 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
             f"{live.withheld} related rows are not visible to you and are left out of "
             "these comparisons. "
         )
-    calls = [_highlight(task, row.ref, "focus")]
-    calls.extend(_highlight(task, r.ref, "related") for r in related)
+    calls = []
+    if COMPONENT_ID.fullmatch(task.component_id):
+        calls.append(_highlight(task, row.ref, "focus"))
+        calls.extend(_highlight(task, r.ref, "related") for r in related)
     if ratio is not None and (ratio >= OUTLIER_HIGH or ratio <= OUTLIER_LOW):
         chunks.append("It stands out enough that I propose flagging it for review.")
         note = f"{ratio:.2f} times the {row.region} average of {_units(average)}"

@@ -74,7 +74,11 @@ DEMO_READ_TOKENS: Final = {"ana": "pc-demo-read-ana", "ben": "pc-demo-read-ben"}
 _DEMO_GRANTS: Final = {"ana": REGIONS, "ben": ("North", "South")}
 _DEMO_PERMISSIONS: Final = {"ana": ("flag",), "ben": ()}
 
-REF_PATTERN: Final = re.compile(r"^sales-[0-9]{4}-(0[1-9]|1[0-2])-([a-z]{1,32})$")
+# A row id of the demo's data: its month and one of its regions. Anything else names no
+# row, is read by no one, and is never repeated as the agent's words.
+REF_PATTERN: Final = re.compile(
+    rf"^sales-[0-9]{{4}}-(0[1-9]|1[0-2])-({'|'.join(region.lower() for region in REGIONS)})$"
+)
 GrantKind = Literal["region", "ref"]
 
 _SCHEMA: Final = (
@@ -231,15 +235,11 @@ def user_for_token(path: Path, token: str) -> str | None:
 
 
 def ref_region(ref: str) -> str | None:
-    """Return the region a well-formed ref names (e.g. "North"), or None if malformed.
-
-    A well-formed ref whose region is not a demo region gives None too.
-    """
+    """Return the region a well-formed ref names (e.g. "North"), or None if malformed."""
     match = REF_PATTERN.fullmatch(ref)
     if match is None:
         return None
-    by_lower = {region.lower(): region for region in REGIONS}
-    return by_lower.get(match.group(2))
+    return next(region for region in REGIONS if region.lower() == match.group(2))
 
 
 def is_authorized(path: Path, user: str, ref: str) -> bool:

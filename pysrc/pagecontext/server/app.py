@@ -42,7 +42,7 @@ from pagecontext.confirmations import ConfirmationRegistry
 from pagecontext.server import access
 from pagecontext.server.agent_endpoint import HttpResourceReader, ResourceReader, agent_endpoint
 from pagecontext.server.api import api_routes, sales_answer
-from pagecontext.server.bodies import BODY_SECONDS, RefusedBodyMiddleware
+from pagecontext.server.bodies import BODY_SECONDS, CLIENT_GONE, RefusedBodyMiddleware
 from pagecontext.server.csp import (
     CspMiddleware,
     agent_url_problem,
@@ -372,6 +372,14 @@ def _epoch_ms() -> float:
     return time.time() * 1000
 
 
+def _steady_epoch_ms() -> Callable[[], float]:
+    """A clock of epoch milliseconds that never goes back: the wall clock read once, then
+    the monotonic clock's progress. Confirmation tokens expire by it: the wall clock set
+    back (an NTP step, a virtual machine resumed) must not lengthen a token's life."""
+    wall, start = _epoch_ms(), time.monotonic()
+    return lambda: wall + (time.monotonic() - start) * 1000
+
+
 def _confirmation_token() -> str:
     return secrets.token_urlsafe(32)
 
@@ -396,7 +404,12 @@ def _build_app(
         Middleware(CspMiddleware, policy_for=csp, scripts=scripts),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
-    return Starlette(routes=list(routes), middleware=middleware, lifespan=lifespan)
+    return Starlette(
+        routes=list(routes),
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers=CLIENT_GONE,
+    )
 
 
 def create_page_app(
@@ -411,11 +424,12 @@ def create_page_app(
 
     The demo database is created at startup if it is missing. `clock` (epoch ms) and
     `token_factory` default to the system clock and `secrets.token_urlsafe`; tests
-    inject their own.
+    inject their own. Given no `clock`, confirmation tokens expire by a clock that never
+    goes back (`_steady_epoch_ms`), whatever is done to the system clock.
     """
     now = clock if clock is not None else _epoch_ms
     confirmations = ConfirmationRegistry(
-        clock=now,
+        clock=clock if clock is not None else _steady_epoch_ms(),
         token_factory=token_factory if token_factory is not None else _confirmation_token,
     )
 

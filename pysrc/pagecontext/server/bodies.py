@@ -13,6 +13,9 @@ client sends).
 A body must also arrive in time: `read_body` gives up on one still incomplete after
 `BODY_SECONDS` (`BodyTimeoutError`, which the endpoints answer with 408), so a client that
 announces a body and never sends it does not hold its connection and task forever.
+A client that hangs up before its body has all arrived gets no answer and leaves no
+trace in the log (`client_gone`, the apps' handler of Starlette's `ClientDisconnect`):
+it is an everyday event, not a server error.
 `read_json` reads a body's JSON the one way the project reads JSON from outside.
 """
 
@@ -22,7 +25,8 @@ from typing import Final
 
 import anyio
 from starlette.datastructures import MutableHeaders
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pagecontext.agui import read_outside_json
@@ -96,6 +100,17 @@ async def read_body(request: Request, limit: int, seconds: float = BODY_SECONDS)
     except TimeoutError:
         raise BodyTimeoutError(seconds) from None
     return b"".join(chunks)
+
+
+async def client_gone(_request: Request, _error: Exception) -> Response:
+    """The answer to a request whose client hung up while its body was read
+    (`ClientDisconnect`): nobody receives it, and the server writes none (uvicorn drops
+    what is sent to a closed connection)."""
+    return Response(status_code=400, headers=REFUSED_BODY_HEADERS)
+
+
+CLIENT_GONE: Final = {ClientDisconnect: client_gone}
+"""The exception handlers every app of the server takes."""
 
 
 def read_json(body: bytes) -> object:
