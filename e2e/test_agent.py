@@ -4,6 +4,7 @@ against the snapshot, the business action confirmed by the user, and failures sh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -397,7 +398,8 @@ def asked_to_refresh(
     ask(assistant, QUESTION)
     command = assistant.locator('[data-pc-log-kind="command"]')
     expect(command).to_have_attribute("data-pc-log-status", status, timeout=STEP_TIMEOUT_MS)
-    expect(command).to_contain_text(f"refresh: {status} ({reason})")
+    # A command on the whole table names no object before it.
+    expect(command.locator("p")).to_have_text(re.compile(rf"^refresh: {status} \({reason}\)"))
 
 
 def with_refresh_listener(

@@ -124,6 +124,9 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
         if url == bundle.page + "/":
             # What an integrator's own page is sent, named in the manifest.
             assert listed["policies"]["page"] == policy
+        elif url.endswith("/assistant.html"):
+            # What an app serving the assistant's page filled for its user sends with it.
+            assert listed["policies"]["assistant"] == policy
         assert 'integrity="sha384-' in text
         assert "{{" not in text
     scripts = {

@@ -60,6 +60,9 @@ def failed_with(page: Page, field: str) -> str:
         ({"peerOrigin": "*"}, "peerOrigin"),
         ({"peerOrigin": "{assistant}", "share": "always"}, "share"),
         ({"peerOrigin": "{assistant}", "limits": {"maxRows": 5}}, "limits.maxRows"),
+        # Below what the assistant's own commands need: every one would be refused.
+        ({"peerOrigin": "{assistant}", "limits": {"maxIdChars": 16}}, "limits.maxIdChars"),
+        ({"peerOrigin": "{assistant}", "position": "top"}, "position"),
         ({"peerOrigin": "{assistant}", "timeouts": {"bootMs": 0}}, "timeouts.bootMs"),
         ({"peerOrigin": "{assistant}", "childUrl": "http://elsewhere.test/a"}, "childUrl"),
         ({"peerOrigin": "{assistant}", "assistantUrl": "{assistant}/"}, "assistantUrl"),
@@ -71,7 +74,8 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     page: Page, origins: Origins, config: dict[str, Any], field: str
 ) -> None:
     """The page publishes data-pc-state="failed" with the reason naming the option, the
-    same in `pagecontext:state`, and logs it as an error."""
+    same in `pagecontext:state`, and logs it as an error; `data-pc-position` holds a
+    position a frame takes, or nothing."""
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.add_init_script(RECORD_STATES)
@@ -81,6 +85,8 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     expect(html(page)).to_have_attribute("data-pc-error-field", field)
     assert_last_state_failed(page, error)
     assert any(error in message for message in errors), errors
+    position = page.evaluate("() => document.documentElement.dataset.pcPosition ?? null")
+    assert position in (None, "embedder"), position
 
 
 @pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])
@@ -124,7 +130,9 @@ def test_a_config_that_is_not_a_json_object_fails_loudly(page: Page, origins: Or
     page.on("pageerror", lambda error: uncaught.append(str(error)))
     page.goto(f"{origins.page}/e2e/configured.html?config={quote('[1, 2]')}")
     expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=BOOT_TIMEOUT_MS)
-    expect(html(page)).to_have_attribute("data-pc-error", re.compile(r"^config: the <script"))
+    expect(html(page)).to_have_attribute(
+        "data-pc-error", re.compile(r"^config: the <script.* \(it holds an array\)$")
+    )
     page.wait_for_function("() => document.readyState === 'complete'")
     assert any(m.startswith("pagecontext: config: the <script") for m in errors), errors
     assert uncaught == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+import pytest
 from playwright.sync_api import Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
@@ -100,7 +101,9 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
 def test_an_unmounted_embed_leaves_no_marks_on_the_page(page: Page, origins: Origins) -> None:
     """A page that keeps its view when it unmounts the embed (and mounts it again later)
     keeps no mark of it: the selected row is no longer `aria-selected`, the assistant's
-    highlight is gone; mounted again, a row selected then is the only one selected."""
+    highlight is gone, and `<html>` and the `closed` event hold no connection or
+    revision of the closed embed (a mount after it starts from none); mounted again, a
+    row selected then is the only one selected."""
     page.goto(origins.page + "/examples/spa.html")
     page.get_by_role("button", name="Sales").click()
     wait_bound(page)
@@ -114,9 +117,33 @@ def test_an_unmounted_embed_leaves_no_marks_on_the_page(page: Page, origins: Ori
     expect(rows.and_(page.locator('[data-pc-highlight="focus"]'))).to_have_count(1)
     expect(rows.and_(page.locator('[aria-selected="true"]'))).to_have_count(1)
 
+    expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
+    page.evaluate(
+        """() => document.addEventListener("pagecontext:state", (event) => {
+             window.lastState = event.detail;
+           })"""
+    )
     # The module's own unmount: the route's view (the table, the frame) stays.
     page.evaluate("async () => (await import('/web/boot.mjs')).unmount()")
     expect(html(page)).to_have_attribute("data-pc-state", "closed")
+    left = page.evaluate(
+        """() => ({
+             marks: ["connection", "revision", "shared-revision", "child-state"].filter(
+               (name) => document.documentElement.hasAttribute(`data-pc-${name}`)),
+             state: window.lastState,
+           })"""
+    )
+    assert left == {
+        "marks": [],
+        "state": {
+            "state": "closed",
+            "connection": None,
+            "revision": None,
+            "sharedRevision": None,
+            "child": None,
+            "error": None,
+        },
+    }
     expect(rows).to_have_count(3)
     expect(rows.and_(page.locator("[aria-selected]"))).to_have_count(0)
     expect(rows.and_(page.locator("[data-pc-highlight]"))).to_have_count(0)
@@ -204,23 +231,44 @@ def test_an_embed_whose_runtime_did_not_load_fails_loudly_and_mounts_next_time(
     wait_bound(panel(page))
 
 
+@pytest.mark.parametrize(
+    ("config", "field", "words"),
+    [
+        ("{ role: 'page' }", "peerOrigin", "peerOrigin: missing"),
+        (
+            "{ role: 'page', peerOrigin: location.origin }",
+            "peerOrigin",
+            "is this frame's own origin",
+        ),
+        (
+            "{ role: 'page', position: 'child', peerOrigin: assistant }",
+            "position",
+            "no frame embeds",
+        ),
+    ],
+    ids=["no-peer", "own-origin", "child-at-the-top"],
+)
 def test_a_refused_config_leaves_nothing_mounted_and_the_next_mount_binds(
-    page: Page, origins: Origins
+    page: Page, origins: Origins, config: str, field: str, words: str
 ) -> None:
-    """`mount()` with a config the edge refuses resolves with no edge and publishes
-    `failed` with the field at fault; nothing stays mounted, so the next `mount()` (the
-    route's own, with its good config) binds both frames."""
+    """`mount()` with a config the edge refuses (an option missing, or a placement that
+    could never bind: its own origin as the peer, a child in a document no frame embeds)
+    resolves with no edge and publishes `failed` with the field at fault; nothing stays
+    mounted, so the next `mount()` (the route's own, with its good config) binds both
+    frames."""
     page.goto(origins.page + "/examples/spa.html")
     refused = page.evaluate(
-        """async () => {
-             const { mount } = await import("/web/boot.mjs");
-             const embed = await mount({ role: "page" });
-             return embed.edge === null;
-           }"""
+        f"""async () => {{
+             const {{ mount }} = await import("/web/boot.mjs");
+             const assistant = document.documentElement.dataset.assistantOrigin;
+             const embed = await mount({config});
+             return [embed.edge, Object.keys(embed)];
+           }}"""
     )
-    assert refused is True
+    assert refused == [None, ["edge", "unmount"]]
     expect(html(page)).to_have_attribute("data-pc-state", "failed")
-    expect(html(page)).to_have_attribute("data-pc-error-field", "peerOrigin")
+    expect(html(page)).to_have_attribute("data-pc-error-field", field)
+    expect(html(page)).to_have_attribute("data-pc-error", re.compile(re.escape(words)))
     page.get_by_role("button", name="Sales").click()
     expect(html(page)).to_have_attribute("data-spa-mounts", "1", timeout=STEP_TIMEOUT_MS)
     wait_bound(page)
@@ -259,9 +307,15 @@ def test_an_embed_unmounted_while_it_loads_says_closed(page: Page, origins: Orig
              const loading = mount({ role: "page" });
              unmount();
              const embed = await loading;
-             return { states, edge: embed.edge, state: document.documentElement.dataset.pcState };
+             const state = document.documentElement.dataset.pcState;
+             return { states, edge: embed.edge, keys: Object.keys(embed), state };
            }"""
     )
     closed = dict.fromkeys(("state", "connection", "revision", "sharedRevision", "child", "error"))
     closed["state"] = "closed"
-    assert found == {"states": [closed], "edge": None, "state": "closed"}
+    assert found == {
+        "states": [closed],
+        "edge": None,
+        "keys": ["edge", "unmount"],
+        "state": "closed",
+    }

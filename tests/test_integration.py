@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from typing import Any
 
 import pytest
 
+import wire
 from pagecontext.integration import (
     DEFAULT_HISTORY,
     LIMIT_FIELDS,
+    LIMIT_MIN,
     TIMEOUTS,
     ConfigError,
     filters_in_page_order,
@@ -21,7 +24,7 @@ from pagecontext.integration import (
     saved_state_key,
     url_on_origin,
 )
-from pagecontext.models import Limits
+from pagecontext.models import Limits, parse_message
 from pagecontext.session import PageSession
 
 ASSISTANT = "https://assistant.example.com"
@@ -144,6 +147,34 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
     assert session.page_instance_id == "page1"
 
 
+def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> None:
+    """A page configured with the least limits parse_config takes still reads what an
+    assistant sends it, with ids as long as the two frames make them: a command of each
+    action, `conversation` and `bye`; and, at the least size, a command naming a component
+    and an object of 256 characters each (the default id limit)."""
+    least = Limits(**parse_config(config_with(limits=LIMIT_MIN))["limits"])
+    ids = {
+        key: secrets.token_urlsafe(16) for key in ("messageId", "pageInstanceId", "conversationId")
+    }
+    target = {"componentId": secrets.token_urlsafe(16), "resourceRef": secrets.token_urlsafe(16)}
+    sent = [
+        wire.command(**ids, action=action, target=target, params=params)
+        for action, params in (
+            ("highlight", {"tone": "related"}),
+            ("locate", {}),
+            ("refresh", {}),
+            ("clear-highlight", {}),
+        )
+    ]
+    sent += [wire.conversation(**ids), wire.bye(**ids)]
+    for raw in sent:
+        assert parse_message(raw, least).type == raw["type"]
+    long_target = {"componentId": "c" * 256, "resourceRef": "r" * 256}
+    smallest = Limits(max_message_bytes=LIMIT_MIN["maxMessageBytes"])
+    raw = wire.command(**ids, action="locate", target=long_target, params={})
+    assert parse_message(raw, smallest).type == "command"
+
+
 @pytest.mark.parametrize(
     ("raw", "field", "words"),
     [
@@ -165,7 +196,12 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
         (config_with(share="always"), "share", '"ask", "select"'),
         (config_with(limits=[]), "limits", "must be an object"),
         (config_with(limits={"maxRows": 5}), "limits.maxRows", "unknown limit"),
-        (config_with(limits={"maxIdChars": 0}), "limits.maxIdChars", "from 1 to"),
+        (config_with(limits={"maxIdChars": 0}), "limits.maxIdChars", "from 22 to"),
+        (config_with(limits={"maxIdChars": 21}), "limits.maxIdChars", "from 22 to"),
+        (config_with(limits={"maxStringChars": 21}), "limits.maxStringChars", "from 22 to"),
+        (config_with(limits={"maxDepth": 1}), "limits.maxDepth", "from 2 to"),
+        (config_with(limits={"maxMessageBytes": 1023}), "limits.maxMessageBytes", "from 1024"),
+        (config_with(limits={"maxFilterKeys": 0}), "limits.maxFilterKeys", "from 1 to"),
         (config_with(limits={"maxIdChars": True}), "limits.maxIdChars", "whole number"),
         (config_with(limits={"maxIdChars": 2.5}), "limits.maxIdChars", "whole number"),
         (config_with(history=0), "history", "from 1 to"),

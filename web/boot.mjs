@@ -39,6 +39,8 @@ const wholeJson = (value) => {
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
+// The positions a frame may take (integration.POSITIONS), published on <html>.
+const POSITIONS = ["embedder", "child"];
 globalThis.pagecontextHost = {
   json: toJson,
   // A message from the edge's own worker as JSON text. Pyodide hands a Python integer
@@ -454,7 +456,9 @@ async function mountConfig(config) {
   delete data.pcError;
   delete data.pcErrorField;
   data.pcState = "booting";
-  data.pcPosition = config.position;
+  // Only a position the edge may take: a wrong one is its config error to report.
+  if (POSITIONS.includes(config.position)) data.pcPosition = config.position;
+  else delete data.pcPosition;
   let workerError = null;
   let worker;
   try {
@@ -466,7 +470,7 @@ async function mountConfig(config) {
     const reason = workerRefused(error);
     fail(reason);
     console.error(`pagecontext: ${reason}`);
-    return { edge: null, worker: null, unmount() {} };
+    return Object.freeze({ edge: null, unmount() {} });
   }
   if (config.position === "child") givePeerPort(worker, askForRuntime(config));
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
@@ -474,7 +478,9 @@ async function mountConfig(config) {
   mounted = handle;
   if (config.position === "embedder") handle.stopAnswering = answerRuntimeRequests(handle, config);
   try {
-    return await mountSteps(config, handle, () => workerError);
+    await mountSteps(config, handle, () => workerError);
+    // What the page gets: the edge and `unmount`, not the worker or the handle's state.
+    return Object.freeze({ edge: handle.edge, unmount: handle.unmount });
   } finally {
     early.stop();
   }
@@ -555,7 +561,9 @@ if (block) {
   let config = null;
   try {
     config = JSON.parse(block.textContent);
-    if (config === null || typeof config !== "object" || Array.isArray(config)) throw new Error("not an object");
+    if (config === null || typeof config !== "object" || Array.isArray(config)) {
+      throw new Error(`it holds ${config === null ? "null" : Array.isArray(config) ? "an array" : `a ${typeof config}`}`);
+    }
   } catch (error) {
     const reason = `config: the <script type="application/json" id="pc-config"> block must hold a JSON object (${error.message})`;
     config = null;

@@ -22,7 +22,7 @@ import json
 from binascii import hexlify
 from hashlib import sha256
 
-from pagecontext.windowrules import is_exact_origin
+from pagecontext.windowrules import NONCE_CHARS, is_exact_origin
 
 # For the type checker only: MicroPython has no typing and never evaluates annotations.
 try:  # noqa: SIM105 - MicroPython has no contextlib either
@@ -52,6 +52,17 @@ LIMIT_FIELDS = {
     "maxDetailChars": "max_detail_chars",
 }
 LIMIT_MAX = 1048576
+# The least a limit may be, where it is more than 1: below it, the page would refuse the
+# assistant's own messages. The two frames make their ids as nonces are made (16 random
+# bytes, NONCE_CHARS characters), a command's target is an object in the message (depth
+# 2), and a command naming a component and an object of 256 characters each is some
+# 800 bytes.
+LIMIT_MIN = {
+    "maxIdChars": NONCE_CHARS,
+    "maxStringChars": NONCE_CHARS,
+    "maxDepth": 2,
+    "maxMessageBytes": 1024,
+}
 DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
 # Timeouts in milliseconds, with their defaults.
@@ -183,7 +194,8 @@ def parse_config(raw: object) -> dict[str, Any]:
         if name not in LIMIT_FIELDS:
             names = ", ".join(sorted(LIMIT_FIELDS))
             raise ConfigError("limits." + str(name), "unknown limit (limits: " + names + ")")
-        limits[LIMIT_FIELDS[name]] = _bounded_int("limits." + name, value, 1, LIMIT_MAX)
+        low = LIMIT_MIN.get(name, 1)
+        limits[LIMIT_FIELDS[name]] = _bounded_int("limits." + name, value, low, LIMIT_MAX)
     history = _bounded_int("history", config.get("history", DEFAULT_HISTORY), 1, HISTORY_MAX)
     timeouts = dict(TIMEOUTS)
     for name, value in _object("timeouts", config.get("timeouts", {})).items():

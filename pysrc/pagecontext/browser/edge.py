@@ -619,7 +619,9 @@ class Edge:
             + str(js.window.location.origin)
             + "? A child configured for another never answers, its"
             + " frame-ancestors policy may keep it from loading here, and so may this"
-            + " page's own frame-src if it does not name the child's origin exactly)"
+            + " page's own frame-src if it does not name the child's origin exactly."
+            + " A child that failed to start, its config refused, says why in its own"
+            + " console and on its <html data-pc-error>)"
         )
         self.root.setAttribute("data-pc-child-state", "silent")
         self._publish(child="silent")
@@ -1604,8 +1606,12 @@ class Edge:
         for objects in self.registry.values():
             for element in objects.values():
                 element.removeAttribute("data-pc-highlight")
-        self.root.removeAttribute("data-pc-child-state")
-        self.public["child"] = None
+        # What it published of its binding and selections goes with it: a mount after it
+        # starts from none.
+        for name in _CLOSED_WITH_THE_EDGE:
+            self.root.removeAttribute("data-pc-" + name)
+        for key in ("connection", "revision", "sharedRevision", "child"):
+            self.public[key] = None
         if self.public.get("state") in ("bound", "connecting"):
             self.host.retire(self.worker)
         else:
@@ -1657,6 +1663,9 @@ def _saved_conversation(text: str) -> str | None:
 
 
 _PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "child", "error")
+# The `<html>` attributes (after `data-pc-`) of an edge's binding and selections, which
+# closing it removes.
+_CLOSED_WITH_THE_EDGE = ("connection", "revision", "shared-revision", "child-state")
 
 
 def _public_detail(state: str, **known: Any) -> dict[str, Any]:
@@ -1735,6 +1744,7 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
     _HOST[:] = [host]
     try:
         checked = parse_config(_plain(config))
+        _check_placement(checked)
         if checked["position"] == "embedder":
             _check_child_frame(checked)
         if checked["agentUrl"]:
@@ -1753,6 +1763,22 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
         _dispatch(js.document, "pagecontext:state", detail, False)
         return None
     return checked
+
+
+def _check_placement(checked: dict[str, Any]) -> None:
+    """Refuse a config that could never bind where this frame is: a peer on this frame's
+    own origin (the two frames are kept apart by their origins), or a child with no
+    embedder (a top-level document)."""
+    own = str(js.location.origin)
+    if checked["peerOrigin"] == own:
+        raise ConfigError(
+            "peerOrigin", "is this frame's own origin " + own + ": the two frames need two origins"
+        )
+    if checked["position"] == "child" and js.window.parent == js.window:
+        raise ConfigError(
+            "position",
+            '"child" in a document that no frame embeds: "embedder", or "auto" to choose',
+        )
 
 
 def _resolved_agent_url(url: str, host: Any) -> str:

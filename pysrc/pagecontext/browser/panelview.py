@@ -115,7 +115,9 @@ def log_element(entry: dict[str, Any]) -> Any:
     if entry.get("restored"):
         el.setAttribute("data-pc-log-restored", "true")
         text += " (before reload)"
-    el.append(text_element("p", str(entry.get("resourceRef") or "") + " · " + text))
+    # A command on a whole component (`refresh`, `clear-highlight`) names no object.
+    ref = entry.get("resourceRef")
+    el.append(text_element("p", str(ref) + " · " + text if ref else text))
     return el
 
 

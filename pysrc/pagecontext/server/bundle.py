@@ -376,8 +376,17 @@ def build_bundle(
         # build asking for a file that is gone would get HTML, under a name cached as
         # immutable.
         (folder / "404.html").write_text(NOT_FOUND_PAGE, encoding="utf-8")
-        # And the policies an integrator's own page and the scripts' folders are sent.
-        listed = {**assets, "policies": {"page": policies["/index.html"], "scripts": scripts}}
+        # And the policies an integrator's own page, the assistant's page (which a
+        # deployment with signed-in users serves through its app) and the scripts'
+        # folders are sent.
+        listed = {
+            **assets,
+            "policies": {
+                "page": policies["/index.html"],
+                "assistant": policies["/assistant.html"],
+                "scripts": scripts,
+            },
+        }
         (folder / MANIFEST_PATH).write_text(json.dumps(listed, indent=1), encoding="utf-8")
         (folder / "_headers").write_text(headers_file(policies, scripts), encoding="utf-8")
         step("integrity hashes")
