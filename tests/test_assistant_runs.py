@@ -335,6 +335,51 @@ def test_a_question_sent_as_the_context_changes_is_not_asked_and_comes_back(
     assert [entry["question"] for entry in log(pair, "question")] == ["Why is this row so high?"]
 
 
+@pytest.mark.scenario(2)
+def test_an_answers_command_after_the_page_reloaded_is_for_the_page_it_was_asked_about(
+    db: Path,
+) -> None:
+    """The page reloads while the answer runs, and the new page shares a selection of the
+    same row: the answer's highlight carries the task's own page instance, so the new
+    page answers `stale-context` (`page-instance`) and marks nothing."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    start = ask(pair)
+    pair.reload_page("page-2")
+    pair.handshake()
+    pair.render(TABLE, [str(row["ref"]) for row in query_sales(db)], page_id="sales-page")
+    select_and_share(pair, db, NORTH_MARCH)
+    assert pair.assistant.receiver.committed is not None
+    assert pair.assistant.receiver.committed.page_instance_id == "page-2"
+    highlight = json.dumps({"componentId": TABLE, "resourceRef": NORTH_MARCH, "tone": "focus"})
+    scripted_run(pair, start, [("call_0", "highlight", highlight)])
+    [command] = [m for side, m in pair.sent if side == "assistant" and m["type"] == "command"]
+    assert command["pageInstanceId"] == "page-1"
+    [entry] = log(pair, "command")
+    assert (entry["received"]["state"], entry["received"]["reason"]) == (
+        "stale-context",
+        "page-instance",
+    )
+    assert pair.dom.highlights == {}
+
+
+def test_a_question_asked_after_the_chip_was_removed_has_no_task(db: Path) -> None:
+    """The user removed the chip, then asked: the question has no task (docs/protocol.md
+    8.9), so the run carries no `pagecontext.task`, and a page tool the agent calls is
+    refused as `no-task`: nothing is sent to the page about the row the user took back."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    pair.run("assistant", pair.assistant.remove_chip(None))
+    start = ask(pair)
+    assert agui.read_task_context(RunAgentInput.model_validate_json(start.body)) is None
+    sent = len(pair.sent)
+    highlight = json.dumps({"componentId": TABLE, "resourceRef": NORTH_MARCH, "tone": "focus"})
+    scripted_run(pair, start, [("call_0", "highlight", highlight)])
+    assert [call.get("refused") for call in answer(pair)["toolCalls"]] == ["no-task"]
+    assert [message["type"] for _, message in pair.sent[sent:]] == []
+    assert log(pair, "command") == []
+
+
 @pytest.mark.scenario(21)
 def test_a_secret_typed_beside_the_row_never_leaves_the_page(db: Path) -> None:
     """The row's values include what the user typed into an unsaved form field
@@ -880,6 +925,47 @@ def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins,
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late) == ("unconfirmed", False)
     assert len(pair.assistant.check_action(proposal["id"])) == 1
+
+
+def test_a_confirmation_that_comes_after_its_deadline_writes_nothing(
+    origins: Origins, db: Path
+) -> None:
+    """The server issues the confirmation only after its layer's deadline, which has made
+    it `unconfirmed` (and the panel said so): the token is not used, no flag request is
+    sent, and nothing is written."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    [confirm] = requests_in(pair.assistant.confirm_action(proposal["id"]))
+    pair.clock.advance(ACTION_DEADLINES_MS["received"] + 1)
+    pair.run("assistant", pair.assistant.tick())
+    status, body = call_api(page, confirm, ANA)
+    assert (status, isinstance(body.get("token"), str)) == (201, True)
+    assert (
+        requests_in(pair.assistant.on_action_answer(proposal["id"], "confirm", status, body)) == []
+    )
+    record = pair.assistant.ledger.get(proposal["id"])["received"]
+    assert (record.state, record.late) == ("unconfirmed", True)
+    business = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (business.state, business.late) == ("unconfirmed", False)
+    assert access.list_flags(db) == []
+
+
+def test_a_check_answered_with_another_actions_flag_finds_none(origins: Origins, db: Path) -> None:
+    """A check of an unconfirmed flag that the server answers with a flag of another
+    action (its query's `actionId` not honoured, say): that flag says nothing of this
+    action, which is recorded late as not found, never applied."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    confirmed(pair, page, proposal["id"])  # its flag request never reaches the server
+    timed_out(pair, proposal["id"])
+    [check] = pair.assistant.check_action(proposal["id"])
+    other = {"id": 7, "ref": NORTH_MARCH, "taskId": proposal["taskId"], "actionId": "other"}
+    pair.assistant.on_action_answer(proposal["id"], "check", 200, {"flags": [other]})
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "not-found")
+    assert check.step == "check"
 
 
 def test_a_confirmation_that_comes_after_3_s_is_used(origins: Origins, db: Path) -> None:

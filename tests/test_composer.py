@@ -120,16 +120,16 @@ def test_the_text_sent_is_the_preview_then_the_question() -> None:
 
 
 def test_a_follow_up_in_the_same_task_sends_only_the_question() -> None:
-    """Items and the standing instructions go once per task; another object is a new task."""
+    """Items and the standing instructions go once per task; another object is a new task,
+    whose first question carries its block and the standing instructions again (another
+    task's questions are not its history)."""
     composer = composer_with()
     composer.send("first", entry_id="q1", at="t")
     assert composer.message_text("and now?") == "and now?"
     composer.set_selection(selection("row:7"))
-    again = composer.message_text("and this one?")
-    assert [item["type"] for item in parse_block(again.rsplit("\n\n", 1)[0])] == [
-        "reference",
-        "snapshot",
-    ]
+    again = composer.message_text("and this one?").rsplit("\n\n", 1)[0]
+    assert [item["type"] for item in parse_block(again)] == ["reference", "snapshot"]
+    assert extract_instructions(again) == [i.text for i in STANDING_INSTRUCTIONS]
 
 
 def test_new_values_of_the_same_object_are_sent_again_and_the_same_values_are_not() -> None:

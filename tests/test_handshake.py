@@ -261,9 +261,11 @@ def test_an_assistant_binder_needs_a_conversation() -> None:
         )
 
 
-def test_a_child_without_a_nonce_cannot_connect() -> None:
-    """No nonce in the URL means no connection."""
-    child = assistant_child(nonce=None)
+@pytest.mark.parametrize("nonce", [None, "A" * 21, "A" * 21 + "!", "A" * 23])
+def test_a_child_without_a_nonce_cannot_connect(nonce: str | None) -> None:
+    """No nonce in the URL, or one that is not a nonce (the wrong length, a character
+    outside base64url), means no connection: `no-nonce`."""
+    child = assistant_child(nonce=nonce)
     with pytest.raises(HandshakeRejected) as caught:
         child.connect({"role": "page", "pageInstanceId": "page-A"})
     assert caught.value.reason == "no-nonce"

@@ -593,6 +593,15 @@ def test_show_without_a_pinned_context_sends_nothing() -> None:
     assert pair.assistant.show() == []
 
 
+def test_show_after_the_chip_was_removed_sends_nothing() -> None:
+    """The user took the chip back: Show me has nothing to point at, and the page is sent
+    no command for the row."""
+    pair = shared_pair("page")
+    pair.run("assistant", pair.assistant.remove_chip(None))
+    assert pair.assistant.show() == []
+    assert pair.sent_by("assistant", "command") == []
+
+
 def test_a_row_no_longer_rendered_is_not_found() -> None:
     """The page answers not-found when the pinned row left the DOM in the same view."""
     pair = shared_pair("page")
