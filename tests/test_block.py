@@ -246,6 +246,17 @@ def test_every_control_format_private_or_unseen_character_is_escaped() -> None:
     assert json.loads(safe_json(json.dumps(value, ensure_ascii=False))) == value
 
 
+@pytest.mark.parametrize("char", ["\x7f", "\x80", "\x9b", "\x9f"])
+def test_delete_and_the_c1_controls_are_escaped_in_the_line(char: str) -> None:
+    """DEL (U+007F), ASCII though it is, and the C1 controls (U+0080-U+009F) are
+    controls a reader does not see: each renders as its escape, and reads back."""
+    item = ContextItem(type="text", key="k", value="a" + char + "b")
+    line = render_line(item)
+    assert char not in line
+    assert f"a\\u{ord(char):04x}b" in line
+    assert json.loads(line[2:]) == item.to_json()
+
+
 def assert_reads_as_no_tag(line: str) -> None:
     """Read as a reader that folds compatibility forms and case would read it, the line
     holds no angle bracket and no tag name."""

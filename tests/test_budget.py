@@ -58,6 +58,19 @@ def test_the_default_per_item_budget_is_64000_characters() -> None:
     assert fitted.value == marker("y" * 100_000, "get_context_item")
 
 
+def test_a_line_of_exactly_the_per_item_budget_is_kept_whole_and_one_more_is_cut() -> None:
+    """The per-item budget is inclusive: a line of exactly per_item_chars characters is
+    left as it is; one character more and its value is elided."""
+    budget = Budget(per_item_chars=1000)
+    frame = len(render_line(ContextItem(type="text", key="k", value="")))
+    exact = ContextItem(type="text", key="k", value="v" * (1000 - frame))
+    assert len(render_line(exact)) == 1000
+    assert fit_items([exact], budget) == [exact]
+    over = ContextItem(type="text", key="k", value="v" * (1001 - frame))
+    [fitted] = fit_items([over], budget)
+    assert fitted.value == marker("v" * (1001 - frame), "get_context_item")
+
+
 def test_values_of_the_same_size_elided_make_other_lines_and_escapes_count() -> None:
     """Two values of one size elide to lines that differ (their digests), so dedup sends
     the new one; a marker counts the characters the value takes escaped in a line."""

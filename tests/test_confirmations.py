@@ -145,6 +145,25 @@ def test_a_repeating_token_factory_is_a_local_error() -> None:
         tokens.issue(BINDING)
 
 
+@pytest.mark.parametrize("reason", ["used", "expired"])
+def test_a_factory_repeating_a_spent_or_expired_token_does_not_re_arm_it(reason: str) -> None:
+    """A token already spent (or expired) and so no longer live is still one the factory
+    gave before: issuing it again is a local error, and the token stays refused."""
+    clock = FakeClock()
+    tokens = ConfirmationRegistry(clock=clock, token_factory=lambda: "same", ttl_ms=1000)
+    issued = tokens.issue(BINDING)
+    if reason == "used":
+        tokens.consume(issued.token, BINDING)
+    else:
+        clock.advance(1000)
+        assert refusal(tokens, issued.token, BINDING) == "expired"
+    assert len(tokens) == 0
+    with pytest.raises(LocalProtocolError, match="gave before"):
+        tokens.issue(BINDING)
+    assert len(tokens) == 0
+    assert refusal(tokens, issued.token, BINDING) == reason
+
+
 def test_bad_settings_are_a_local_error() -> None:
     """A zero ttl or bound is refused at construction."""
     for ttl_ms, max_live, max_spent in ((0, 1, 1), (1, 0, 1), (1, 1, 0)):

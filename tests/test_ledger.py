@@ -130,6 +130,29 @@ def test_a_ui_receipt_before_received_settles_nothing(then: str) -> None:
         assert states(book) == {"received": "rejected", "ui": "rejected"}
 
 
+def test_a_ui_receipt_exactly_at_receiveds_deadline_is_within_it_and_settles_nothing() -> None:
+    """A deadline is inclusive (docs/protocol.md 8.6): a `ui` receipt that comes while
+    `received` is pending, exactly at `received`'s deadline, is within it, so it is
+    ignored and counted, and does not end `received`; the `received` receipt at that
+    same instant is on time, and a `ui` receipt after it settles the ui layer."""
+    book, clock = ledger()
+    book.record("cmd-1", 1)
+    book.take_changed()
+    clock.advance(3000)
+    assert book.on_receipt(receipt(layer="ui"), 1) is None
+    assert book.ignored == 1
+    assert states(book) == {"received": "pending", "ui": "pending"}
+    assert book.take_changed() == []
+    assert book.on_receipt(receipt(), 1) == LayerRecord(
+        state="applied", reason="ok", settled_at=START + 3000
+    )
+    assert book.on_receipt(receipt(layer="ui"), 1) == LayerRecord(
+        state="applied", reason="ok", settled_at=START + 3000
+    )
+    assert states(book) == {"received": "applied", "ui": "applied"}
+    assert book.ignored == 1
+
+
 def test_a_ui_receipt_past_receiveds_deadline_ends_received_first() -> None:
     """A `ui` receipt that comes while `received` is pending but past its deadline
     (expire() has not run): `received` ends unconfirmed, and the `ui` receipt is

@@ -284,6 +284,22 @@ def test_the_fast_context_path_keeps_the_string_limit_in_a_long_text(length: int
     assert isinstance(accepted, ContextMessage) is (length <= DEFAULT_LIMITS.max_string_chars)
 
 
+@pytest.mark.parametrize("length", [1024, 1025])
+def test_a_quantity_unit_over_the_string_limit_is_refused_on_both_paths(length: int) -> None:
+    """A snapshot quantity's unit is a string like any other (docs/protocol.md 8.3): one
+    over max_string_chars is refused by the JSON fast path (None) and by parse_message
+    (over-limit); one exactly at the limit is taken by both."""
+    raw = with_selection(snapshot={"amount": {"value": 1, "unit": "u" * length}})
+    text = json.dumps(raw, separators=(",", ":"))
+    fast = parse_context_json(text)
+    if length <= DEFAULT_LIMITS.max_string_chars:
+        assert isinstance(fast, ContextMessage)
+        assert fast == parse_message(raw)
+    else:
+        assert fast is None
+        assert rejection(raw) == ("over-limit", "msg-1")
+
+
 def test_the_fast_context_path_measures_the_size_as_parse_message_does() -> None:
     """JavaScript writes small exponents with one digit fewer than Python (1e-7 for
     1e-07): a text at the size limit as JSON.stringify wrote it, which parse_message
@@ -354,6 +370,23 @@ def test_nesting_deeper_than_the_limit_is_refused() -> None:
     assert rejection(with_selection(filters={"a": deep})) == ("too-deep", "msg-1")
 
 
+# A context nesting 4 deep by objects only (a quantity in the snapshot: message,
+# selection, snapshot, quantity) and one nesting 4 deep by an array only (a list in the
+# filters: message, selection, filters, list).
+BY_OBJECTS = with_selection(filters={"year": 2024}, snapshot={"q": {"value": 1, "unit": "u"}})
+BY_ARRAYS = with_selection(filters={"region": ["EU"]}, snapshot={"name": "Acme"})
+
+
+@pytest.mark.parametrize("raw", [BY_OBJECTS, BY_ARRAYS], ids=["objects", "arrays"])
+def test_nesting_exactly_at_the_depth_limit_is_accepted_and_one_deeper_is_too_deep(
+    raw: dict[str, Any],
+) -> None:
+    """Depth counts the message object as 1 (docs/protocol.md 8.3): a message as deep as
+    max_depth parses, one level over it is too-deep, whether objects or arrays nest."""
+    assert isinstance(parse_message(raw, Limits(max_depth=4)), ContextMessage)
+    assert rejection(raw, Limits(max_depth=3)) == ("too-deep", "msg-1")
+
+
 def test_a_self_referencing_value_is_refused_as_too_deep() -> None:
     """A cyclic structure ends the walk instead of recursing forever."""
     raw = context()
@@ -385,6 +418,28 @@ def test_a_message_over_the_byte_limit_is_too_large() -> None:
     raw = with_selection(filters={"a": "é" * 1000})  # 2,000 bytes of text
     assert rejection(raw, Limits(max_message_bytes=2000)) == ("too-large", "msg-1")
     assert isinstance(parse_message(raw, Limits(max_message_bytes=4000)), ContextMessage)
+
+
+def compact_size(raw: dict[str, Any]) -> int:
+    """The message's size as parse_message measures it: compact JSON by Python, UTF-8."""
+    return len(json.dumps(raw, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def test_a_message_of_exactly_the_byte_limit_is_accepted_and_one_byte_more_is_too_large() -> None:
+    """The size limit is inclusive (docs/protocol.md 8.3): a message whose compact JSON is
+    max_message_bytes UTF-8 bytes long parses; one byte more is too-large."""
+    filters: dict[str, object] = {f"k{index}": "é" * 500 for index in range(15)}
+    filters["pad"] = ""
+    filters["pad"] = "x" * (
+        DEFAULT_LIMITS.max_message_bytes - compact_size(with_selection(filters=filters))
+    )
+    raw = with_selection(filters=filters)
+    assert compact_size(raw) == DEFAULT_LIMITS.max_message_bytes
+    assert isinstance(parse_message(raw), ContextMessage)
+    filters["pad"] += "x"  # type: ignore[operator]
+    longer = with_selection(filters=filters)
+    assert compact_size(longer) == DEFAULT_LIMITS.max_message_bytes + 1
+    assert rejection(longer) == ("too-large", "msg-1")
 
 
 def test_an_integer_too_long_to_serialize_is_too_large() -> None:

@@ -115,6 +115,32 @@ def test_an_item_without_a_value_is_left_as_it_is() -> None:
     assert redact_item(item, {}) is item
 
 
+@pytest.mark.parametrize("value", [0, False, "", 0.0])
+def test_an_item_with_a_falsy_value_is_still_redacted(value: JsonValue) -> None:
+    """Only a missing value (None) is left as it is: 0, false and "" are values, and
+    without a schema each leaf of them becomes "[redacted]"."""
+    item = ContextItem(type="form", key="f", value=value)
+    redacted = redact_item(item, {})
+    assert redacted.value == REDACTED
+    assert (redacted.type, redacted.key) == ("form", "f")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        ItemSchema.of(public=["pw"], secret=["pw"]),
+        ItemSchema.of(public=[("pw",)], secret=["pw"]),
+        ItemSchema.of(public=["pw", ""], secret=[("pw",)]),
+    ],
+    ids=["strings", "tuple-and-string", "under-a-public-whole"],
+)
+def test_a_path_declared_both_public_and_secret_is_secret(schema: ItemSchema) -> None:
+    """The secret declaration wins over a public one of the same path, however the path
+    is written: the value is replaced by "[secret]"."""
+    assert schema.fields[("pw",)] == "secret"
+    assert redact_value({"pw": PASSWORD}, schema) == {"pw": SECRET}
+
+
 def test_schemas_are_looked_up_by_item_type() -> None:
     """Each item is redacted by the schema for its type, or fully without one."""
     out = redact_items(

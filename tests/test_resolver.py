@@ -253,6 +253,45 @@ def test_step6_an_evicted_revision_is_stale() -> None:
     assert outcome(page.resolve(command(messageId="c2", basisRevision=2))) == ("applied", "ok")
 
 
+def test_a_revision_evicted_refusal_is_replayed_byte_for_byte() -> None:
+    """Step 6 answers are remembered (docs/protocol.md 8.5): the same command again gets
+    the original stale-context/revision-evicted receipt, same messageId, as a replay."""
+    page = Page(history=2)
+    for _ in range(3):
+        page.select()
+    first = page.resolve(command(basisRevision=1))
+    second = page.resolve(command(basisRevision=1))
+    assert outcome(first) == ("stale-context", "revision-evicted")
+    assert first.receipt is not None
+    assert second == Resolution(receipt=first.receipt, apply=None, replayed=True)
+    assert second.receipt is not None
+    assert dump_message(second.receipt) == dump_message(first.receipt)
+    assert page.resolver.counts["replayed"] == 1
+    assert page.resolver.counts["revision-evicted"] == 1
+
+
+def test_a_view_changed_refusal_is_replayed_even_once_the_view_changes_back() -> None:
+    """Step 7 answers are remembered (docs/protocol.md section 5 step 4, 8.5): after the
+    view returns to the command's basis, the same command is answered with its original
+    stale-context/view-changed receipt byte for byte, and nothing is applied."""
+    page = Page()
+    page.select()
+    page.tracker.set_view("table", OTHER_VIEW)
+    first = page.resolve(command())
+    assert outcome(first) == ("stale-context", "view-changed")
+    page.tracker.set_view("table", VIEW)
+    second = page.resolve(command())
+    assert first.receipt is not None
+    assert second == Resolution(receipt=first.receipt, apply=None, replayed=True)
+    assert second.receipt is not None
+    assert dump_message(second.receipt) == dump_message(first.receipt)
+    assert page.dom.highlights == {}
+    assert page.resolver.counts["replayed"] == 1
+    assert "ok" not in page.resolver.counts
+    # A fresh command id on the same basis does apply in the restored view.
+    assert outcome(page.resolve(command(messageId="cmd-2"))) == ("applied", "ok")
+
+
 @pytest.mark.parametrize(
     "new_view",
     [

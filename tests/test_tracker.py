@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pagecontext.errors import LocalProtocolError
-from pagecontext.models import Quantity, parse_message
+from pagecontext.models import Quantity, Scalar, parse_message
 from pagecontext.testing import FakeClock
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
@@ -193,6 +193,24 @@ def test_views_are_equal_by_value_and_type() -> None:
     assert ComponentView("p", {"a": 1}, 1) != ComponentView("p", {"a": True}, 1)
     assert ComponentView("p", {"a": 1}, 1) != ComponentView("p", {"a": 1}, 2)
     assert ComponentView("p", {"a": 1}, 1) != ComponentView("q", {"a": 1}, 1)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [((1,), (True,)), ((0,), (False,)), ((1,), (1.0,)), (("EU", 1), ("EU", True))],
+)
+def test_list_filters_are_equal_by_the_type_of_each_item_too(
+    before: tuple[Scalar, ...], after: tuple[Scalar, ...]
+) -> None:
+    """A list filter's items compare by value and type, as a single filter's value does:
+    [1] and [true] are different views, so a command based on a revision made in one is
+    stale in the other (docs/protocol.md section 5, step 7)."""
+    assert ComponentView("p", {"a": before}, 1) != ComponentView("p", {"a": after}, 1)
+    t, _ = tracker()
+    t.set_view("table", ComponentView("sales", {"region": before}, 1))
+    revision = t.select("table", "row:1", {})[0]
+    t.set_view("table", ComponentView("sales", {"region": after}, 1))
+    assert t.view_at(revision, "table") != t.current_view("table")
 
 
 def test_a_view_is_not_changed_by_mutating_the_callers_dict() -> None:
