@@ -1744,13 +1744,15 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
     _HOST[:] = [host]
     try:
         checked = parse_config(_plain(config))
-        _check_placement(checked)
+        _check_peer_origin(checked)
         if checked["position"] == "embedder":
             _check_child_frame(checked)
         if checked["agentUrl"]:
             checked["agentUrl"] = _resolved_agent_url(checked["agentUrl"], host)
         if checked["role"] == "assistant":
             _check_panel()
+        # Last: what is wrong in the config or the document is said first.
+        _check_embedded(checked)
     except ConfigError as error:
         worker.terminate()
         message = "config: " + str(error)
@@ -1765,15 +1767,18 @@ def check(config: Any, worker: Any, host: Any) -> dict[str, Any] | None:
     return checked
 
 
-def _check_placement(checked: dict[str, Any]) -> None:
-    """Refuse a config that could never bind where this frame is: a peer on this frame's
-    own origin (the two frames are kept apart by their origins), or a child with no
-    embedder (a top-level document)."""
+def _check_peer_origin(checked: dict[str, Any]) -> None:
+    """Refuse a peer on this frame's own origin, which could never bind: the two frames
+    are kept apart by their origins."""
     own = str(js.location.origin)
     if checked["peerOrigin"] == own:
         raise ConfigError(
             "peerOrigin", "is this frame's own origin " + own + ": the two frames need two origins"
         )
+
+
+def _check_embedded(checked: dict[str, Any]) -> None:
+    """Refuse a child with no embedder (a top-level document), which could never bind."""
     if checked["position"] == "child" and js.window.parent == js.window:
         raise ConfigError(
             "position",
