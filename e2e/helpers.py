@@ -20,6 +20,7 @@ from playwright.sync_api import (
     Worker,
     expect,
 )
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from pagecontext import integration
 
@@ -98,12 +99,29 @@ def show_and_expect(assistant: Page | FrameLocator, status: str) -> None:
     before = shown.get_attribute("data-pc-receipt-command")
     # Any command id but the one shown before the press.
     other = re.compile(".+" if before is None else rf"^(?!{re.escape(before)}$).+")
-    assistant.get_by_role("button", name="Show me").click()
+    try:
+        assistant.get_by_role("button", name="Show me").click()
+    except PlaywrightTimeoutError as error:
+        raise AssertionError(
+            f"Show me could not be pressed; {where_it_stands(assistant)}"
+        ) from error
     expect(shown).to_have_attribute("data-pc-receipt-command", other, timeout=STEP_TIMEOUT_MS)
     command = shown.get_attribute("data-pc-receipt-command")
     expect(shown).to_have_attribute("data-pc-receipt-status", status, timeout=STEP_TIMEOUT_MS)
     # The status is still that of the new command, not of a later one.
     expect(shown).to_have_attribute("data-pc-receipt-command", command or "")
+
+
+def where_it_stands(frame: Page | FrameLocator) -> str:
+    """What a frame's `<html>` says of its state, for a failure's message; or that its
+    document did not answer within 2 s (its main thread held, no frame drawn)."""
+    root = frame.locator("html")
+    names = ("state", "connection", "answering", "internal-errors", "revision")
+    try:
+        found = {name: root.get_attribute(f"data-pc-{name}", timeout=2000) for name in names}
+    except PlaywrightTimeoutError:
+        return "its document did not answer within 2 s"
+    return f"its document says {found}"
 
 
 # Evaluated in a document: whether its pagecontext edge has started.
@@ -209,12 +227,10 @@ def ask(assistant: Page | FrameLocator, question: str, *, until: str = "done") -
     except AssertionError:
         # Not sent: the panel says why (the context changed as it was sent, say), and
         # its document where it stands.
+        where = where_it_stands(assistant)
+        if "did not answer" in where:
+            raise AssertionError(f"the question was not sent; {where}") from None
         said = assistant.locator("[data-pc-announce]").text_content()
-        root = assistant.locator("html")
-        where = {
-            name: root.get_attribute(f"data-pc-{name}")
-            for name in ("state", "connection", "answering", "internal-errors", "revision")
-        }
         field = assistant.locator("[data-pc-question]").input_value()
         raise AssertionError(
             f"the question was not sent; the panel said: {said!r}; {where}; "
