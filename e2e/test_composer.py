@@ -5,6 +5,7 @@ assistant restores its conversation without sending anything to the page."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
@@ -38,11 +39,14 @@ def sent_text(entry: Locator) -> str:
 @pytest.mark.scenario(23)
 def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Page) -> None:
     """Remove the chip: the row leaves "What the AI sees"; asking about the same row again
-    (a new revision) brings no chip back; another row does; "Bring it back" restores."""
+    (a new revision) brings no chip back; another row does; "Bring it back" restores. The
+    panel's status says each outcome of Ask AI (to a user who cannot see the chip)."""
     assistant = panel(demo)
+    announce = assistant.locator("[data-pc-announce]")
     select_and_ask(demo, ROW)
     chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(announce).to_have_text(f"Context added: {ROW}")
     preview = assistant.locator("[data-pc-preview]")
     expect(preview).to_have_attribute("data-pc-preview-composed", "false")
     open_preview(assistant)
@@ -57,11 +61,13 @@ def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Pa
     expect(assistant.locator("[data-pc-chip]")).to_have_count(0)
     expect(preview_text(assistant)).to_have_text("")
     expect(assistant.get_by_role("button", name="Show me")).to_be_disabled()
+    expect(announce).to_have_text(re.compile(r"^The context you removed stays out"))
 
     select_and_ask(demo, OTHER_ROW)
     expect(assistant.locator(f'[data-pc-chip="{OTHER_ROW}"]')).to_be_visible(
         timeout=STEP_TIMEOUT_MS
     )
+    expect(announce).to_have_text(f"Context added: {OTHER_ROW}")
     select_and_ask(demo, ROW)
     expect(html(assistant)).to_have_attribute("data-pc-revision", "4", timeout=STEP_TIMEOUT_MS)
     assistant.get_by_role("button", name="Bring it back").click()

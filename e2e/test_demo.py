@@ -124,6 +124,33 @@ def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     expect(highlighted).to_be_focused()
 
 
+# The ring a row or segment shows while the keyboard's focus is on it, and its mark.
+RING = """(el) => {
+  const style = getComputedStyle(el);
+  return [el.matches(":focus-visible"), style.outlineStyle, style.outlineColor,
+          el.getAttribute("data-pc-highlight")];
+}"""
+
+
+def test_the_keyboard_focus_stays_visible_on_a_row_the_assistant_marked(demo: Page) -> None:
+    """A row the assistant highlighted, reached with the keyboard: it shows the focus
+    ring (solid, the ink colour), not the mark's outline, which would hide where the
+    focus is (WCAG 2.4.7); moved away, it shows its mark again."""
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_be_focused()
+    demo.keyboard.press("ArrowDown")
+    demo.keyboard.press("ArrowUp")
+    expect(row).to_be_focused()
+    ink = "rgb(31, 41, 55)"
+    assert row.evaluate(RING) == [True, "solid", ink, "focus"]
+    demo.keyboard.press("ArrowDown")
+    assert row.evaluate(RING) == [False, "solid", "rgb(180, 83, 9)", "focus"]
+
+
 def test_the_workbench_gets_its_childs_context_and_commands_it_with_receipts(
     page: Page, origins: Origins
 ) -> None:

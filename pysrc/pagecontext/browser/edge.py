@@ -66,12 +66,17 @@ from pagecontext.windowrules import (
     ready_origin_ok,
 )
 
-# What the panel says when a question was not sent: the context changed as it was.
+# What the panel says when New conversation must wait, and when it has begun.
 NEW_CONVERSATION_WAITS = (
     "Not yet: the assistant is still answering, or waiting for the page or the server. "
     "Start a new conversation once it is done."
 )
 NEW_CONVERSATION_BEGUN = "A new conversation: the questions and answers before it are cleared."
+# Said when the page shares the object whose chip the user removed: it stays out.
+CONTEXT_STAYS_REMOVED = (
+    "The context you removed stays out of the conversation: press Bring it back to use it."
+)
+# What the panel says when a question was not sent: the context changed as it was.
 ASK_REFUSED = (
     "Not sent: what the assistant sees changed just as you sent it. Check the context, "
     "then send your question again."
@@ -1449,7 +1454,8 @@ class Edge:
         chip = state.get("chip")
         # Where the keyboard's focus was, if a part redrawn or hidden here held it.
         refocus = False
-        if not self.drawn:
+        first = not self.drawn
+        if first:
             # The first state: until now the panel's markup (web/panel.html) said the
             # assistant is starting, its composer off.
             for hook in ("[data-pc-question]", "[data-pc-send]", "[data-pc-new-conversation]"):
@@ -1463,7 +1469,8 @@ class Edge:
             show = doc.querySelector("[data-pc-show]")
             show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
-        if self._changed("chip", chip):
+        chip_changed = self._changed("chip", chip)
+        if chip_changed:
             chips = doc.querySelector("[data-pc-chips]")
             refocus = _holds_focus(chips)
             chips.replaceChildren()
@@ -1473,7 +1480,15 @@ class Edge:
             else:
                 chips.append(text_element("p", "Select a row and press “Ask AI”.", "pc-empty"))
         # The last revision committed, chip or not (a removed chip stays removed).
-        self.root.setAttribute("data-pc-revision", str(state.get("revision") or 0))
+        revision = state.get("revision") or 0
+        if self._changed("revision", revision) and not first:
+            # What Ask AI did, said to a user who cannot see the panel change: the context
+            # taken, or kept out as they asked.
+            if chip is not None and chip_changed:
+                self._announce("Context added: " + str(chip.get("resourceRef")))
+            elif chip is None and state.get("dismissed"):
+                self._announce(CONTEXT_STAYS_REMOVED)
+        self.root.setAttribute("data-pc-revision", str(revision))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
         off_while = {"[data-pc-send]": answering, "[data-pc-new-conversation]": state.get("busy")}
