@@ -443,7 +443,8 @@ def test_a_narrow_window_puts_the_panel_under_the_page(demo: Page) -> None:
 def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Page) -> None:
     """Without a mouse: Tab reaches the chart, Ask AI and the table; the arrow keys move
     between rows (or segments) and Enter or Space selects the focused one; Ask AI from
-    the keyboard then shows its chip (rows and segments took only clicks)."""
+    the keyboard then shows its chip (rows and segments took only clicks). The table is
+    a grid and the chart a listbox, so what is selected is theirs to say."""
     assistant = panel(demo)
     rows = demo.locator("#sales-table tbody tr")
     demo.get_by_role("button", name="Ask AI").focus()
@@ -458,6 +459,11 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     demo.keyboard.press("Enter")
     second = rows.nth(1).get_attribute("data-pc-resource-ref")
     expect(rows.nth(1)).to_have_attribute("aria-selected", "true")
+    # Said to assistive technology too: the selected row of the rows' grid, the others
+    # selectable and not selected.
+    grid = demo.get_by_role("grid", name="Rows")
+    expect(grid.get_by_role("row", selected=True)).to_have_count(1)
+    expect(rows.nth(0)).to_have_attribute("aria-selected", "false")
     demo.get_by_role("button", name="Ask AI").focus()
     demo.keyboard.press("Enter")
     expect(assistant.locator(f'[data-pc-chip="{second}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
@@ -468,6 +474,11 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     demo.keyboard.press(" ")
     last = marks.last.get_attribute("data-pc-resource-ref")
     expect(marks.last).to_have_attribute("aria-selected", "true")
+    chart = demo.get_by_role("listbox", name="Revenue by month (EUR)")
+    expect(chart.get_by_role("option", selected=True)).to_have_count(1)
+    # The row selected before is no longer selected, and still says it may be.
+    expect(grid.get_by_role("row", selected=True)).to_have_count(0)
+    expect(rows.nth(1)).to_have_attribute("aria-selected", "false")
     demo.get_by_role("button", name="Ask AI").press("Enter")
     chip = assistant.locator(f'[data-pc-chip="{last}"]')
     expect(chip).to_contain_text("Revenue by month (EUR)", timeout=STEP_TIMEOUT_MS)

@@ -58,6 +58,8 @@ async def render_table(rows, view, empty):
         tr.setAttribute("data-pc-resource-ref", row["ref"])
         # One object of each component is in the Tab order; the arrow keys move on.
         tr.setAttribute("tabindex", "0" if index == 0 else "-1")
+        # Rows of the table's grid, each selectable, none selected yet.
+        tr.setAttribute("aria-selected", "false")
         tr.append(cell(row["month"], "month", row["month"]))
         tr.append(cell(row["region"], "region", row["region"]))
         tr.append(cell("{:,}".format(row["unitsSold"]), "unitsSold", row["unitsSold"], True))
@@ -117,7 +119,9 @@ async def render_chart(rows, view):
         rect.setAttribute("height", str(height))
         rect.setAttribute("class", "pc-series-" + region.lower())
         rect.setAttribute("tabindex", "0" if index == 0 else "-1")
-        rect.setAttribute("role", "button")
+        # Options of the chart's listbox: aria-selected is theirs to say.
+        rect.setAttribute("role", "option")
+        rect.setAttribute("aria-selected", "false")
         rect.setAttribute("aria-label", region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR")
         rect.setAttribute("data-pc-resource-ref", row["ref"])
         values = {"series": region, "month": month, "revenueEur": revenue}

@@ -1076,9 +1076,10 @@ class Edge:
             self._mark_selected(None)
 
     def _mark_selected(self, element: Any) -> None:
-        """Mark `element` (None: none) `aria-selected`, and unmark the one marked before."""
+        """Mark `element` (None: none) `aria-selected`, and the one marked before
+        `aria-selected="false"`: it is still an object the user may select, and says so."""
         if self.selected is not None:
-            self.selected.removeAttribute("aria-selected")
+            self.selected.setAttribute("aria-selected", "false")
         self.selected = element
         if element is not None:
             element.setAttribute("aria-selected", "true")
@@ -1617,7 +1618,9 @@ class Edge:
         (`aria-selected`, `data-pc-highlight`) are removed. This edge is no longer
         `current()`."""
         self.owner.release()
-        self._mark_selected(None)
+        if self.selected is not None:
+            self.selected.removeAttribute("aria-selected")
+            self.selected = None
         for objects in self.registry.values():
             for element in objects.values():
                 element.removeAttribute("data-pc-highlight")
