@@ -105,7 +105,16 @@ def show_and_expect(assistant: Page | FrameLocator, status: str) -> None:
         raise AssertionError(
             f"Show me could not be pressed; {where_it_stands(assistant)}"
         ) from error
-    expect(shown).to_have_attribute("data-pc-receipt-command", other, timeout=STEP_TIMEOUT_MS)
+    try:
+        expect(shown).to_have_attribute("data-pc-receipt-command", other, timeout=STEP_TIMEOUT_MS)
+    except AssertionError:
+        # No command of this press is shown: say where the panel stands, and whether
+        # the press reached the log (a command entry) or the page (its highlight).
+        commands = assistant.locator('[data-pc-log-kind="command"]').count()
+        raise AssertionError(
+            f"Show me was pressed, and no receipt of its command is shown; "
+            f"{where_it_stands(assistant)}; commands in the log: {commands}"
+        ) from None
     command = shown.get_attribute("data-pc-receipt-command")
     expect(shown).to_have_attribute("data-pc-receipt-status", status, timeout=STEP_TIMEOUT_MS)
     # The status is still that of the new command, not of a later one.

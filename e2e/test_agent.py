@@ -301,7 +301,9 @@ def test_the_panel_says_an_answer_is_running_and_keeps_a_question_sent_meanwhile
     expect(field).to_have_value("And meanwhile?")
     agent.gate.set()
     expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
-    expect(announce).to_have_text("The assistant answered.")
+    # Said with what it answered, for a user who hears rather than reads the log.
+    said = answer.locator("[data-pc-answer-text]").text_content() or ""
+    expect(announce).to_have_text(f"The assistant answered: {said}")
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
 
 

@@ -77,12 +77,13 @@ def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Pa
 
 def test_the_keyboard_focus_follows_a_removed_and_restored_chip(demo: Page) -> None:
     """Removing the chip from the keyboard leaves the focus on "Bring it back", and that
-    hands it to the chip it restored: never to the page's body."""
+    hands it to the chip it restored: never to the page's body. The chip is a group named
+    for its object, and its remove button names it too."""
     assistant = panel(demo)
     select_and_ask(demo, ROW)
-    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    chip = assistant.get_by_role("group", name=f"Context: {ROW}")
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
-    chip.get_by_role("button", name="Remove context").press("Enter")
+    chip.get_by_role("button", name=f"Remove context: {ROW}", exact=True).press("Enter")
     expect(chip).to_have_count(0, timeout=STEP_TIMEOUT_MS)
     bring_back = assistant.get_by_role("button", name="Bring it back")
     expect(bring_back).to_be_focused()

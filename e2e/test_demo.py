@@ -132,6 +132,19 @@ RING = """(el) => {
 }"""
 
 
+def test_the_tables_tab_stop_follows_a_click(demo: Page) -> None:
+    """The table keeps one Tab stop, where the focus last was: after a click on a row,
+    Tab away and Shift+Tab back land on that row, not on the first."""
+    rows = demo.locator("#sales-table tbody tr")
+    rows.nth(3).click()
+    expect(rows.nth(3)).to_be_focused()
+    demo.keyboard.press("Tab")
+    expect(rows.nth(3)).not_to_be_focused()
+    demo.keyboard.press("Shift+Tab")
+    expect(rows.nth(3)).to_be_focused()
+    expect(demo.locator('#sales-table [tabindex="0"]')).to_have_count(1)
+
+
 def test_the_keyboard_focus_stays_visible_on_a_row_the_assistant_marked(demo: Page) -> None:
     """A row the assistant highlighted, reached with the keyboard: it shows the focus
     ring (solid, the ink colour), not the mark's outline, which would hide where the

@@ -211,11 +211,19 @@ def on_key(event):
     else:
         return
     event.preventDefault()
-    # One Tab stop per component, wherever the focus came from (a click, a `locate`).
+    following.focus()
+
+
+def on_focus(event):
+    """One Tab stop per component, where the focus last was, however it got there (the
+    arrow keys, a click, a `locate`): Tab away and back returns to it."""
+    target = event.target
+    if not target.getAttribute("data-pc-resource-ref"):
+        return
+    component = table if table.contains(target) else chart
     for stop in component.querySelectorAll('[data-pc-resource-ref][tabindex="0"]'):
         stop.setAttribute("tabindex", "-1")
-    following.setAttribute("tabindex", "0")
-    following.focus()
+    target.setAttribute("tabindex", "0")
 
 
 def on_ask(event):
@@ -247,6 +255,8 @@ async def main():
         (chart, "pagecontext:refresh", refresh),
         (table, "keydown", on_key),
         (chart, "keydown", on_key),
+        (table, "focusin", on_focus),
+        (chart, "focusin", on_focus),
         (doc.querySelector("[data-pc-ask]"), "click", on_ask),
     ):
         proxy = create_proxy(handler)

@@ -76,6 +76,10 @@ NEW_CONVERSATION_BEGUN = "A new conversation: the questions and answers before i
 CONTEXT_STAYS_REMOVED = (
     "The context you removed stays out of the conversation: press Bring it back to use it."
 )
+# What a press of Show me says while the page is not connected.
+SHOW_WAITS = "Not yet: the assistant is waiting for the page. Show me works once it is connected."
+# How much of an answer the status says when it is done (the whole is in the log).
+ANSWER_SAID_CHARS = 600
 # What the panel says when a question was not sent: the context changed as it was.
 ASK_REFUSED = (
     "Not sent: what the assistant sees changed just as you sent it. Check the context, "
@@ -1346,8 +1350,10 @@ class Edge:
                 self._on_preview_toggle()
 
     def _on_show(self, event: Any) -> None:
-        # Unbound, nobody would answer its commands: it is off (`_render_panel`).
+        # Unbound, nobody would answer its commands: it is off (`_render_panel`), and a
+        # press says why, as Send and New conversation do.
         if not self.state.get("bound"):
+            self._announce(SHOW_WAITS)
             return
         self._to_worker({"kind": "show"})
 
@@ -1581,7 +1587,7 @@ class Edge:
                 # Heard as well as seen: a failure is an alert of its own (and the
                 # status no longer says the assistant is answering).
                 if entry.get("state") == "done":
-                    self._announce("The assistant answered.")
+                    self._announce(_answered(entry))
                 elif entry.get("state") == "failed":
                     self._announce("")
             before = old.querySelector("[data-pc-action-status]")
@@ -1637,6 +1643,17 @@ class Edge:
         self._set_state("closed")
         if self in _EDGE:
             _EDGE.remove(self)
+
+
+def _answered(entry: dict[str, Any]) -> str:
+    """What the status says of an answer that is done: that it is, and what it says (its
+    first ANSWER_SAID_CHARS characters), for a user who hears rather than reads the log."""
+    text = " ".join(str(entry.get("text") or "").split())
+    if not text:
+        return "The assistant answered."
+    if len(text) > ANSWER_SAID_CHARS:
+        text = text[:ANSWER_SAID_CHARS] + "… (the rest is in the conversation)"
+    return "The assistant answered: " + text
 
 
 def _holds_focus(element: Any) -> bool:

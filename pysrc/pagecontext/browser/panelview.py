@@ -62,6 +62,10 @@ def chip_element(chip: dict[str, Any]) -> Any:
     if chip.get("restored"):
         el.setAttribute("data-pc-chip-restored", "true")
     el.className = "pc-chip"
+    # A group named for its object: what a screen reader says when the focus lands on
+    # it, rather than every line of it, machine names included.
+    el.setAttribute("role", "group")
+    el.setAttribute("aria-label", "Context: " + chip["resourceRef"])
     # Focusable from script: "Bring it back" hands the focus to the chip it restored.
     el.setAttribute("tabindex", "-1")
     el.append(text_element("div", chip["resourceRef"], "pc-chip-title"))
@@ -81,7 +85,7 @@ def chip_element(chip: dict[str, Any]) -> Any:
     el.append(text_element("div", meta, "pc-chip-meta"))
     remove = text_element("button", "\u00d7", "pc-chip-remove")
     remove.setAttribute("type", "button")
-    remove.setAttribute("aria-label", "Remove context")
+    remove.setAttribute("aria-label", "Remove context: " + chip["resourceRef"])
     remove.setAttribute("data-pc-chip-remove", "")
     el.append(remove)
     return el
