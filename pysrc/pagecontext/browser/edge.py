@@ -1632,9 +1632,8 @@ class Edge:
                 element.removeAttribute("data-pc-highlight")
         # What it published of its binding and selections goes with it: a mount after it
         # starts from none.
-        for name in _CLOSED_WITH_THE_EDGE:
+        for name, key in _CLOSED_WITH_THE_EDGE.items():
             self.root.removeAttribute("data-pc-" + name)
-        for key in ("connection", "revision", "sharedRevision", "child"):
             self.public[key] = None
         if self.public.get("state") in ("bound", "connecting"):
             self.host.retire(self.worker)
@@ -1699,8 +1698,13 @@ def _saved_conversation(text: str) -> str | None:
 
 _PUBLIC_KEYS = ("state", "connection", "revision", "sharedRevision", "child", "error")
 # The `<html>` attributes (after `data-pc-`) of an edge's binding and selections, which
-# closing it removes.
-_CLOSED_WITH_THE_EDGE = ("connection", "revision", "shared-revision", "child-state")
+# closing it removes, each with the `pagecontext:state` key it clears.
+_CLOSED_WITH_THE_EDGE = {
+    "connection": "connection",
+    "revision": "revision",
+    "shared-revision": "sharedRevision",
+    "child-state": "child",
+}
 
 
 def _public_detail(state: str, **known: Any) -> dict[str, Any]:
