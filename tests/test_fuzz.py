@@ -33,6 +33,7 @@ from pagecontext.models import (
 )
 from pagecontext.receiver import Accepted, ContextReceiver, Refused, Repeated
 from pagecontext.resolver import CommandResolver
+from pagecontext.session import AssistantSession
 from pagecontext.testing import ChannelPair, FakeClock, FakeDom, Side, counter_ids
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 from strategies import (
@@ -359,3 +360,96 @@ def test_sessions_survive_garbage_and_still_share_and_apply(
     layers = pair.assistant.ledger.get(highlight)
     assert layers["received"].state == layers["ui"].state == "applied"
     assert pair.dom.highlights["orders"]["row:3"] == "focus"
+
+
+# -- the assistant's saved state --------------------------------------------------------
+
+# A saved state with an entry of every kind, each layer settled as a reload finds it: the
+# storage it comes from is the browser's, which anything with the origin may write to.
+_SETTLED_LAYER: dict[str, Any] = {"state": "unconfirmed", "reason": "timeout", "late": False}
+_SAVED: dict[str, Any] = {
+    "format": 1,
+    "pinned": wire.context(),
+    "composer": {
+        "dismissed": {"keys": ["orders:row:9"], "groups": ["filters"]},
+        "log": [
+            {"kind": "question", "id": "q-1", "question": "why?", "sent": "why?", "task": "t-1"},
+            {
+                "kind": "answer",
+                "id": "r-1",
+                "state": "done",
+                "text": "Because.",
+                "about": "row:1",
+                "toolCalls": [{"id": "call-1", "name": "highlight", "arguments": "{}"}],
+                "error": None,
+            },
+            {
+                "kind": "command",
+                "id": "c-1",
+                "action": "highlight",
+                "resourceRef": "row:1",
+                "received": {"state": "applied", "reason": "ok"},
+                "ui": {"state": "applied", "reason": "ok"},
+            },
+            {
+                "kind": "action",
+                "id": "a-1",
+                "action": "flag",
+                "resourceRef": "row:1",
+                "taskId": "t-1",
+                "note": None,
+                "decision": "confirmed",
+                "result": None,
+                "received": {"state": "applied", "reason": "confirmation-issued"},
+                "business": _SETTLED_LAYER,
+                "checkFailed": "http-503",
+            },
+        ],
+    },
+}
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(value: object, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every place in a JSON value, the value itself first."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+def _replaced(value: Any, path: tuple[str | int, ...], new: object) -> Any:
+    """A copy of `value` with `new` at `path`."""
+    if not path:
+        return new
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _replaced(value[path[0]], path[1:], new)  # type: ignore[index]
+    return copy
+
+
+@given(data=st.data())
+def test_a_damaged_saved_state_never_stops_the_assistant(data: st.DataObject) -> None:
+    """Whatever one value of a saved state is replaced by, restoring it raises nothing, and
+    the assistant then draws, saves and checks its actions as usual: a damaged state in
+    storage never keeps the assistant from starting on every reload."""
+    path = data.draw(st.sampled_from(_paths(_SAVED)))
+    damaged = _replaced(_SAVED, path, data.draw(_JSON_VALUES))
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+    )
+    assistant.restore(damaged)
+    assert assistant.state().message["kind"] == "state"
+    assert assistant.edge_message("persist")["kind"] == "persist"
+    for entry in assistant.composer.log:
+        assistant.check_action(str(entry.get("id")))
+    assistant.restore_chips()

@@ -1054,6 +1054,49 @@ def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -
     assert assistant.pinned_restored is False
 
 
+@pytest.mark.parametrize(
+    "layer",
+    [
+        {"state": []},
+        {"state": {"a": 1}},
+        {"state": 3},
+        {"state": "unconfirmed", "late": "yes"},
+        {"state": "unconfirmed", "reason": ["x"]},
+        {"state": "unconfirmed", "late": True, "lateStatus": {}},
+    ],
+)
+def test_a_saved_action_whose_receipt_is_damaged_restores_without_it(
+    layer: dict[str, object],
+) -> None:
+    """A saved business action whose layer's fields are of the wrong type (storage is the
+    user's, and the browser's) restores the conversation without putting that action
+    back in the ledger: the assistant starts rather than failing on every reload."""
+    action = {"kind": "action", "id": "act-1", "resourceRef": "row:1", "taskId": "t-1"}
+    saved = {
+        "composer": {
+            "log": [
+                {**action, "received": layer, "business": layer},
+                {
+                    "kind": "question",
+                    "id": "q-1",
+                    "question": "why?",
+                    "sent": "why?",
+                    "task": "t-1",
+                },
+            ]
+        }
+    }
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+    )
+    assistant.restore(saved)
+    assert [entry["id"] for entry in assistant.composer.log] == ["act-1", "q-1"]
+    with pytest.raises(KeyError):
+        assistant.ledger.get("act-1")
+    assert assistant.check_action("act-1") == []
+    assert assistant.state().message["kind"] == "state"
+
+
 def test_a_saved_state_of_another_format_restores_nothing() -> None:
     """Each save names its format; a state of another one (a later build's, read after a
     rollback) restores neither the pin nor the conversation's log, and one saved before

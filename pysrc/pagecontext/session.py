@@ -817,7 +817,7 @@ def _view_record(view: object) -> LayerRecord | None:
         return None
     state, reason, late = view.get("state"), view.get("reason"), view.get("late", False)
     late_status = view.get("lateStatus")
-    if state not in _SETTLED or not isinstance(late, bool):
+    if not isinstance(state, str) or state not in _SETTLED or not isinstance(late, bool):
         return None
     if not (reason is None or isinstance(reason, str)):
         return None
