@@ -402,6 +402,27 @@ def test_a_revision_sent_again_after_a_new_conversation_is_a_repeat(embedder: Si
     assert chip(pair)["resourceRef"] == "row:2"
 
 
+@pytest.mark.parametrize("bad", ["", "conv 2", "x" * 65, "conv-2\n"])
+def test_ids_that_no_peer_would_take_are_refused_before_anything_changes(bad: str) -> None:
+    """A session's own ids go into every message it sends: one the protocol's models
+    would refuse is a LocalProtocolError at once (not a pydantic error later), and a
+    new conversation with one changes neither the log nor the binding."""
+    with pytest.raises(LocalProtocolError, match="page_instance_id"):
+        PageSession(page_instance_id=bad, clock=FakeClock(), new_id=counter_ids())
+    with pytest.raises(LocalProtocolError, match="conversation_id"):
+        AssistantSession(
+            instance_id="asst-1", conversation_id=bad, clock=FakeClock(), new_id=counter_ids()
+        )
+    pair = shared_pair("page")
+    before = (len(pair.assistant.composer.log), pair.assistant.conversation_id)
+    with pytest.raises(LocalProtocolError, match="conversation_id"):
+        pair.assistant.new_conversation(bad)
+    assert (len(pair.assistant.composer.log), pair.assistant.conversation_id) == before
+    binding = pair.assistant.binding
+    assert binding is not None
+    assert binding.conversation_id == before[1]
+
+
 def test_a_new_conversation_starts_with_an_empty_log_and_the_row_still_pinned() -> None:
     """Asked and answered, then a new conversation: the log is empty (shown, saved and
     sent to the agent), the chip stays, and the next question carries the row's block

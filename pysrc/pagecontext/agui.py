@@ -89,6 +89,7 @@ __all__ = [
     "LIST_CONTEXT_TOOL",
     "PAGE_TOOL_NAMES",
     "TASK_CONTEXT_DESCRIPTION",
+    "TASK_ID_PATTERN",
     "BusinessProposal",
     "ContextToolCall",
     "EventSequenceError",
@@ -120,6 +121,8 @@ __all__ = [
 ]
 
 TASK_CONTEXT_DESCRIPTION: Final = "pagecontext.task"
+# A task's id, as the assistant makes it; the action API takes no other.
+TASK_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,64}$"
 AUTHORIZATION_PROP: Final = "authorization"
 FLAG_TOOL: Final = "flag_for_review"
 PAGE_TOOL_NAMES: Final = ("highlight", "locate", "refresh")
@@ -385,7 +388,7 @@ class TaskContext(WireModel):
     and never uses the snapshot in place of access it no longer has.
     """
 
-    task_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    task_id: Annotated[str, Field(pattern=TASK_ID_PATTERN)]
     page_id: _Id
     component_id: _Id
     resource_ref: _Id

@@ -42,7 +42,7 @@ JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, 
 TrustTier = Literal["trusted", "untrusted"]
 
 ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,128}$"
-_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_ID_RE: Final = re.compile(ID_PATTERN)
 # Anything that could end a line or open a tag in the rendered block; trusted text is
 # static, so it is refused outright rather than escaped.
 _UNSAFE_TRUSTED_RE: Final = re.compile(r"[<>\x00-\x1f\x7f\x85\u2028\u2029]")

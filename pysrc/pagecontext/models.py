@@ -33,7 +33,7 @@ from pydantic.types import AllowInfNan
 from pydantic_core import ErrorDetails
 
 from pagecontext.errors import MessageRejected
-from pagecontext.windowrules import PROTOCOL, VERSION
+from pagecontext.windowrules import NONCE_CHARS, PROTOCOL, VERSION
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -67,10 +67,14 @@ __all__ = [
     "WireModel",
     "dump_message",
     "escapes_surrogate",
+    "first_problem",
+    "is_message_id",
     "is_reason",
     "parse_context_json",
     "parse_json",
     "parse_message",
+    "problem_text",
+    "unreadable",
 ]
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
@@ -107,12 +111,12 @@ REFUSAL_REASONS: Final = frozenset(
 )
 
 MESSAGE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-# 128 random bits in base64url without padding are exactly 22 characters.
-NONCE_PATTERN = r"^[A-Za-z0-9_-]{22}$"
+# 128 random bits in base64url without padding are exactly NONCE_CHARS (22) characters.
+NONCE_PATTERN = rf"^[A-Za-z0-9_-]{{{NONCE_CHARS}}}$"
 _REASON_PATTERN = r"^[a-z0-9-]{1,64}$"
 # [0-9] rather than \d: pydantic's Rust regex engine treats \d as any Unicode digit.
 _OBSERVED_AT_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$"
-_MESSAGE_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MESSAGE_ID_RE = re.compile(MESSAGE_ID_PATTERN)
 # Keys that would reach Object.prototype if a peer's JS ever merged the payload.
 _FORBIDDEN_KEYS = frozenset({"__proto__", "constructor", "prototype"})
 # Each as a JSON string, as it appears in JSON text when it has no escapes.
@@ -553,13 +557,16 @@ def unreadable(head: object, reason: str) -> MessageRejected:
     return MessageRejected(reason, _readable_message_id(head))
 
 
+def is_message_id(value: object) -> bool:
+    """True if `value` is a string of the protocol's id shape (MESSAGE_ID_PATTERN)."""
+    return isinstance(value, str) and _MESSAGE_ID_RE.fullmatch(value) is not None
+
+
 def _readable_message_id(raw: object) -> str | None:
     if not isinstance(raw, dict):
         return None
     candidate = raw.get("messageId")
-    if isinstance(candidate, str) and _MESSAGE_ID_RE.fullmatch(candidate):
-        return candidate
-    return None
+    return candidate if is_message_id(candidate) else None
 
 
 def _inspect_json(raw: dict[object, object], limits: Limits) -> int:

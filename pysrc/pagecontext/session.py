@@ -58,6 +58,7 @@ from pagecontext.ledger import LayerName, LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
     MAX_SAFE_INTEGER,
+    MESSAGE_ID_PATTERN,
     Action,
     ByeMessage,
     CommandMessage,
@@ -70,6 +71,7 @@ from pagecontext.models import (
     SelectionClearedMessage,
     Target,
     dump_message,
+    is_message_id,
     is_reason,
     parse_context_json,
     parse_message,
@@ -436,7 +438,9 @@ class PageSession:
         limits: Limits = DEFAULT_LIMITS,
         history: int = 256,
     ) -> None:
-        self.page_instance_id = page_instance_id
+        """Raises LocalProtocolError if `page_instance_id` is not of the protocol's id
+        shape (every message the page sends carries it)."""
+        self.page_instance_id = _own_id("page_instance_id", page_instance_id)
         self.rendered = RenderedRegistry()
         self.tracker = SelectionTracker(
             page_instance_id=page_instance_id, clock=clock, history=history
@@ -810,6 +814,14 @@ def _checkable(business: LayerRecord) -> bool:
     return not business.late or business.late_status == "not-found"
 
 
+def _own_id(name: str, value: str) -> str:
+    """`value`, an id this party puts in the messages it sends; raises LocalProtocolError
+    if it is not of the protocol's id shape, which the peer would refuse."""
+    if not is_message_id(value):
+        raise LocalProtocolError(f"{name} must be an id of {MESSAGE_ID_PATTERN}, got {value!r:.80}")
+    return value
+
+
 def _view_record(view: object) -> LayerRecord | None:
     """The ledger record a saved layer view (`_record_view`'s) stands for; None if it is
     not one, or its layer had not ended."""
@@ -838,8 +850,8 @@ class AssistantSession:
         new_id: Callable[[], str],
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
-        self.instance_id = instance_id
-        self.conversation_id = conversation_id
+        self.instance_id = _own_id("instance_id", instance_id)
+        self.conversation_id = _own_id("conversation_id", conversation_id)
         self.receiver = ContextReceiver(limits=limits)
         self.ledger = ReceiptLedger(clock=clock)
         # Business actions whose confirmation or flag request has not ended.
@@ -1059,7 +1071,10 @@ class AssistantSession:
         and a removed chip stays removed. While `busy`, nothing changes and the panel is
         told (`new-conversation-refused`): the page stamps the receipts of what is on
         its way with the conversation it was sent in, which a new one would refuse.
+        Raises LocalProtocolError, changing nothing, if `conversation_id` is not of the
+        protocol's id shape.
         """
+        _own_id("conversation_id", conversation_id)
         if self.busy:
             return [ToEdge({"kind": "new-conversation-refused"})]
         self.composer.clear_log()

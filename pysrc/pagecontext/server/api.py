@@ -44,6 +44,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from pagecontext.agui import TASK_ID_PATTERN
 from pagecontext.confirmations import (
     ConfirmationBinding,
     ConfirmationRefused,
@@ -65,7 +66,6 @@ __all__ = ["NO_STORE", "SALES_UNITS", "api_routes", "iso_utc", "sales_answer"]
 NO_STORE: Final = "no-store"
 SALES_UNITS: Final = {"unitsSold": "units", "revenueEur": "EUR"}
 FLAG_ACTION: Final = "flag"
-_TASK_ID_PATTERN: Final = r"^[A-Za-z0-9_-]{1,64}$"
 
 
 def iso_utc(epoch_ms: float) -> str:
@@ -180,7 +180,7 @@ class _Body(WireModel):
 
 
 _Ref = Annotated[str, Field(min_length=1, max_length=256)]
-_TaskId = Annotated[str, Field(pattern=_TASK_ID_PATTERN)]
+_TaskId = Annotated[str, Field(pattern=TASK_ID_PATTERN)]
 _MAX_ACTION_ID: Final = 256
 _ActionId = Annotated[str, Field(min_length=1, max_length=_MAX_ACTION_ID)]
 
@@ -419,7 +419,7 @@ class _Api:
             return user
         ref, task_id = request.query_params.get("ref", ""), request.query_params.get("taskId", "")
         action_id = request.query_params.get("actionId")
-        if re.fullmatch(_TASK_ID_PATTERN, task_id) is None:
+        if re.fullmatch(TASK_ID_PATTERN, task_id) is None:
             return _error(400, "bad-request", "invalid-query", "taskId: a task id is required")
         if action_id is not None and not 1 <= len(action_id) <= _MAX_ACTION_ID:
             return _error(400, "bad-request", "invalid-query", "actionId: 1 to 256 characters")
