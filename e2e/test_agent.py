@@ -167,21 +167,28 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
         assert stall.held == 1
         status = proposal.locator("[data-pc-action-status]")
         expect(status).to_contain_text("may or may not")
-        # A check that gets no usable answer changes nothing, and may be asked again.
+        # A check that gets no usable answer says so, changes nothing else, and may be
+        # asked again.
         check = proposal.get_by_role("button", name="Check with the server")
         failing = "**/api/actions/flags?*"
         demo.route(failing, lambda route: route.fulfill(status=503, body="{}"))
-        with demo.expect_response(lambda response: response.status == 503):
-            check.click()
+        check.click()
+        expect(status).to_contain_text(
+            "The last check got no answer from the server (http-503): check again.",
+            timeout=STEP_TIMEOUT_MS,
+        )
         demo.unroute(failing)
         expect(status).to_contain_text("may or may not")
-        expect(check).to_be_enabled()
+        expect(status).not_to_contain_text("The server says")
+        expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
         # The user asks the server what happened: the request is still held, so nothing
-        # is flagged, and the answer is recorded late; it is never success.
+        # is flagged, and the answer is recorded late; it is never success. The failed
+        # check's line goes with it.
         check.click()
         expect(status).to_contain_text(
             "The server says it is not flagged yet.", timeout=STEP_TIMEOUT_MS
         )
+        expect(status).not_to_contain_text("The last check")
         expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
         # The held request is written once the server goes on (it waited for a lock, say):
         # asked again, the server has the flag, which is the last word.

@@ -887,6 +887,48 @@ def test_checking_an_unconfirmed_flag_records_the_servers_answer_late(
     assert pair.assistant.check_action(proposal["id"]) == []
 
 
+@pytest.mark.parametrize(
+    ("answered", "said"),
+    [
+        ((503, {}), "http-503"),
+        ((200, {"flags": "none"}), "malformed-answer"),
+        ("timeout", "timeout"),
+        ("unreachable", "unreachable"),
+    ],
+)
+def test_a_check_with_no_usable_answer_says_so_and_the_next_answer_takes_it_away(
+    origins: Origins, db: Path, answered: tuple[int, dict[str, Any]] | str, said: str
+) -> None:
+    """A check the server did not answer usably leaves the action where it stands and
+    says why, so the press is not lost on the user; the next answered check replaces it
+    with the server's answer."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    confirmed(pair, page, proposal["id"])
+    timed_out(pair, proposal["id"])
+    assert len(pair.assistant.check_action(proposal["id"])) == 1  # the check is sent
+    if isinstance(answered, str):
+        effects = pair.assistant.on_action_failed(proposal["id"], "check", answered)
+    else:
+        effects = pair.assistant.on_action_answer(proposal["id"], "check", *answered)
+    assert effects  # the panel is told
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late) == ("unconfirmed", False)
+    assert log(pair, "action")[0]["checkFailed"] == said
+    # The same failure again changes nothing more.
+    if isinstance(answered, str):
+        assert pair.assistant.on_action_failed(proposal["id"], "check", answered) == []
+    else:
+        assert pair.assistant.on_action_answer(proposal["id"], "check", *answered) == []
+    [again] = pair.assistant.check_action(proposal["id"])
+    status, body = call_api(page, again, ANA)
+    assert pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, "not-found")
+    assert "checkFailed" not in log(pair, "action")[0]
+
+
 def test_checking_an_unconfirmed_flag_finds_only_the_flag_of_that_action(
     origins: Origins, db: Path
 ) -> None:

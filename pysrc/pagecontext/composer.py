@@ -475,6 +475,20 @@ class Composer:
         entry["decision"] = decision
         self._changed(entry)
 
+    def action_checked(self, call_id: str, failure: str | None) -> bool:
+        """Record how the user's last check of an action with the server went: `failure`
+        (a code, e.g. "http-503", "timeout") if it got no usable answer, None if it did.
+        Return True if that changed the entry."""
+        entry = self.entry(call_id, "action")
+        if entry.get("checkFailed") == failure:
+            return False
+        if failure is None:
+            del entry["checkFailed"]
+        else:
+            entry["checkFailed"] = failure
+        self._changed(entry)
+        return True
+
     def action_result(self, call_id: str, result: Mapping[str, JsonValue]) -> None:
         """Record what the server answered when it carried the action out."""
         entry = self.entry(call_id, "action")

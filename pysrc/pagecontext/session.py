@@ -1447,7 +1447,10 @@ class AssistantSession:
         if step == "check":
             listed = body.get("flags")
             if status != 200 or not isinstance(listed, list):
-                return []
+                return self._checked(
+                    action_id, "malformed-answer" if status == 200 else f"http-{status}"
+                )
+            checked = self._checked(action_id, None)
             # Only a flag made for this very action: another action's on the same row and
             # task (proposed again, say) says nothing of this one.
             flags = [f for f in listed if isinstance(f, dict) and f.get("actionId") == action_id]
@@ -1458,6 +1461,8 @@ class AssistantSession:
                 record = self.ledger.found_later(action_id, "business")
             if record is not None and flags:
                 self.composer.action_result(action_id, json.loads(_compact(flags[0])))
+            if record is None:
+                return checked
         elif status != 201 and not (
             step == "execute" and status == 200 and self._its_flag(action_id, body)
         ):
@@ -1508,11 +1513,22 @@ class AssistantSession:
             current = self.ledger.get(action_id)[layer]
         except KeyError:
             return []
+        if step == "check":
+            return self._checked(action_id, code)
         # Already settled (its deadline passed first, say): no answer is not an answer.
-        if current.state != "pending" or step == "check":
+        if current.state != "pending":
             return []
         self.ledger.settle(action_id, layer, "unconfirmed", code)
         return [_STATE, _PERSIST]
+
+    def _checked(self, action_id: str, failure: str | None) -> list[Effect]:
+        """A check of `action_id` was answered (`failure` None) or got no usable answer:
+        the panel says so, and nothing else changes (it may be asked again)."""
+        try:
+            changed = self.composer.action_checked(action_id, failure)
+        except KeyError:
+            return []
+        return [_STATE, _PERSIST] if changed else []
 
     def _proposal(self, action_id: str) -> Mapping[str, JsonValue] | None:
         try:

@@ -1400,7 +1400,7 @@ class Edge:
         # A decision is taken once: its buttons are off at once, before the worker's new
         # state arrives (aria-disabled, which keeps the keyboard's focus where it is until
         # the entry is redrawn). A check only reads the server, and may be asked again (a
-        # check that got no usable answer changes nothing in the entry).
+        # check that got no usable answer says so, and changes nothing else).
         if decision != "check":
             for other in entry.querySelectorAll("[data-pc-action-decision]"):
                 other.setAttribute("aria-disabled", "true")

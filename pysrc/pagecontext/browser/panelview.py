@@ -251,6 +251,9 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
         text += " The server says it is not flagged yet."
     elif layer.get("late"):
         text += " A late answer said " + str(layer.get("lateStatus")) + "."
+    failed = entry.get("checkFailed")
+    if failed:
+        text += " The last check got no answer from the server (" + str(failed) + "): check again."
     return state, text
 
 
