@@ -13,6 +13,7 @@ from pagecontext.integration import (
     DEFAULT_HISTORY,
     LIMIT_FIELDS,
     LIMIT_MIN,
+    PLAIN_DATA_MAX_DEPTH,
     TIMEOUTS,
     ConfigError,
     filters_in_page_order,
@@ -147,6 +148,16 @@ def test_the_checked_limits_and_history_build_a_page_session() -> None:
     assert session.page_instance_id == "page1"
 
 
+def test_the_depth_limit_goes_up_to_what_the_receiving_worker_reads() -> None:
+    """`maxDepth` may be raised to the depth past which the receiving worker refuses a
+    port message as not plain data (docs/protocol.md 8.3), and no further: a deeper
+    limit would promise messages that never reach the check."""
+    limits = parse_config(config_with(limits={"maxDepth": PLAIN_DATA_MAX_DEPTH}))["limits"]
+    assert limits == {"max_depth": PLAIN_DATA_MAX_DEPTH}
+    with pytest.raises(ConfigError):
+        parse_config(config_with(limits={"maxDepth": PLAIN_DATA_MAX_DEPTH + 1}))
+
+
 def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> None:
     """A page configured with the least limits parse_config takes still reads what an
     assistant sends it, with ids as long as the two frames make them: a command of each
@@ -200,6 +211,8 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
         (config_with(limits={"maxIdChars": 21}), "limits.maxIdChars", "from 22 to"),
         (config_with(limits={"maxStringChars": 21}), "limits.maxStringChars", "from 22 to"),
         (config_with(limits={"maxDepth": 1}), "limits.maxDepth", "from 2 to"),
+        # Deeper than 16, a port message is refused as not plain data, whatever the limit.
+        (config_with(limits={"maxDepth": 17}), "limits.maxDepth", "from 2 to 16"),
         (config_with(limits={"maxMessageBytes": 1023}), "limits.maxMessageBytes", "from 1024"),
         (config_with(limits={"maxFilterKeys": 0}), "limits.maxFilterKeys", "from 1 to"),
         (config_with(limits={"maxIdChars": True}), "limits.maxIdChars", "whole number"),

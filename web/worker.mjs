@@ -76,10 +76,11 @@ self.onmessage = (event) => early.push(event);
 // Structured clone keeps shared references, so a message of a few hundred bytes can read
 // as a tree of billions of values, or as megabytes of text: the walk visits at most
 // MAX_VISITS values and counts the characters of at most `maxChars` in strings and keys
-// ("too-large"; a message within the core's size limits has far fewer).
+// ("too-large"; a message within the core's size limits has far fewer); one nested deeper
+// than `maxDepth` is "too-deep" (integration.PLAIN_DATA_MAX_DEPTH, which Python passes).
 const MAX_VISITS = 100000;
-function plainDataProblem(value, maxChars) {
-  const budget = { left: MAX_VISITS, chars: maxChars };
+function plainDataProblem(value, maxChars, maxDepth) {
+  const budget = { left: MAX_VISITS, chars: maxChars, depth: maxDepth };
   // The message object is at depth 1, as the core counts it (docs/protocol.md 8.3).
   return plainDataWalk(value, 1, budget);
 }
@@ -110,7 +111,7 @@ function plainDataWalk(value, depth, budget) {
     case "object": break;
     default: return "not-json"; // bigint, undefined
   }
-  if (depth > 16) return "too-deep";
+  if (depth > budget.depth) return "too-deep";
   let found = "";
   if (Array.isArray(value)) {
     for (const item of value) {
@@ -142,7 +143,7 @@ function plainDataWalk(value, depth, budget) {
 // which stops listening and drops what is queued. A message whose text would pass
 // `maxChars` (far past the core's own size limit) is "too-large" here, unread by Python.
 const RUN_TEXTS = 128;
-function listenPort(port, deliver, maxChars) {
+function listenPort(port, deliver, maxChars, maxDepth) {
   let queue = [];
   let run = 0; // texts in the queue's last item, if it is a string
   let scheduled = false;
@@ -156,7 +157,7 @@ function listenPort(port, deliver, maxChars) {
   };
   port.onmessage = (event) => {
     const data = event.data;
-    let problem = plainDataProblem(data, maxChars);
+    let problem = plainDataProblem(data, maxChars, maxDepth);
     const text = problem === "" ? JSON.stringify(data) : "";
     if (text.length > maxChars) problem = "too-large";
     const last = queue.length - 1;

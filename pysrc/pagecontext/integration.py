@@ -52,6 +52,12 @@ LIMIT_FIELDS = {
     "maxDetailChars": "max_detail_chars",
 }
 LIMIT_MAX = 1048576
+# A port message nested deeper than this (the message object counted as 1) is not plain
+# data to the worker that receives it, refused before validation (docs/protocol.md 8.3,
+# `too-deep`): no `maxDepth` can let one through.
+PLAIN_DATA_MAX_DEPTH = 16
+# The most a limit may be, where it is less than LIMIT_MAX.
+LIMIT_MAX_OF = {"maxDepth": PLAIN_DATA_MAX_DEPTH}
 # The least a limit may be, where it is more than 1: below it, the page would refuse the
 # assistant's own messages. The two frames make their ids as nonces are made (16 random
 # bytes, NONCE_CHARS characters), a command's target is an object in the message (depth
@@ -195,7 +201,8 @@ def parse_config(raw: object) -> dict[str, Any]:
             names = ", ".join(sorted(LIMIT_FIELDS))
             raise ConfigError("limits." + str(name), "unknown limit (limits: " + names + ")")
         low = LIMIT_MIN.get(name, 1)
-        limits[LIMIT_FIELDS[name]] = _bounded_int("limits." + name, value, low, LIMIT_MAX)
+        high = LIMIT_MAX_OF.get(name, LIMIT_MAX)
+        limits[LIMIT_FIELDS[name]] = _bounded_int("limits." + name, value, low, high)
     history = _bounded_int("history", config.get("history", DEFAULT_HISTORY), 1, HISTORY_MAX)
     timeouts = dict(TIMEOUTS)
     for name, value in _object("timeouts", config.get("timeouts", {})).items():

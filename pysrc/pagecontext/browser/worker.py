@@ -28,7 +28,7 @@ from pagecontext.agui import read_outside_json
 from pagecontext.answers import MALFORMED
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
-from pagecontext.integration import DEFAULT_HISTORY, filters_in_page_order
+from pagecontext.integration import DEFAULT_HISTORY, PLAIN_DATA_MAX_DEPTH, filters_in_page_order
 from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
@@ -486,7 +486,7 @@ class WorkerBinding:
         self.port = port
         self._port_proxy = create_proxy(self._from_port)
         self._port_listener = self.listen_port(
-            port, self._port_proxy, port_text_limit(self._limits)
+            port, self._port_proxy, port_text_limit(self._limits), PLAIN_DATA_MAX_DEPTH
         )
 
     def _close_port(self) -> None:
@@ -875,8 +875,9 @@ _BINDINGS: list[WorkerBinding] = []
 def start(scope: Any, early: Any, listen_port: Any) -> WorkerBinding:
     """Take over the worker scope and replay the messages that arrived during boot.
 
-    `listen_port(port, deliver)` is the boot script's listener: it checks that each
-    port message is plain data, calls `deliver` with what arrived (runs of JSON texts,
+    `listen_port(port, deliver, max_chars, max_depth)` is the boot script's listener: it
+    checks that each port message is plain data (at most `max_chars` characters of text,
+    nested at most `max_depth` deep), calls `deliver` with what arrived (runs of JSON texts,
     one per line, or {problem, value}) and returns an object whose `close()` stops it.
     """
     # The worker boots from a memory snapshot (web/worker.mjs), which gives every worker
