@@ -336,13 +336,16 @@ def test_a_selection_while_the_answer_runs_never_retargets_it(
     expect(answer.locator("[data-pc-answer-text]")).to_contain_text(
         "External agent: about the row you selected"
     )
+    # The panel says what the answer is about: A, as it was asked, not the B pinned since.
+    expect(answer).to_have_attribute("data-pc-answer-about", ROW)
     expect(demo.locator('[data-pc-highlight="focus"]')).to_have_attribute(
         "data-pc-resource-ref", ROW, timeout=STEP_TIMEOUT_MS
     )
     expect(demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')).not_to_have_attribute(
         "data-pc-highlight", "focus"
     )
-    ask(assistant, "And this one?")
+    follow_up = ask(assistant, "And this one?")
+    expect(follow_up).to_have_attribute("data-pc-answer-about", OTHER_ROW)
     tasks = [
         next(c.value for c in run.context if c.description == "pagecontext.task")
         for run in agent.inputs

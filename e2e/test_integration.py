@@ -711,6 +711,11 @@ def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> Non
         timeout=STEP_TIMEOUT_MS
     )
     show_and_expect(assistant, "applied")
+    # Once the locate sent with it has settled too, the line still names the highlight
+    # alone: the row took the focus.
+    expect(receipt(assistant)).to_have_attribute(
+        "data-pc-receipt-locate", "applied", timeout=STEP_TIMEOUT_MS
+    )
     expect(receipt(assistant)).to_have_text("highlight: applied (ok)")
     demo.evaluate(
         "ref => document.querySelector(`tr[data-pc-resource-ref='${ref}']`)"
@@ -723,6 +728,7 @@ def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> Non
     expect(receipt(assistant)).to_have_text(
         "highlight: applied (ok); locate: not-found (not-focusable)", timeout=STEP_TIMEOUT_MS
     )
+    expect(receipt(assistant)).to_have_attribute("data-pc-receipt-locate", "not-found")
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
     expect(row).to_have_attribute("data-pc-highlight", "focus")
 

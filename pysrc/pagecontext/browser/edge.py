@@ -34,6 +34,7 @@ except ImportError:
 
 from pagecontext.browser.panelview import (
     chip_element,
+    locate_state,
     log_element,
     receipt_summary,
     text_element,
@@ -1525,20 +1526,26 @@ class Edge:
             self._refocus_context()
         command = state.get("command")
         shown = receipt_summary(command) if command is not None else None
-        # A live region: written only when what it says changes, so that it is not
-        # announced again on every state.
-        if not self._changed("receipt", [command and command["commandId"], shown]):
+        located = locate_state(command) if command is not None else None
+        # A live region: written only when what it says (or where its locate stands)
+        # changes, so that it is not announced again on every state.
+        if not self._changed("receipt", [command and command["commandId"], shown, located]):
             return
         receipt = doc.querySelector("[data-pc-receipt]")
         if command is None or shown is None:
             receipt.removeAttribute("data-pc-receipt-status")
             receipt.removeAttribute("data-pc-receipt-command")
+            receipt.removeAttribute("data-pc-receipt-locate")
             receipt.textContent = ""
             return
         status, detail = shown
         # The command id first: a status always belongs to the command named with it.
         receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)
+        if located is None:
+            receipt.removeAttribute("data-pc-receipt-locate")
+        else:
+            receipt.setAttribute("data-pc-receipt-locate", located)
         receipt.textContent = detail
 
     def _refocus_context(self) -> None:

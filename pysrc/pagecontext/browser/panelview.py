@@ -274,6 +274,15 @@ def receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
     return status, text
 
 
+def locate_state(command: dict[str, Any]) -> str | None:
+    """Where the `locate` sent with a Show me command stands (its UI layer: `pending`
+    until it settles); None if the command carries none."""
+    located = command.get("locate")
+    if not isinstance(located, dict):
+        return None
+    return str(command_standing(located, "ui").get("state") or "pending")
+
+
 def _standing_text(command: dict[str, Any], layer: dict[str, Any]) -> str:
     text = str(command.get("action", "")) + ": " + str(layer.get("state") or "pending")
     if layer.get("reason"):
