@@ -21,7 +21,7 @@ from pagecontext.server.access import DEMO_TOKENS
 if TYPE_CHECKING:
     from pagecontext.server.app import ServerConfig
 
-__all__ = ["find_repo_root", "main"]
+__all__ = ["demo_config", "find_repo_root", "main"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

@@ -22,7 +22,7 @@ import json
 from binascii import hexlify
 from hashlib import sha256
 
-from pagecontext.windowrules import NONCE_CHARS, is_exact_origin
+from pagecontext.windowrules import NONCE_CHARS, ROLES, is_exact_origin
 
 # For the type checker only: MicroPython has no typing and never evaluates annotations.
 try:  # noqa: SIM105 - MicroPython has no contextlib either
@@ -30,7 +30,42 @@ try:  # noqa: SIM105 - MicroPython has no contextlib either
 except ImportError:
     pass
 
-ROLES = ("page", "assistant")
+__all__ = [
+    "CHILD_LOADS",
+    "DEFAULT_CHILD_LOAD",
+    "DEFAULT_HISTORY",
+    "HISTORY_MAX",
+    "LIMIT_FIELDS",
+    "LIMIT_MAX",
+    "LIMIT_MAX_OF",
+    "LIMIT_MIN",
+    "MAX_AUTHORIZATION_CHARS",
+    "MAX_GENERATION",
+    "MAX_ID_CHARS",
+    "PLAIN_DATA_MAX_DEPTH",
+    "POSITIONS",
+    "SAVED_STATE_FORMAT",
+    "SAVED_STATE_PREFIX",
+    "SHARE_MODES",
+    "TIMEOUTS",
+    "TIMEOUT_MAX",
+    "UI_REASONS",
+    "UI_STATUSES",
+    "ConfigError",
+    "command_standing",
+    "filters_in_page_order",
+    "is_scalar",
+    "parse_command_done",
+    "parse_config",
+    "parse_filters",
+    "parse_generation",
+    "parse_select",
+    "parse_view",
+    "saved_state_key",
+    "saved_state_readable",
+    "url_on_origin",
+]
+
 POSITIONS = ("embedder", "child")
 SHARE_MODES = ("ask", "select")
 # When an embedder loads its child: "staggered" once its own Python runtime is

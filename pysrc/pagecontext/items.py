@@ -147,7 +147,8 @@ class Instruction:
         """Return the instruction `template` with `{name}` fields replaced by `ids`.
 
         Only bare `{name}` fields are allowed (no attributes, indexes, conversions or
-        format specs), every field must be given, and every id must match ID_PATTERN.
+        format specs), every field must be given, and every id must match ID_PATTERN;
+        raises LocalProtocolError if not, or if the result is not a safe instruction.
         """
         parts: list[str] = []
         for literal, name, spec, conversion in string.Formatter().parse(template):

@@ -24,6 +24,8 @@ from pagecontext.models import Scalar
 from pagecontext.session import Effect, Refresh
 from pagecontext.testing import ChannelPair, Side
 
+__all__ = ["ROUNDS", "rehearsal", "rehearse_handshake"]
+
 ROUNDS = 3
 # A component like a business page's table: filtered, with values in units.
 _COMPONENT = "rehearsal-table"

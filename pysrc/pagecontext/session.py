@@ -83,6 +83,31 @@ from pagecontext.selection_items import object_key
 from pagecontext.store import ContextStore
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
 
+__all__ = [
+    "ACTION_DEADLINES_MS",
+    "ACTION_TIMEOUT_MS",
+    "AGENT_ID",
+    "FLAGS_PATH",
+    "FLAG_CONFIRMATIONS_PATH",
+    "FLAG_PATH",
+    "INTERNAL_ERROR",
+    "MAX_FOLLOW_UPS",
+    "UI_PENDING_MAX",
+    "ActionRequest",
+    "AssistantSession",
+    "ClosePort",
+    "Effect",
+    "PageSession",
+    "Position",
+    "Refresh",
+    "RenderedRegistry",
+    "Role",
+    "ShownChip",
+    "StartRun",
+    "ToEdge",
+    "ToPeer",
+]
+
 Role = Literal["page", "assistant"]
 # Command outcomes that are not refusals: applied, and a duplicate answered again.
 # Stale and not-found outcomes are honest answers to valid commands, not refusals either.

@@ -258,7 +258,8 @@ class ChannelPair:
         return encode_nonce(next(self._nonces).to_bytes(NONCE_BYTES, "big"))
 
     def connect_data(self) -> dict[str, object]:
-        """Return the embedder's `connect` message, as `windowrules.connect_message` builds it."""
+        """Return the embedder's `connect` message, as `windowrules.connect_message` builds it.
+        Raises ValueError if the child's edge would refuse it (ids of the wrong shape)."""
         if self.embedder == "page":
             data = connect_message("page", self.page.page_instance_id)
         else:
@@ -330,7 +331,8 @@ class ChannelPair:
 
     def reload_assistant(self, assistant_instance_id: str) -> None:
         """Replace the assistant (the page's child) by a new document: new session, no
-        port yet; the page is told its child reloaded. Bind it with `handshake()`."""
+        port yet; the page is told its child reloaded. Bind it with `handshake()`. Raises
+        LocalProtocolError if the assistant is the embedder (it reloads with the page)."""
         if self.embedder != "page":
             raise LocalProtocolError("an assistant that embeds the page reloads with it")
         self.child_reloaded()
@@ -398,6 +400,7 @@ class ChannelPair:
         """Deliver queued messages (to `only`, if given) until quiet; return how many.
 
         A message on a closed link, or on a link its receiver has left, is dropped.
+        Raises RuntimeError if the two sides still exchange messages after 10,000.
         """
         delivered = 0
         for _ in range(10_000):

@@ -13,6 +13,29 @@ try:  # noqa: SIM105 - MicroPython has no contextlib either
 except ImportError:
     pass
 
+__all__ = [
+    "NONCE_BYTES",
+    "NONCE_CHARS",
+    "NONCE_PREFIX",
+    "PROTOCOL",
+    "ROLES",
+    "VERSION",
+    "child_url",
+    "connect_message",
+    "connect_target",
+    "encode_nonce",
+    "ends_in_a_number",
+    "handshake_type",
+    "is_b64url",
+    "is_exact_origin",
+    "is_full_ipv4",
+    "is_instance_id",
+    "origin_allowed",
+    "read_nonce",
+    "ready_message",
+    "ready_origin_ok",
+]
+
 PROTOCOL: Final = "pagecontext"
 VERSION: Final = 1
 ROLES = ("page", "assistant")

@@ -2,8 +2,11 @@
 
 Owns the bound MessagePort and drives the sans-IO session (`pagecontext.session`):
 it converts what arrives (edge messages, port messages, timer ticks) into session
-calls and carries out the effects the session returns. Every proxy it creates is
-kept by `WorkerBinding` and destroyed when the port or the worker closes.
+calls and carries out the effects the session returns. Every proxy it creates has an
+owner: the port's listener is kept by `WorkerBinding` and destroyed with the port it
+listens to, a timer's callback is a once-callable (destroyed when it runs, or by
+`WorkerBinding` when the deadline it was set for goes), and the edge's listener lives as
+long as the worker, which the boot script terminates when its frame unmounts or fails.
 
 Conversion happens here, at the edge: the boot script's port listener checks each
 message is plain JSON-compatible data (a Map, a Date, an ArrayBuffer, a class instance
@@ -858,15 +861,6 @@ class WorkerBinding:
             finally:
                 # The next deadline keeps its timer whatever this one did.
                 self._arm_timer()
-
-    def close(self) -> None:
-        """Close the port and destroy every proxy this binding created."""
-        self._close_port()
-        self._cancel_timer()
-        self._rehearsal = None  # a round already scheduled finds nothing to do
-        self._provocations = 0
-        self.scope.onmessage = None
-        self._edge_proxy.destroy()
 
 
 _BINDINGS: list[WorkerBinding] = []
