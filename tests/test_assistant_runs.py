@@ -929,6 +929,40 @@ def test_a_check_with_no_usable_answer_says_so_and_the_next_answer_takes_it_away
     assert "checkFailed" not in log(pair, "action")[0]
 
 
+def test_one_check_at_a_time_and_no_failure_after_the_servers_last_word(
+    origins: Origins, db: Path
+) -> None:
+    """A second press while a check is out sends nothing; once a check found the flag
+    ("flagged later", the last word), a failure that comes after it adds no "check
+    again" line; and a check answered after a new conversation cleared the log is
+    dropped, not an error."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"])
+    timed_out(pair, proposal["id"])
+    assert call_api(page, execute, ANA)[0] == 201  # written; the answer never came
+    [check] = pair.assistant.check_action(proposal["id"])
+    assert pair.assistant.check_action(proposal["id"]) == []  # the first is still out
+    status, body = call_api(page, check, ANA)
+    assert pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.late, record.late_status) == (True, "applied")
+    assert pair.assistant.on_action_failed(proposal["id"], "check", "timeout") == []
+    assert "checkFailed" not in log(pair, "action")[0]
+    # In another tab's assistant: checked, then a new conversation before the answer.
+    other_pair = sales_pair(db)
+    other = flag_proposal(other_pair, db, assistant)
+    written = confirmed(other_pair, page, other["id"])
+    timed_out(other_pair, other["id"])
+    assert call_api(page, written, ANA)[0] == 201  # the check will find its flag
+    [late] = other_pair.assistant.check_action(other["id"])
+    status, body = call_api(page, late, ANA)
+    other_pair.run("assistant", other_pair.assistant.new_conversation("conv-2"))
+    assert other_pair.assistant.on_action_answer(other["id"], "check", status, body) == []
+    assert log(other_pair, "action") == []
+
+
 def test_checking_an_unconfirmed_flag_finds_only_the_flag_of_that_action(
     origins: Origins, db: Path
 ) -> None:
@@ -966,6 +1000,9 @@ def test_a_request_given_up_after_its_deadline_changes_nothing(origins: Origins,
     assert pair.assistant.on_action_failed(proposal["id"], "execute", "timeout") == []
     record = pair.assistant.ledger.get(proposal["id"])["business"]
     assert (record.state, record.late) == ("unconfirmed", False)
+    # The check sent before is still out; once it ended, the user may check again.
+    assert pair.assistant.check_action(proposal["id"]) == []
+    pair.assistant.on_action_failed(proposal["id"], "check", "unreachable")
     assert len(pair.assistant.check_action(proposal["id"])) == 1
 
 

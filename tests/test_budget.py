@@ -147,7 +147,7 @@ def test_a_budget_below_the_fixed_text_is_refused() -> None:
         fit_block(INSTRUCTIONS, [], Budget(total_chars=10))
 
 
-@pytest.mark.parametrize("tool", ["", "get tool", "x\ny", "a" * 129])
+@pytest.mark.parametrize("tool", ["", "get tool", "x\ny", "a" * 129, "get_item\n"])
 def test_tool_names_must_be_ids(tool: str) -> None:
     """A tool name outside the id pattern is refused."""
     with pytest.raises(LocalProtocolError):

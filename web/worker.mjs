@@ -144,6 +144,7 @@ function plainDataWalk(value, depth, budget) {
 // `maxChars` (far past the core's own size limit) is "too-large" here, unread by Python.
 const RUN_TEXTS = 128;
 function listenPort(port, deliver, maxChars, maxDepth) {
+  if (!Number.isInteger(maxChars) || !Number.isInteger(maxDepth)) throw new TypeError("listenPort needs maxChars and maxDepth");
   let queue = [];
   let run = 0; // texts in the queue's last item, if it is a string
   let scheduled = false;

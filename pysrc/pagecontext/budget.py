@@ -63,7 +63,7 @@ class Budget:
         if self.per_item_chars < 1 or self.total_chars < 1:
             raise LocalProtocolError("a budget is at least one character")
         tools = [*self.fetch_tools.values(), self.default_tool, self.list_tool]
-        if not all(isinstance(tool, str) and _ID_RE.match(tool) for tool in tools):
+        if not all(isinstance(tool, str) and _ID_RE.fullmatch(tool) for tool in tools):
             raise LocalProtocolError(f"tool names must match {ID_PATTERN}")
 
     def tool_for(self, item: ContextItem) -> str:

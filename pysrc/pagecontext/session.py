@@ -881,6 +881,9 @@ class AssistantSession:
         self.ledger = ReceiptLedger(clock=clock)
         # Business actions whose confirmation or flag request has not ended.
         self._in_flight: set[str] = set()
+        # Business actions with a check on its way: one at a time, so that the panel's
+        # line about the last check is about the last one sent.
+        self._checking: set[str] = set()
         self._conn = _Connection(role="assistant", instance_id=instance_id, new_id=new_id)
         self._new_id = new_id
         self._limits = limits
@@ -1443,6 +1446,9 @@ class AssistantSession:
             return []
         if action_id in self._in_flight:
             return []  # its own request may still answer
+        if action_id in self._checking:
+            return []  # the check sent before it has not ended
+        self._checking.add(action_id)
         query = urlencode(
             {"ref": entry["resourceRef"], "taskId": entry["taskId"], "actionId": action_id}
         )
@@ -1469,7 +1475,11 @@ class AssistantSession:
         effects: list[Effect] = []
         if step != "check":
             self._in_flight.discard(action_id)
+        else:
+            self._checking.discard(action_id)
         if step == "check":
+            if not self.composer.has_entry(action_id, "action"):
+                return []  # a new conversation since: its log has no such action
             listed = body.get("flags")
             if status != 200 or not isinstance(listed, list):
                 return self._checked(
@@ -1534,6 +1544,8 @@ class AssistantSession:
         layer = _action_layer(step)
         if step != "check":
             self._in_flight.discard(action_id)
+        else:
+            self._checking.discard(action_id)
         try:
             current = self.ledger.get(action_id)[layer]
         except KeyError:
@@ -1548,8 +1560,12 @@ class AssistantSession:
 
     def _checked(self, action_id: str, failure: str | None) -> list[Effect]:
         """A check of `action_id` was answered (`failure` None) or got no usable answer:
-        the panel says so, and nothing else changes (it may be asked again)."""
+        the panel says so, and nothing else changes (it may be asked again). Once the
+        server's last word is in ("flagged later"), there is nothing left to check."""
         try:
+            business = self.ledger.get(action_id)["business"]
+            if failure is not None and not _checkable(business):
+                return []
             changed = self.composer.action_checked(action_id, failure)
         except KeyError:
             return []
