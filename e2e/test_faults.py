@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable
 
+import pytest
 from playwright.sync_api import BrowserContext, Page, Route, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
@@ -196,25 +197,52 @@ def test_an_assistant_whose_boot_script_does_not_load_says_it_is_starting(
 DAMAGED = """
 if (location.pathname === "/workbench.html" && !sessionStorage.getItem("damaged")) {
   sessionStorage.setItem("damaged", "1");
-  const damaged = JSON.stringify({conversationId: "bad id!"});
+  const damaged = JSON.stringify(STATE);
   sessionStorage.setItem(KEY, damaged);
   localStorage.setItem(KEY, damaged);
 }
 """
+# A business action whose saved receipt holds a list where its state goes.
+DAMAGED_ACTION = {
+    "composer": {
+        "log": [
+            {
+                "kind": "action",
+                "id": "act-1",
+                "resourceRef": "sales-2026-03-north",
+                "taskId": "t-1",
+                "received": {"state": []},
+                "business": {"state": []},
+            }
+        ]
+    }
+}
 
 
-def test_a_damaged_saved_conversation_id_is_replaced_and_the_frames_bind(
-    page: Page, origins: Origins
+@pytest.mark.parametrize(
+    "state",
+    [{"conversationId": "bad id!"}, DAMAGED_ACTION],
+    ids=["conversation-id", "action-receipt"],
+)
+def test_a_damaged_saved_state_is_read_as_far_as_it_goes_and_the_frames_bind(
+    page: Page, origins: Origins, state: dict[str, object]
 ) -> None:
-    """The workbench's saved state names a conversation id that is not one (`bad id!`):
-    the assistant starts a new conversation instead, so its connect is well formed and
-    both frames bind, on this visit and the next."""
+    """The workbench's saved state names a conversation id that is not one (`bad id!`),
+    or holds an action whose receipt is not one: the assistant starts a new conversation
+    instead of the first, reads the second as lost with the old document, and both
+    frames bind, on this visit and the next."""
     page.goto(origins.assistant + "/workbench.html")
     key = saved_state_key(page)
-    page.add_init_script(DAMAGED.replace("KEY", json.dumps(key)))
+    page.add_init_script(
+        DAMAGED.replace("KEY", json.dumps(key)).replace("STATE", json.dumps(state))
+    )
     business = open_workbench(page, origins)
     expect(html(business)).to_have_attribute("data-pc-state", "bound")
     assert page.evaluate("() => sessionStorage.getItem('damaged')") == "1"
+    if state is DAMAGED_ACTION:
+        action = page.locator('[data-pc-log-id="act-1"]')
+        expect(action).to_have_attribute("data-pc-action-state", "unconfirmed")
+        expect(action.get_by_role("button", name="Check with the server")).to_be_visible()
     page.reload()
     wait_bound(page)
     wait_bound(page.frame_locator("iframe[data-pc-child]"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import example, given, settings
@@ -14,7 +14,8 @@ from pagecontext.block import extract_lines, parse_block
 from pagecontext.budget import DEFAULT_BUDGET
 from pagecontext.composer import MAX_LOG_HELD
 from pagecontext.errors import LocalProtocolError
-from pagecontext.ledger import ReceiptLedger
+from pagecontext.integration import LAYER_STATES, action_checkable
+from pagecontext.ledger import LayerState, ReceiptLedger
 from pagecontext.models import MAX_SAFE_INTEGER, Limits, Quantity
 from pagecontext.session import (
     UI_PENDING_MAX,
@@ -1086,12 +1087,13 @@ def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -
         {"state": "unconfirmed", "late": True, "lateStatus": {}},
     ],
 )
-def test_a_saved_action_whose_receipt_is_damaged_restores_without_it(
+def test_a_saved_action_whose_receipt_is_damaged_restores_as_lost_with_the_old_document(
     layer: dict[str, object],
 ) -> None:
     """A saved business action whose layer's fields are of the wrong type (storage is the
-    user's, and the browser's) restores the conversation without putting that action
-    back in the ledger: the assistant starts rather than failing on every reload."""
+    user's, and the browser's) restores as an action on its way when the assistant
+    reloaded: the assistant starts rather than failing on every reload, and the action
+    can be checked with the server, as its panel offers."""
     action = {"kind": "action", "id": "act-1", "resourceRef": "row:1", "taskId": "t-1"}
     saved = {
         "composer": {
@@ -1112,10 +1114,21 @@ def test_a_saved_action_whose_receipt_is_damaged_restores_without_it(
     )
     assistant.restore(saved)
     assert [entry["id"] for entry in assistant.composer.log] == ["act-1", "q-1"]
-    with pytest.raises(KeyError):
-        assistant.ledger.get("act-1")
-    assert assistant.check_action("act-1") == []
+    # As a request on its way when the assistant reloaded: unconfirmed, and the panel's
+    # "Check with the server" (drawn by the same rule) asks the server.
+    entry = assistant.composer.log[0]
+    assert entry["business"] == {"state": "unconfirmed", "reason": "assistant-reloaded"}
+    assert action_checkable(entry["business"])
+    assert assistant.ledger.get("act-1")["business"].state == "unconfirmed"
+    [check] = assistant.check_action("act-1")
+    assert check.step == "check"
     assert assistant.state().message["kind"] == "state"
+
+
+def test_the_layer_states_the_panel_reads_are_the_ledgers() -> None:
+    """integration.LAYER_STATES (read by the MicroPython panel, which has no typing) and
+    ledger.LayerState name the same states."""
+    assert get_args(LayerState) == LAYER_STATES
 
 
 def test_a_saved_state_of_another_format_restores_nothing() -> None:

@@ -35,6 +35,7 @@ from pagecontext.conversation import (
     kept_from,
 )
 from pagecontext.dedup import unsent
+from pagecontext.integration import is_layer_view
 from pagecontext.items import (
     ContextItem,
     Dismissals,
@@ -647,7 +648,7 @@ def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
             return entry  # still a proposal: the user may confirm it after the reload
         for layer in layers:
             view = entry.get(layer)
-            if not isinstance(view, dict) or view.get("state") in (None, _PENDING):
+            if not is_layer_view(view) or view.get("state") == _PENDING:
                 entry[layer] = dict(_RELOADED)
         entry["restored"] = True
     elif kind == "answer":

@@ -26,7 +26,7 @@ from pagecontext.windowrules import NONCE_CHARS, ROLES, is_exact_origin
 
 # For the type checker only: MicroPython has no typing and never evaluates annotations.
 try:  # noqa: SIM105 - MicroPython has no contextlib either
-    from typing import Any
+    from typing import Any, TypeGuard
 except ImportError:
     pass
 
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CHILD_LOAD",
     "DEFAULT_HISTORY",
     "HISTORY_MAX",
+    "LAYER_STATES",
     "LIMIT_FIELDS",
     "LIMIT_MAX",
     "LIMIT_MAX_OF",
@@ -52,8 +53,10 @@ __all__ = [
     "UI_REASONS",
     "UI_STATUSES",
     "ConfigError",
+    "action_checkable",
     "command_standing",
     "filters_in_page_order",
+    "is_layer_view",
     "is_scalar",
     "parse_command_done",
     "parse_config",
@@ -110,6 +113,8 @@ HISTORY_MAX = 65536
 TIMEOUTS = {"bootMs": 60000, "childMs": 30000}
 TIMEOUT_MAX = 600000
 UI_STATUSES = ("applied", "not-found")
+# Where a receipt layer stands (ledger.LayerState).
+LAYER_STATES = ("pending", "applied", "stale-context", "not-found", "rejected", "unconfirmed")
 UI_REASONS = {"applied": "ok", "not-found": "not-rendered"}
 MAX_ID_CHARS = 256
 _KEYS = (
@@ -476,6 +481,30 @@ def parse_command_done(detail: object) -> tuple[str, str, str]:
     if not ok or not all(ch in _REASON_CHARS for ch in reason):
         raise ValueError("detail.reason must be 1-64 of a-z, 0-9 and -")
     return command_id, status, reason
+
+
+def is_layer_view(view: Any) -> "TypeGuard[dict[str, Any]]":
+    """True if `view` is a receipt layer as the assistant saves and draws it: an object
+    with a `state` of LAYER_STATES, `late` a boolean if given, `reason` and `lateStatus`
+    strings or null. A saved one that is not is read as lost with the old document."""
+    if not isinstance(view, dict) or view.get("state") not in LAYER_STATES:
+        return False
+    if not isinstance(view.get("late", False), bool):
+        return False
+    return all(
+        view.get(name) is None or isinstance(view.get(name), str)
+        for name in ("reason", "lateStatus")
+    )
+
+
+def action_checkable(view: Any) -> bool:
+    """True if the server may be asked whether a business action happened, by the view
+    of its `business` layer: unconfirmed with no late word, or only "not found" (a flag
+    request on its way, from this document or another, may be written since); "flagged
+    later" is the last word."""
+    if not is_layer_view(view) or view["state"] != "unconfirmed":
+        return False
+    return not view.get("late") or view.get("lateStatus") == "not-found"
 
 
 def command_standing(entry: Any, later: str) -> Any:

@@ -52,7 +52,12 @@ from pagecontext.composer import Composer
 from pagecontext.conversation import run_messages
 from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRejected
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
-from pagecontext.integration import SAVED_STATE_FORMAT, saved_state_readable
+from pagecontext.integration import (
+    SAVED_STATE_FORMAT,
+    action_checkable,
+    is_layer_view,
+    saved_state_readable,
+)
 from pagecontext.items import ContextItem, JsonValue
 from pagecontext.ledger import LayerName, LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
@@ -831,12 +836,9 @@ _SETTLED: Final[frozenset[LayerState]] = frozenset(get_args(LayerState)) - {"pen
 
 
 def _checkable(business: LayerRecord) -> bool:
-    """True if the server may be asked whether a business action happened: its layer is
-    unconfirmed with no late word, or only "not found" (a flag request on its way, from
-    this document or another, may be written since); "flagged later" is the last word."""
-    if business.state != "unconfirmed":
-        return False
-    return not business.late or business.late_status == "not-found"
+    """True if the server may be asked whether a business action happened (the rule the
+    panel draws its button by: `integration.action_checkable`)."""
+    return action_checkable(_record_view(business))
 
 
 def _own_id(name: str, value: str) -> str:
@@ -850,17 +852,14 @@ def _own_id(name: str, value: str) -> str:
 def _view_record(view: object) -> LayerRecord | None:
     """The ledger record a saved layer view (`_record_view`'s) stands for; None if it is
     not one, or its layer had not ended."""
-    if not isinstance(view, dict):
+    if not is_layer_view(view) or view["state"] not in _SETTLED:
         return None
-    state, reason, late = view.get("state"), view.get("reason"), view.get("late", False)
-    late_status = view.get("lateStatus")
-    if not isinstance(state, str) or state not in _SETTLED or not isinstance(late, bool):
-        return None
-    if not (reason is None or isinstance(reason, str)):
-        return None
-    if not (late_status is None or isinstance(late_status, str)):
-        return None
-    return LayerRecord(state=state, reason=reason, late=late, late_status=late_status)
+    return LayerRecord(
+        state=view["state"],
+        reason=view.get("reason"),
+        late=view.get("late", False),
+        late_status=view.get("lateStatus"),
+    )
 
 
 class AssistantSession:

@@ -11,7 +11,7 @@ import re
 
 import js
 
-from pagecontext.integration import command_standing
+from pagecontext.integration import action_checkable, command_standing
 
 # For the type checker only: MicroPython has neither typing nor contextlib, and never
 # evaluates annotations.
@@ -207,12 +207,9 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
         status = text_element("p", text, "pc-action-status")
         status.setAttribute("data-pc-action-status", state)
         el.append(status)
-        business = entry.get("business") or {}
         # Asked again after "not flagged yet": a flag request on its way (this tab's,
         # or another's) may still be written; "flagged" is the last word.
-        if state == "unconfirmed" and (
-            not business.get("late") or business.get("lateStatus") == "not-found"
-        ):
+        if action_checkable(entry.get("business")):
             check = text_element("button", "Check with the server")
             check.setAttribute("type", "button")
             check.setAttribute("data-pc-action-decision", "check")
