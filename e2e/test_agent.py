@@ -49,6 +49,7 @@ def agent_demo(page: Page, agent_origins: Origins) -> Iterator[tuple[Page, Exter
 
 
 def test_the_answer_streams_in_explains_the_row_and_highlights_it(demo: Page) -> None:
+    """The built-in agent explains the pinned row; its three highlights are applied."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     answer = ask(assistant, QUESTION)
@@ -271,6 +272,7 @@ def test_a_question_sent_as_a_new_context_arrives_comes_back_unasked(
 
 
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
+    """A declined flag writes nothing, and the focus rests on the entry that says so."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     ask(assistant, QUESTION)

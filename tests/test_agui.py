@@ -564,6 +564,8 @@ def test_paired_surrogates_joins_pairs_and_replaces_lone_halves(text: str) -> No
 
 
 def test_paired_surrogates_on_a_character_cut_in_two_and_stray_halves() -> None:
+    """A character cut in two is joined back, each stray or reversed half becomes
+    U+FFFD, and other text is unchanged."""
     assert paired_surrogates("up \ud83d\udcc8 then \udcc8\ud83d and \ud83d") == (
         "up \U0001f4c8 then \ufffd\ufffd and \ufffd"
     )

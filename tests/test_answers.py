@@ -86,12 +86,14 @@ def ending(updates: list[Update]) -> RunEnded:
 
 
 def test_sse_events_end_at_a_blank_line_and_join_data_lines() -> None:
+    """An event ends only at a blank line, its data lines joined by line breaks."""
     decoder = SseDecoder()
     assert decoder.feed("data: a\ndata: b\n") == []
     assert decoder.feed("\n") == [SseEvent("a\nb")]
 
 
 def test_sse_comments_event_types_ids_and_empty_events() -> None:
+    """Comments and events with no data are dropped; an event keeps its type and id."""
     decoder = SseDecoder()
     events = decoder.feed(": keep-alive\n\nevent: x\nid: 7\ndata:no space\n\n\n")
     assert events == [SseEvent("no space", "x", "7")]
@@ -99,11 +101,13 @@ def test_sse_comments_event_types_ids_and_empty_events() -> None:
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_sse_accepts_every_line_ending(newline: str) -> None:
+    """LF, CRLF and a lone CR each end a line."""
     text = f"data: one{newline}{newline}data: two{newline}{newline}"
     assert SseDecoder().feed(text) == [SseEvent("one"), SseEvent("two")]
 
 
 def test_sse_a_crlf_split_across_chunks_is_one_line_end() -> None:
+    """A CR ending one chunk and an LF starting the next are one line end."""
     decoder = SseDecoder()
     assert decoder.feed("data: one\r") == []
     assert decoder.feed("\n\r") == [SseEvent("one")]
@@ -111,10 +115,12 @@ def test_sse_a_crlf_split_across_chunks_is_one_line_end() -> None:
 
 
 def test_sse_skips_a_leading_byte_order_mark() -> None:
+    """A byte order mark at the start of the stream is skipped."""
     assert SseDecoder().feed("\ufeffdata: x\n\n") == [SseEvent("x")]
 
 
 def test_sse_close_reports_a_cut_event() -> None:
+    """Closing says whether the stream stopped partway through an event."""
     decoder = SseDecoder()
     decoder.feed('data: {"half')
     assert decoder.close() is True
@@ -124,6 +130,7 @@ def test_sse_close_reports_a_cut_event() -> None:
 
 
 def test_sse_refuses_an_event_over_its_limit() -> None:
+    """An event past its size limit is refused, as one long line or many short ones."""
     decoder = SseDecoder(max_event_chars=100)
     with pytest.raises(SseError):
         decoder.feed("data: " + "x" * 200)
@@ -166,6 +173,7 @@ def test_sse_chunking_never_changes_the_events(cuts: list[int]) -> None:
 
 
 def test_a_complete_run_gives_text_tool_calls_and_success() -> None:
+    """A complete run gives its text, its whole tool call and a successful end."""
     updates = read([sse(*answer_events())])
     assert text_of(updates) == "North sold 4,231 units.\nThat is high."
     calls = [u for u in updates if isinstance(u, ToolCallMade)]
@@ -178,12 +186,14 @@ def test_a_complete_run_gives_text_tool_calls_and_success() -> None:
 @settings(max_examples=50)
 @given(st.integers(min_value=1, max_value=50))
 def test_the_same_updates_whatever_the_chunk_size(size: int) -> None:
+    """Whatever the chunk size, the stream gives the same updates."""
     text = sse(*answer_events())
     parts = [text[i : i + size] for i in range(0, len(text), size)]
     assert read(parts) == read([text])
 
 
 def test_chunk_events_are_expanded_as_ag_ui_does() -> None:
+    """Chunks expand into one message and one tool call, as AG-UI's client does."""
     events = [
         started(),
         TextMessageChunkEvent(message_id="m1", role="assistant", delta="Hello "),
@@ -201,6 +211,7 @@ def test_chunk_events_are_expanded_as_ag_ui_does() -> None:
 
 
 def test_a_run_error_ends_the_run_with_the_agents_message() -> None:
+    """A RUN_ERROR ends the run with the agent's message and its code."""
     updates = read([sse(started(), RunErrorEvent(message="no model", code="down"))])
     assert ending(updates) == RunEnded("run-error", "no model (down)")
 
@@ -220,6 +231,7 @@ def test_a_run_error_ends_the_run_with_the_agents_message() -> None:
     ],
 )
 def test_a_malformed_stream_ends_the_run_and_says_why(text: str, why: str) -> None:
+    """A stream breaking AG-UI's rules ends the run as malformed, saying which rule."""
     updates = read([text])
     end = ending(updates)
     assert end.code == "malformed-stream"
@@ -246,6 +258,7 @@ def test_a_malformed_event_is_refused_saying_where_and_what(text: str, said: str
 
 
 def test_nothing_after_a_malformed_event_is_used() -> None:
+    """Nothing that follows a malformed event reaches the answer."""
     good = TextMessageContentEvent(message_id="m1", delta="late")
     updates = read(
         [
@@ -259,6 +272,8 @@ def test_nothing_after_a_malformed_event_is_used() -> None:
 
 
 def test_a_stream_that_stops_early_is_incomplete_and_keeps_its_text() -> None:
+    """A stream that stops before its run ends is incomplete and keeps its text; one cut
+    mid-event says so."""
     events = answer_events()[:3]
     updates = read([sse(*events)])
     assert text_of(updates) == "North sold "
@@ -268,6 +283,7 @@ def test_a_stream_that_stops_early_is_incomplete_and_keeps_its_text() -> None:
 
 
 def test_a_transport_failure_ends_the_run_once() -> None:
+    """A transport failure ends the run once; nothing after it gives an update."""
     stream = AnswerStream(thread_id=THREAD, run_id=RUN)
     stream.feed(sse(started()))
     assert stream.fail("timeout", "no answer in 60 s") == [RunEnded("timeout", "no answer in 60 s")]
@@ -277,6 +293,7 @@ def test_a_transport_failure_ends_the_run_once() -> None:
 
 
 def test_an_answer_over_its_limit_ends_the_run() -> None:
+    """An answer past its size limit ends the run, its text stopped near the limit."""
     stream = AnswerStream(thread_id=THREAD, run_id=RUN, max_chars=10)
     updates = stream.feed(sse(*answer_events()))
     assert ending(updates).code == "malformed-stream"
@@ -327,6 +344,7 @@ def test_raw_and_activity_events_leave_a_chunked_text_open() -> None:
 
 
 def test_tool_arguments_count_against_the_answers_limit() -> None:
+    """Tool arguments count toward the answer's limit: past it, no call is made."""
     stream = AnswerStream(thread_id=THREAD, run_id=RUN, max_chars=30)
     events = [e for e in answer_events() if not isinstance(e, TextMessageContentEvent)]
     updates = stream.feed(sse(*events))
@@ -335,6 +353,7 @@ def test_tool_arguments_count_against_the_answers_limit() -> None:
 
 
 def test_events_after_the_run_finished_are_ignored() -> None:
+    """Events after RUN_FINISHED are ignored; the successful end is the last update."""
     late = TextMessageStartEvent(message_id="m9", role="assistant")
     updates = read([sse(*answer_events(), late)])
     assert ending(updates).ok

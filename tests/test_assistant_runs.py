@@ -187,6 +187,8 @@ def run_action(
 def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
     origins: Origins, db: Path
 ) -> None:
+    """The run carries the pinned task, every tool and the question; the agent gets the
+    user's read token, outside what the model sees, never the user's own."""
     pair = sales_pair(db)
     revision = select_and_share(pair, db, NORTH_MARCH)
     start = ask(pair)
@@ -215,6 +217,7 @@ def test_the_run_input_carries_the_pinned_task_the_tools_and_the_authorization(
 
 
 def test_a_second_question_waits_for_the_running_answer(origins: Origins, db: Path) -> None:
+    """A question asked while an answer is running is refused as still running."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     ask(pair)
@@ -245,6 +248,8 @@ def test_half_a_character_in_a_question_does_not_stop_the_conversation(
 def test_the_answer_streams_in_and_its_highlights_land_on_the_page(
     origins: Origins, db: Path
 ) -> None:
+    """The streamed answer explains the pinned row, and its three highlights, at the
+    task's revision, are applied on the page."""
     _, assistant = origins
     pair = sales_pair(db)
     revision = select_and_share(pair, db, NORTH_MARCH)
@@ -402,6 +407,7 @@ def test_a_secret_typed_beside_the_row_never_leaves_the_page(db: Path) -> None:
 
 
 def test_receipts_go_back_to_the_agent_as_tool_results(origins: Origins, db: Path) -> None:
+    """The next run gives the agent each tool call's outcome as a tool result."""
     _, assistant = origins
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
@@ -420,6 +426,8 @@ def test_receipts_go_back_to_the_agent_as_tool_results(origins: Origins, db: Pat
 
 
 def test_a_refused_or_unknown_tool_call_is_answered_as_rejected(origins: Origins, db: Path) -> None:
+    """An unknown tool or invalid arguments sends nothing to the page, and the next run
+    tells the agent the call was rejected and why."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     start = ask(pair)
@@ -650,6 +658,8 @@ def test_a_run_input_that_cannot_be_built_ends_the_answer_at_once(
 def test_a_failed_run_is_shown_and_nothing_in_the_conversation_is_lost(
     origins: Origins, db: Path, code: str, message: str
 ) -> None:
+    """A failed run is shown with its code and message, the log before it is kept, and
+    the next run tells the agent that answer failed."""
     _, assistant = origins
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
@@ -684,6 +694,8 @@ def test_a_failed_answers_text_goes_back_as_failed(origins: Origins, db: Path) -
 def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(
     origins: Origins, db: Path
 ) -> None:
+    """An answer running when the assistant reloads comes back failed
+    (`assistant-reloaded`), and no answer is running."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     ask(pair)
@@ -768,6 +780,8 @@ def test_a_highlight_applied_writes_nothing_and_the_flag_waits_for_the_user(
 
 
 def test_a_confirmed_flag_succeeds_only_from_the_servers_answer(origins: Origins, db: Path) -> None:
+    """A confirmed flag stays pending until the server writes it, then shows applied
+    with the flag's id; its confirmation token is in nothing saved."""
     page, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
@@ -816,6 +830,7 @@ def test_an_action_apis_refusal_keeps_its_reason_only_if_it_is_a_word(
 
 
 def test_a_user_without_the_permission_gets_the_servers_refusal(origins: Origins, db: Path) -> None:
+    """A user without permission is refused by the server, and no flag is written."""
     page, assistant = origins
     pair = sales_pair(db, BEN)
     proposal = flag_proposal(pair, db, assistant)
@@ -1163,6 +1178,7 @@ def test_not_flagged_yet_may_be_checked_again_after_a_reload(origins: Origins, d
 
 @pytest.mark.scenario(8)
 def test_a_request_that_gets_no_answer_is_unconfirmed(origins: Origins, db: Path) -> None:
+    """A flag whose confirmation request times out is unconfirmed, never a success."""
     _, assistant = origins
     pair = sales_pair(db)
     proposal = flag_proposal(pair, db, assistant)
@@ -1318,6 +1334,7 @@ def test_a_chip_removed_during_the_answer_is_not_given_to_a_context_tool(
 
 
 def test_a_dismissed_item_is_never_given_to_a_context_tool(origins: Origins, db: Path) -> None:
+    """A chip removed again after being restored is not found by a context tool."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     key = pair.assistant.composer.chips()[0].key
@@ -1363,6 +1380,7 @@ def test_a_chip_removed_while_the_answer_runs_leaves_its_follow_ups(
 
 
 def test_follow_up_runs_are_bounded(origins: Origins, db: Path) -> None:
+    """An answer starts at most MAX_FOLLOW_UPS follow-up runs, then ends."""
     pair = sales_pair(db)
     select_and_share(pair, db, NORTH_MARCH)
     start: StartRun | None = ask(pair)

@@ -85,6 +85,7 @@ def verdicts(run: dict[str, Any]) -> dict[str, bool]:
 
 
 def test_a_run_within_every_budget_meets_all_of_them() -> None:
+    """A run whose numbers are all within their limits meets every budget."""
     assert verdicts(results()) == {
         "long tasks at boot": True,
         "ready, warm": True,
@@ -140,6 +141,7 @@ def test_the_limits_themselves_are_within_budget() -> None:
 
 
 def test_only_the_sections_that_ran_are_judged() -> None:
+    """Only the sections that ran are judged; a run with none is judged on nothing."""
     run = results()
     del run["boot"], run["bytes"], run["latency"]
     assert set(verdicts(run)) == {"receiver ratio", "memory across 10,000 messages"}
@@ -155,6 +157,8 @@ def snapshot(
 
 
 def test_a_visit_costs_what_each_process_used_in_between() -> None:
+    """A visit costs each kind of process the CPU it used in between (a new one from
+    zero), and the rest of the machine what the browser did not use."""
     before = snapshot(
         {1: ("browser", 10.0), 2: ("renderer", 4.0), 3: ("network.mojom.NetworkService", 1.0)},
         machine=100.0,
@@ -184,6 +188,7 @@ def test_a_visit_costs_what_each_process_used_in_between() -> None:
 
 
 def test_renderer_threads_are_split_by_kind() -> None:
+    """A renderer's CPU is split by thread kind, a new thread counting from zero."""
     before = snapshot(
         {2: ("renderer", 1.0)},
         {(2, 2): ("renderer_main_threads", 0.5), (2, 5): ("renderer_workers", 0.25)},
@@ -216,6 +221,7 @@ def test_renderer_threads_are_split_by_kind() -> None:
     ],
 )
 def test_a_renderer_thread_kind_follows_its_name(pid: int, tid: int, name: str, kind: str) -> None:
+    """A renderer thread is main, worker, background or other by its id and name."""
     assert bench.thread_kind(pid, tid, name) == kind
 
 
@@ -228,6 +234,8 @@ def test_proc_stat_lines_read_as_name_and_seconds() -> None:
 
 
 def test_the_table_shows_the_page_alone_with_its_cpu() -> None:
+    """The table shows the page alone's cold and warm ready times and CPU, and no such
+    lines when it did not run."""
     cpu = {"total": _summary(2.25)}
     boot = {
         "page_alone": {

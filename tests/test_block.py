@@ -322,6 +322,7 @@ def test_a_tag_name_in_lookalike_letters_is_defanged(name: str) -> None:
     ).map("".join)
 )
 def test_no_line_reads_as_a_bracket_or_a_tag_name_when_folded(value: str) -> None:
+    """No value's line, read folded, holds an angle bracket or a tag name."""
     assert_reads_as_no_tag(
         render_line(ContextItem(type="snapshot", key="row:1", value={"units": value}))
     )

@@ -100,6 +100,7 @@ def test_read_body_stops_at_its_limit(announced: bool) -> None:
 
 
 def test_read_body_returns_a_body_within_its_limit() -> None:
+    """A body within its limit is read whole."""
     body = CountingBody(chunks=3)
     request = Request(scope("x", "/", None), body)  # type: ignore[arg-type]
     assert asyncio.run(read_body(request, 4 * CHUNK)) == b"x" * (3 * CHUNK)
@@ -155,6 +156,7 @@ def test_a_client_that_hangs_up_before_its_body_arrives_ends_its_request_quietly
 
 
 def test_a_body_within_the_limit_keeps_the_connection(demo_config: ServerConfig) -> None:
+    """A body within the limit is answered with the connection kept open."""
     config = demo_config
     host = f"{config.assistant_host}:{config.assistant_port}"
     status, _taken, connection = post(

@@ -177,6 +177,7 @@ def test_build_refuses_an_origin_no_browser_sends_or_one_in_clear_text(
 def test_build_takes_loopback_origins_over_http_and_others_over_https(
     tmp_path: Path, built: list[dict[str, object]]
 ) -> None:
+    """The default origins are this machine's over http; others are taken over https."""
     out = str(tmp_path / "out")
     assert main(["build", out]) == 0
     assert (built[0]["page_origin"], built[0]["assistant_origin"]) == (
@@ -248,6 +249,7 @@ def _build_help(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_build_help_says_the_agent_url_is_public(capsys: pytest.CaptureFixture[str]) -> None:
+    """The build's help warns that the agent URL is public and must hold no secret."""
     help_text = _build_help(capsys)
     assert "written into the public assistant page: it must hold no secret" in help_text
 
@@ -536,6 +538,7 @@ def test_keep_previous_never_copies_from_outside_the_versioned_folders(tmp_path:
 def test_build_keeps_the_earlier_bundle_only_when_asked(
     tmp_path: Path, built: list[dict[str, object]]
 ) -> None:
+    """The build keeps the earlier bundle's files only with --keep-previous."""
     out = str(tmp_path / "out")
     assert main(["build", out]) == 0
     assert main(["build", out, "--keep-previous"]) == 0

@@ -37,6 +37,7 @@ def slot_owner(target: object, names: tuple[str, ...]) -> type | None:
 
 
 def test_every_operation_reaches_more_slot_functions_than_v8_inlines() -> None:
+    """Each operation reaches more slot functions than V8 inlines at one call site."""
     samples = callsites.samples()
     assert set(samples) == set(SLOTS)
     for operation, targets in samples.items():
@@ -45,6 +46,7 @@ def test_every_operation_reaches_more_slot_functions_than_v8_inlines() -> None:
 
 
 def test_extra_objects_join_every_operation() -> None:
+    """Objects passed in are among the targets of every operation."""
     extra = object()
     samples = callsites.samples([extra])
     assert set(samples) == set(SLOTS)
@@ -53,6 +55,7 @@ def test_extra_objects_join_every_operation() -> None:
 
 
 def test_spread_runs_every_operation_and_changes_nothing_outside() -> None:
+    """`spread` reaches the objects given and sets nothing on the module it reads."""
     calls: list[tuple[str, object]] = []
 
     class Recorder:
@@ -73,6 +76,7 @@ def test_spread_runs_every_operation_and_changes_nothing_outside() -> None:
 
 
 def test_each_rare_operation_is_one_of_the_spread_ones_once() -> None:
+    """The rare operations are the spread ones, each exactly once."""
     operations = [operation for operation, _target in callsites._rare()]
     assert sorted(op.__name__ for op in operations) == sorted(op.__name__ for op in SLOTS)
 
@@ -80,6 +84,8 @@ def test_each_rare_operation_is_one_of_the_spread_ones_once() -> None:
 def test_provoke_enters_every_level_before_the_first_operation_innermost_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Each operation runs in its own level, innermost first once all are entered; one
+    that raises stops none of the others."""
     events: list[tuple[str, int]] = []
 
     def operation(number: int) -> Any:
@@ -113,6 +119,7 @@ def _frames() -> list[object]:
 
 
 def test_provoke_builds_its_levels_once() -> None:
+    """`provoke` builds its levels once, one per operation, and reuses them after."""
     callsites.provoke()
     levels = callsites._LEVELS
     callsites.provoke()

@@ -344,6 +344,7 @@ def test_a_root_that_is_not_the_repository_is_one_line(
 def test_the_two_origins_need_two_host_names(
     root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """An assistant host the same as the page's is refused: the two must differ."""
     args = [*_demo_args(root, free_port(), free_port()), "--host", "localhost"]
     assert main(args) == 2
     assert "--assistant-host must differ from --host" in capsys.readouterr().err
@@ -491,6 +492,7 @@ def test_a_database_of_another_shape_is_refused_untouched(
 
 
 def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:
+    """An unknown demo user is a usage error, and the config refuses it too."""
     with pytest.raises(SystemExit) as exited:
         main(["demo", "--root", str(root), "--user", "eve"])
     assert exited.value.code == 2
@@ -499,6 +501,7 @@ def test_an_unknown_demo_user_is_a_usage_error(root: Path) -> None:
 
 
 def test_the_assistant_page_carries_the_demo_users_authorization(root: Path) -> None:
+    """The assistant page carries the chosen demo user's authorization."""
     (root / "web").mkdir(exist_ok=True)
     (root / "web" / "assistant.html").write_text('{"authorization": "{{AUTHORIZATION}}"}')
     with assistant_client(ServerConfig(root=root, demo_user="ben")) as client:

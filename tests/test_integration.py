@@ -383,4 +383,5 @@ def test_filters_keep_the_attributes_order() -> None:
 def test_filters_the_worker_reads_otherwise_stay_as_the_edge_checked_them(
     text: str, checked: dict[str, Any]
 ) -> None:
+    """Filters the worker refuses or reads otherwise stay as the edge checked them."""
     assert filters_in_page_order(text, checked) is checked

@@ -99,6 +99,7 @@ def test_tables_of_the_demos_shape_with_more_columns_are_used(tmp_path: Path) ->
 
 
 def test_the_demo_database_runs_in_write_ahead_log_mode(tmp_path: Path) -> None:
+    """The demo database is created in write-ahead log mode."""
     db = tmp_path / "demo.db"
     create_demo_db(db)
     with sqlite3.connect(db) as connection:
@@ -167,6 +168,8 @@ def test_a_write_that_a_held_lock_outlasts_is_a_json_503_and_reads_go_on(
 def test_a_path_the_apis_do_not_serve_is_a_json_404(
     api: TestClient, config: ServerConfig, path: str
 ) -> None:
+    """A path the APIs do not serve is a JSON 404, not to be cached, with the API's CORS
+    header except under /admin."""
     response = api.get(path, headers={**ANA, "Origin": config.assistant_origin})
     assert (response.status_code, response.json()) == (
         404,
@@ -178,6 +181,7 @@ def test_a_path_the_apis_do_not_serve_is_a_json_404(
 
 
 def test_a_method_the_apis_do_not_take_is_a_json_405(api: TestClient) -> None:
+    """A method a path does not take is a JSON 405 with an `Allow` header."""
     for method, path in (
         ("POST", f"/api/resources/{NORTH_MARCH}"),
         ("GET", "/api/actions/flag"),
