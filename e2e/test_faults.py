@@ -211,6 +211,7 @@ DAMAGED_ACTION = {
                 "id": "act-1",
                 "resourceRef": "sales-2026-03-north",
                 "taskId": "t-1",
+                "decision": "confirmed",
                 "received": {"state": []},
                 "business": {"state": []},
             }

@@ -18,7 +18,9 @@ from pagecontext.integration import LAYER_STATES, action_checkable
 from pagecontext.ledger import LayerState, ReceiptLedger
 from pagecontext.models import MAX_SAFE_INTEGER, Limits, Quantity
 from pagecontext.session import (
+    ACTION_TIMEOUT_MS,
     UI_PENDING_MAX,
+    ActionRequest,
     AssistantSession,
     ClosePort,
     PageSession,
@@ -1094,7 +1096,7 @@ def test_a_saved_action_whose_receipt_is_damaged_restores_as_lost_with_the_old_d
     user's, and the browser's) restores as an action on its way when the assistant
     reloaded: the assistant starts rather than failing on every reload, and the action
     can be checked with the server, as its panel offers."""
-    action = {"kind": "action", "id": "act-1", "resourceRef": "row:1", "taskId": "t-1"}
+    action = {**_ACTION, "decision": "confirmed"}
     saved = {
         "composer": {
             "log": [
@@ -1123,6 +1125,87 @@ def test_a_saved_action_whose_receipt_is_damaged_restores_as_lost_with_the_old_d
     [check] = assistant.check_action("act-1")
     assert check.step == "check"
     assert assistant.state().message["kind"] == "state"
+
+
+def _restored_with(*entries: dict[str, object]) -> AssistantSession:
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+    )
+    assistant.restore({"composer": {"log": list(entries)}})
+    return assistant
+
+
+_ACTION: dict[str, object] = {
+    "kind": "action",
+    "id": "act-1",
+    "action": "flag",
+    "resourceRef": "row:1",
+    "taskId": "t-1",
+    "note": None,
+    "result": None,
+}
+_UNCONFIRMED = {"state": "unconfirmed", "reason": "timeout", "late": False}
+
+
+def test_only_a_confirmed_action_is_restored_as_on_its_way() -> None:
+    """A proposal and a declined action sent nothing: whatever their saved layers hold,
+    neither comes back checkable, and a proposal can still be confirmed; a confirmed one
+    with no layers saved comes back as lost with the old document, and checkable."""
+    damaged = {"state": []}
+    assistant = _restored_with(
+        {**_ACTION, "decision": "proposed", "received": damaged, "business": damaged},
+        {**_ACTION, "id": "act-2", "decision": "declined", "business": _UNCONFIRMED},
+        {**_ACTION, "id": "act-3", "decision": "confirmed", "received": None, "business": None},
+    )
+    for declined_or_proposed in ("act-1", "act-2"):
+        with pytest.raises(KeyError):
+            assistant.ledger.get(declined_or_proposed)
+        assert assistant.check_action(declined_or_proposed) == []
+    [confirm, *_] = assistant.confirm_action("act-1")
+    assert isinstance(confirm, ActionRequest)
+    assert confirm.step == "confirm"
+    assert assistant.composer.log[2]["business"] == {
+        "state": "unconfirmed",
+        "reason": "assistant-reloaded",
+    }
+    [check] = assistant.check_action("act-3")
+    assert check.step == "check"
+
+
+def test_a_saved_line_about_a_failed_check_goes_once_nothing_is_left_to_check() -> None:
+    """A state saved with "the last check got no answer" beside the server's last word
+    ("flagged later") restores without that line; beside a layer still checkable, with
+    it."""
+    flagged = {"state": "unconfirmed", "reason": "timeout", "late": True, "lateStatus": "applied"}
+    assistant = _restored_with(
+        {**_ACTION, "decision": "confirmed", "business": flagged, "checkFailed": "timeout"},
+        {
+            **_ACTION,
+            "id": "act-2",
+            "decision": "confirmed",
+            "business": _UNCONFIRMED,
+            "checkFailed": "http-503",
+        },
+    )
+    assert "checkFailed" not in assistant.composer.log[0]
+    assert assistant.composer.log[1]["checkFailed"] == "http-503"
+
+
+def test_a_check_that_never_ends_holds_the_next_back_only_for_its_timeout() -> None:
+    """A check neither answered nor failed (its worker lost it) keeps a second press from
+    sending another only until a request's own timeout has passed."""
+    clock = FakeClock()
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=clock, new_id=counter_ids()
+    )
+    assistant.restore(
+        {"composer": {"log": [{**_ACTION, "decision": "confirmed", "business": _UNCONFIRMED}]}}
+    )
+    assert len(assistant.check_action("act-1")) == 1
+    clock.advance(ACTION_TIMEOUT_MS - 1)
+    assert assistant.check_action("act-1") == []
+    clock.advance(1)
+    assert len(assistant.check_action("act-1")) == 1
 
 
 def test_the_layer_states_the_panel_reads_are_the_ledgers() -> None:

@@ -35,7 +35,7 @@ from pagecontext.conversation import (
     kept_from,
 )
 from pagecontext.dedup import unsent
-from pagecontext.integration import is_layer_view
+from pagecontext.integration import action_checkable, is_layer_view
 from pagecontext.items import (
     ContextItem,
     Dismissals,
@@ -644,12 +644,17 @@ def _restored(entry: dict[str, JsonValue]) -> dict[str, JsonValue]:
     kind = entry["kind"]
     if kind in ("command", "action"):
         layers = ("received", "ui") if kind == "command" else ("received", "business")
-        if kind == "action" and all(entry.get(layer) is None for layer in layers):
-            return entry  # still a proposal: the user may confirm it after the reload
+        if kind == "action" and entry.get("decision") != "confirmed":
+            # Still a proposal (the user may confirm it after the reload), or declined:
+            # nothing was sent for it.
+            return entry
         for layer in layers:
             view = entry.get(layer)
             if not is_layer_view(view) or view.get("state") == _PENDING:
                 entry[layer] = dict(_RELOADED)
+        if kind == "action" and not action_checkable(entry.get("business")):
+            # Nothing is left to check: a line about the last check is about nothing.
+            entry.pop("checkFailed", None)
         entry["restored"] = True
     elif kind == "answer":
         if entry.get("state") == "running":

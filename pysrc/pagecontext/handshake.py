@@ -335,7 +335,7 @@ class ChildBinder:
         self._binding = None
 
     def _connected_message(self, peer: Mapping[str, object]) -> tuple[Binding, dict[str, object]]:
-        if self._nonce is None or not _NONCE_RE.match(self._nonce):
+        if self._nonce is None or not _NONCE_RE.fullmatch(self._nonce):
             raise HandshakeRejected("no-nonce")
         fields = _peer_fields(peer)
         if fields["role"] == self._role:

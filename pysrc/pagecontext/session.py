@@ -880,9 +880,11 @@ class AssistantSession:
         self.ledger = ReceiptLedger(clock=clock)
         # Business actions whose confirmation or flag request has not ended.
         self._in_flight: set[str] = set()
-        # Business actions with a check on its way: one at a time, so that the panel's
-        # line about the last check is about the last one sent.
-        self._checking: set[str] = set()
+        # Business actions with a check on its way, and when it was sent: one at a time,
+        # so that the panel's line about the last check is about the last one sent. One
+        # older than a request's own timeout has ended whether or not it was heard of.
+        self._checking: dict[str, float] = {}
+        self._clock = clock
         self._conn = _Connection(role="assistant", instance_id=instance_id, new_id=new_id)
         self._new_id = new_id
         self._limits = limits
@@ -1445,9 +1447,10 @@ class AssistantSession:
             return []
         if action_id in self._in_flight:
             return []  # its own request may still answer
-        if action_id in self._checking:
+        sent = self._checking.get(action_id)
+        if sent is not None and self._clock() - sent < ACTION_TIMEOUT_MS:
             return []  # the check sent before it has not ended
-        self._checking.add(action_id)
+        self._checking[action_id] = self._clock()
         query = urlencode(
             {"ref": entry["resourceRef"], "taskId": entry["taskId"], "actionId": action_id}
         )
@@ -1475,7 +1478,7 @@ class AssistantSession:
         if step != "check":
             self._in_flight.discard(action_id)
         else:
-            self._checking.discard(action_id)
+            self._checking.pop(action_id, None)
         if step == "check":
             if not self.composer.has_entry(action_id, "action"):
                 return []  # a new conversation since: its log has no such action
@@ -1544,7 +1547,7 @@ class AssistantSession:
         if step != "check":
             self._in_flight.discard(action_id)
         else:
-            self._checking.discard(action_id)
+            self._checking.pop(action_id, None)
         try:
             current = self.ledger.get(action_id)[layer]
         except KeyError:
@@ -1643,6 +1646,8 @@ class AssistantSession:
         for entry in self.composer.log:
             if entry.get("kind") != "action" or not entry.get("restored"):
                 continue
+            if entry.get("decision") != "confirmed":
+                continue  # nothing was sent for it
             received = _view_record(entry.get("received"))
             business = _view_record(entry.get("business"))
             entry_id = entry.get("id")

@@ -209,7 +209,7 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
         el.append(status)
         # Asked again after "not flagged yet": a flag request on its way (this tab's,
         # or another's) may still be written; "flagged" is the last word.
-        if action_checkable(entry.get("business")):
+        if state == "unconfirmed" and action_checkable(entry.get("business")):
             check = text_element("button", "Check with the server")
             check.setAttribute("type", "button")
             check.setAttribute("data-pc-action-decision", "check")

@@ -817,6 +817,11 @@ class WorkerBinding:
             code = "timeout" if _timed_out(error) else "unreachable"
             self._run(session.on_action_failed(request.action_id, request.step, code))
             return
+        except Exception:
+            # Not the browser's failure but this worker's: counted, and the step ends.
+            self._internal_error()
+            self._run(session.on_action_failed(request.action_id, request.step, INTERNAL_ERROR))
+            return
         try:
             body = parse_json(text)
         except ValueError:
