@@ -50,6 +50,7 @@ __all__ = [
     "receipts",
     "revisions",
     "selections_cleared",
+    "set_at",
     "stamped",
 ]
 
@@ -581,7 +582,7 @@ def _get(raw: object, path: Path) -> Any:
     return raw
 
 
-def _set(raw: object, path: Path, value: object) -> object:
+def set_at(raw: object, path: Path, value: object) -> object:
     """Set the value at `path`; return the (possibly new) root."""
     if not path:
         return value
@@ -677,7 +678,7 @@ def _retype(
         return None
     slot = draw(st.sampled_from(candidates))
     kind = draw(st.sampled_from(others(slot)))
-    raw = _set(raw, slot.path, draw(_values_of_kind(kind)))
+    raw = set_at(raw, slot.path, draw(_values_of_kind(kind)))
     refused = slot.known and (slot.exact or kind not in slot.kinds)
     return Mutant(raw, "retype", slot.path, refused)
 
@@ -694,7 +695,7 @@ def _oversize_string(
         slot = draw(st.sampled_from(strings))
         limits = sorted({slot.max_chars, LIMITS.max_string_chars, LIMITS.max_message_bytes})
         length = draw(st.sampled_from([limit + 1 for limit in limits]))
-        raw = _set(raw, slot.path, char * length)
+        raw = set_at(raw, slot.path, char * length)
         return Mutant(raw, "oversize-string", slot.path, refused=True)
     # A key past the string limit: a renamed field or map entry.
     slot = draw(st.sampled_from(keys))
@@ -737,7 +738,7 @@ def _deep_nesting(
     # Any value is at depth >= 2, so max_depth more levels put the innermost past it.
     depth = LIMITS.max_depth + draw(st.integers(0, 3))
     pattern = draw(st.lists(st.booleans(), min_size=1, max_size=4))
-    _set(raw, slot.path, _nested(depth, pattern))
+    set_at(raw, slot.path, _nested(depth, pattern))
     return Mutant(raw, "deep-nesting", slot.path, refused=True)
 
 
@@ -748,7 +749,7 @@ def _non_finite(
     if not candidates:
         return None
     slot = draw(st.sampled_from(candidates))
-    _set(raw, slot.path, draw(st.sampled_from([math.nan, math.inf, -math.inf])))
+    set_at(raw, slot.path, draw(st.sampled_from([math.nan, math.inf, -math.inf])))
     return Mutant(raw, "non-finite", slot.path, refused=True)
 
 
@@ -775,7 +776,7 @@ def _edge_int(
         return None
     slot = draw(st.sampled_from(candidates))
     value = draw(st.sampled_from(values(slot)))
-    _set(raw, slot.path, value)
+    set_at(raw, slot.path, value)
     return Mutant(raw, "edge-int", slot.path, _refuses_int(slot, value))
 
 
@@ -789,7 +790,7 @@ def _revision_type(
     current = _get(raw, slot.path)
     number = current if _kind(current) == "int" else 1
     value = draw(st.sampled_from([1.0, float(number), True, False, "1", str(number), f" {number}"]))
-    _set(raw, slot.path, value)
+    set_at(raw, slot.path, value)
     return Mutant(raw, "revision-type", slot.path, refused=True)
 
 

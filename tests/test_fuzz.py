@@ -7,6 +7,7 @@ default, `fuzz` with PAGECONTEXT_FUZZ=1.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Any
@@ -42,6 +43,7 @@ from strategies import (
     message_ids,
     messages,
     mutated,
+    set_at,
     stamped,
 )
 
@@ -428,22 +430,13 @@ def _paths(value: object, path: tuple[str | int, ...] = ()) -> list[tuple[str | 
     return found
 
 
-def _replaced(value: Any, path: tuple[str | int, ...], new: object) -> Any:
-    """A copy of `value` with `new` at `path`."""
-    if not path:
-        return new
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _replaced(value[path[0]], path[1:], new)  # type: ignore[index]
-    return copy
-
-
 @given(data=st.data())
 def test_a_damaged_saved_state_never_stops_the_assistant(data: st.DataObject) -> None:
     """Whatever one value of a saved state is replaced by, restoring it raises nothing, and
     the assistant then draws, saves and checks its actions as usual: a damaged state in
     storage never keeps the assistant from starting on every reload."""
     path = data.draw(st.sampled_from(_paths(_SAVED)))
-    damaged = _replaced(_SAVED, path, data.draw(_JSON_VALUES))
+    damaged = set_at(copy.deepcopy(_SAVED), path, data.draw(_JSON_VALUES))
     assistant = AssistantSession(
         instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
     )

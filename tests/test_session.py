@@ -1078,6 +1078,30 @@ def test_restore_ignores_what_is_not_a_saved_context(saved: dict[str, object]) -
     assert assistant.pinned_restored is False
 
 
+def _restored_with(*entries: dict[str, object], clock: FakeClock | None = None) -> AssistantSession:
+    """An assistant that restored a saved conversation of `entries`."""
+    assistant = AssistantSession(
+        instance_id="asst-1",
+        conversation_id="conv-1",
+        clock=clock or FakeClock(),
+        new_id=counter_ids(),
+    )
+    assistant.restore({"composer": {"log": list(entries)}})
+    return assistant
+
+
+_ACTION: dict[str, object] = {
+    "kind": "action",
+    "id": "act-1",
+    "action": "flag",
+    "resourceRef": "row:1",
+    "taskId": "t-1",
+    "note": None,
+    "result": None,
+}
+_UNCONFIRMED = {"state": "unconfirmed", "reason": "timeout", "late": False}
+
+
 @pytest.mark.parametrize(
     "layer",
     [
@@ -1096,25 +1120,10 @@ def test_a_saved_action_whose_receipt_is_damaged_restores_as_lost_with_the_old_d
     user's, and the browser's) restores as an action on its way when the assistant
     reloaded: the assistant starts rather than failing on every reload, and the action
     can be checked with the server, as its panel offers."""
-    action = {**_ACTION, "decision": "confirmed"}
-    saved = {
-        "composer": {
-            "log": [
-                {**action, "received": layer, "business": layer},
-                {
-                    "kind": "question",
-                    "id": "q-1",
-                    "question": "why?",
-                    "sent": "why?",
-                    "task": "t-1",
-                },
-            ]
-        }
-    }
-    assistant = AssistantSession(
-        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
+    question = {"kind": "question", "id": "q-1", "question": "why?", "sent": "why?", "task": "t-1"}
+    assistant = _restored_with(
+        {**_ACTION, "decision": "confirmed", "received": layer, "business": layer}, question
     )
-    assistant.restore(saved)
     assert [entry["id"] for entry in assistant.composer.log] == ["act-1", "q-1"]
     # As a request on its way when the assistant reloaded: unconfirmed, and the panel's
     # "Check with the server" (drawn by the same rule) asks the server.
@@ -1125,26 +1134,6 @@ def test_a_saved_action_whose_receipt_is_damaged_restores_as_lost_with_the_old_d
     [check] = assistant.check_action("act-1")
     assert check.step == "check"
     assert assistant.state().message["kind"] == "state"
-
-
-def _restored_with(*entries: dict[str, object]) -> AssistantSession:
-    assistant = AssistantSession(
-        instance_id="asst-1", conversation_id="conv-1", clock=FakeClock(), new_id=counter_ids()
-    )
-    assistant.restore({"composer": {"log": list(entries)}})
-    return assistant
-
-
-_ACTION: dict[str, object] = {
-    "kind": "action",
-    "id": "act-1",
-    "action": "flag",
-    "resourceRef": "row:1",
-    "taskId": "t-1",
-    "note": None,
-    "result": None,
-}
-_UNCONFIRMED = {"state": "unconfirmed", "reason": "timeout", "late": False}
 
 
 def test_only_a_confirmed_action_is_restored_as_on_its_way() -> None:
@@ -1195,11 +1184,8 @@ def test_a_check_that_never_ends_holds_the_next_back_only_for_its_timeout() -> N
     """A check neither answered nor failed (its worker lost it) keeps a second press from
     sending another only until a request's own timeout has passed."""
     clock = FakeClock()
-    assistant = AssistantSession(
-        instance_id="asst-1", conversation_id="conv-1", clock=clock, new_id=counter_ids()
-    )
-    assistant.restore(
-        {"composer": {"log": [{**_ACTION, "decision": "confirmed", "business": _UNCONFIRMED}]}}
+    assistant = _restored_with(
+        {**_ACTION, "decision": "confirmed", "business": _UNCONFIRMED}, clock=clock
     )
     assert len(assistant.check_action("act-1")) == 1
     clock.advance(ACTION_TIMEOUT_MS - 1)

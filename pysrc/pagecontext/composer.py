@@ -506,10 +506,6 @@ class Composer:
         self._preview = None
         self.log_version += 1
 
-    def has_entry(self, entry_id: str, kind: str) -> bool:
-        """True if the log has an entry of `kind` with `entry_id`."""
-        return any(entry["id"] == entry_id and entry.get("kind") == kind for entry in self.log)
-
     def entry(self, entry_id: str, kind: str) -> dict[str, JsonValue]:
         """The log entry of `kind` with `entry_id`. Raises KeyError if the log has none."""
         for entry in reversed(self.log):

@@ -68,7 +68,6 @@ __all__ = [
     "dump_message",
     "escapes_surrogate",
     "first_problem",
-    "is_message_id",
     "is_reason",
     "parse_context_json",
     "parse_json",
@@ -557,16 +556,13 @@ def unreadable(head: object, reason: str) -> MessageRejected:
     return MessageRejected(reason, _readable_message_id(head))
 
 
-def is_message_id(value: object) -> bool:
-    """True if `value` is a string of the protocol's id shape (MESSAGE_ID_PATTERN)."""
-    return isinstance(value, str) and _MESSAGE_ID_RE.fullmatch(value) is not None
-
-
 def _readable_message_id(raw: object) -> str | None:
     if not isinstance(raw, dict):
         return None
     candidate = raw.get("messageId")
-    return candidate if is_message_id(candidate) else None
+    if isinstance(candidate, str) and _MESSAGE_ID_RE.fullmatch(candidate):
+        return candidate
+    return None
 
 
 def _inspect_json(raw: dict[object, object], limits: Limits) -> int:

@@ -63,7 +63,6 @@ from pagecontext.ledger import LayerName, LayerRecord, LayerState, ReceiptLedger
 from pagecontext.models import (
     DEFAULT_LIMITS,
     MAX_SAFE_INTEGER,
-    MESSAGE_ID_PATTERN,
     Action,
     ByeMessage,
     CommandMessage,
@@ -76,7 +75,6 @@ from pagecontext.models import (
     SelectionClearedMessage,
     Target,
     dump_message,
-    is_message_id,
     is_reason,
     parse_context_json,
     parse_message,
@@ -87,6 +85,7 @@ from pagecontext.resolver import CommandResolver, Resolution
 from pagecontext.selection_items import object_key
 from pagecontext.store import ContextStore
 from pagecontext.tracker import ComponentView, FieldSpec, SelectionTracker
+from pagecontext.windowrules import is_instance_id
 
 __all__ = [
     "ACTION_DEADLINES_MS",
@@ -843,9 +842,12 @@ def _checkable(business: LayerRecord) -> bool:
 
 def _own_id(name: str, value: str) -> str:
     """`value`, an id this party puts in the messages it sends; raises LocalProtocolError
-    if it is not of the protocol's id shape, which the peer would refuse."""
-    if not is_message_id(value):
-        raise LocalProtocolError(f"{name} must be an id of {MESSAGE_ID_PATTERN}, got {value!r:.80}")
+    if it is not one the handshake may name (`windowrules.is_instance_id`), which the
+    peer would refuse."""
+    if not is_instance_id(value):
+        raise LocalProtocolError(
+            f"{name} must be 1-64 characters of the base64url alphabet, got {value!r:.80}"
+        )
     return value
 
 
@@ -1477,10 +1479,11 @@ class AssistantSession:
         effects: list[Effect] = []
         if step != "check":
             self._in_flight.discard(action_id)
-        else:
-            self._checking.pop(action_id, None)
         if step == "check":
-            if not self.composer.has_entry(action_id, "action"):
+            self._checking.pop(action_id, None)
+            try:
+                self.composer.entry(action_id, "action")
+            except KeyError:
                 return []  # a new conversation since: its log has no such action
             listed = body.get("flags")
             if status != 200 or not isinstance(listed, list):
