@@ -69,6 +69,14 @@ def test_the_answer_streams_in_explains_the_row_and_highlights_it(demo: Page) ->
     )
     related = demo.locator('[data-pc-highlight="related"]')
     expect(related).to_have_count(2)
+    # Heard as well as seen: each highlight's words, by its tone.
+    expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "aria-description", "Highlighted by the assistant"
+    )
+    for index in range(2):
+        expect(related.nth(index)).to_have_attribute(
+            "aria-description", "Marked as related by the assistant"
+        )
     expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
 
 

@@ -12,6 +12,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
+    OTHER_ROW,
     ROW,
     HeldWasm,
     ask,
@@ -122,6 +123,28 @@ def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     expect(highlighted).to_have_attribute("data-pc-resource-ref", ROW)
     expect(highlighted).to_have_attribute("data-pc-highlight", "focus")
     expect(highlighted).to_be_focused()
+
+
+def test_a_highlight_is_heard_and_goes_with_it_a_pages_own_description_stays(
+    demo: Page,
+) -> None:
+    """A highlighted row carries words a screen reader says with it
+    (`aria-description`); they go when the highlight moves to another row, and a row
+    the page described itself keeps the page's words when highlighted."""
+    assistant = panel(demo)
+    first = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    second = demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    second.evaluate("(el) => el.setAttribute('aria-description', 'Checked by finance')")
+    pin(demo, assistant, ROW)
+    show_and_expect(assistant, "applied")
+    expect(first).to_have_attribute("data-pc-highlight", "focus")
+    expect(first).to_have_attribute("aria-description", "Highlighted by the assistant")
+    pin(demo, assistant, OTHER_ROW)
+    show_and_expect(assistant, "applied")
+    expect(second).to_have_attribute("data-pc-highlight", "focus")
+    expect(second).to_have_attribute("aria-description", "Checked by finance")
+    expect(first).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
+    expect(first).not_to_have_attribute("aria-description", re.compile(".*"))
 
 
 # The ring a row or segment shows while the keyboard's focus is on it, and its mark.

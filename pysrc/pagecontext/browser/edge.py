@@ -91,6 +91,13 @@ STORAGE_NOTE = (
     "This conversation is not being saved in this browser: it will be gone when the "
     "assistant reloads."
 )
+# What a screen reader says with an object the assistant highlighted, by tone
+# (`aria-description`): the highlight is heard, not only seen.
+HIGHLIGHT_SAID = {
+    "focus": "Highlighted by the assistant",
+    "related": "Marked as related by the assistant",
+}
+_HIGHLIGHT_WORDS = tuple(HIGHLIGHT_SAID[tone] for tone in HIGHLIGHT_SAID)
 # What `data-pc-error` says when the worker's `error` event names nothing (a script that
 # did not load).
 WORKER_ERROR = "the worker's script did not load, or it stopped on an uncaught error"
@@ -370,6 +377,22 @@ def _shows_object(component: Any, element: Any, ref: str) -> bool:
 # refreshes of one component that has not rendered since. The oldest beyond it are
 # forgotten (their receipts stay unconfirmed at the assistant).
 WAITING_MAX = 256
+
+
+def _highlight(element: Any, tone: str) -> None:
+    """Mark `element` highlighted in `tone`, for the eye (`data-pc-highlight`) and for a
+    screen reader (`aria-description`, unless the page gave it a description of its own)."""
+    element.setAttribute("data-pc-highlight", tone)
+    said = element.getAttribute("aria-description")
+    if said is None or said in _HIGHLIGHT_WORDS:
+        element.setAttribute("aria-description", HIGHLIGHT_SAID.get(tone, HIGHLIGHT_SAID["focus"]))
+
+
+def _unhighlight(element: Any) -> None:
+    """Take `element`'s highlight away, the description `_highlight` gave it with it."""
+    element.removeAttribute("data-pc-highlight")
+    if element.getAttribute("aria-description") in _HIGHLIGHT_WORDS:
+        element.removeAttribute("aria-description")
 
 
 def _keep_last(waiting: list[str], command_id: str) -> None:
@@ -1076,7 +1099,7 @@ class Edge:
 
     def _unmark(self, element: Any) -> None:
         """`element` no longer stands for the object it was marked for: its marks go."""
-        element.removeAttribute("data-pc-highlight")
+        _unhighlight(element)
         if element == self.selected:
             self._mark_selected(None)
 
@@ -1212,7 +1235,7 @@ class Edge:
             return
         if action == "clear-highlight":
             for el in objects.values():
-                el.removeAttribute("data-pc-highlight")
+                _unhighlight(el)
             self._ui_done(command_id, "applied", "ok")
             return
         if action == "refresh":
@@ -1272,8 +1295,8 @@ class Edge:
             if tone == "focus":
                 for el in objects.values():
                     if el.getAttribute("data-pc-highlight") == "focus":
-                        el.removeAttribute("data-pc-highlight")
-            element.setAttribute("data-pc-highlight", tone)
+                        _unhighlight(el)
+            _highlight(element, str(tone))
         elif action == "locate":
             element.scrollIntoView(to_js({"block": "nearest"}))
             element.focus(to_js({"preventScroll": True}))
@@ -1636,7 +1659,7 @@ class Edge:
             self.selected = None
         for objects in self.registry.values():
             for element in objects.values():
-                element.removeAttribute("data-pc-highlight")
+                _unhighlight(element)
         # What it published of its binding and selections goes with it: a mount after it
         # starts from none.
         for name, key in _CLOSED_WITH_THE_EDGE.items():
