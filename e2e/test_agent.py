@@ -420,8 +420,10 @@ def asked_to_refresh(
     ask(assistant, QUESTION)
     command = assistant.locator('[data-pc-log-kind="command"]')
     expect(command).to_have_attribute("data-pc-log-status", status, timeout=STEP_TIMEOUT_MS)
-    # A command on the whole table names no object before it.
-    expect(command.locator("p")).to_have_text(re.compile(rf"^refresh: {status} \({reason}\)"))
+    # A command on the whole table names no object before it (no " · ").
+    expect(command.locator("p")).to_have_text(
+        re.compile(rf"^[^·]*\[refresh: {status} \({reason}\)")
+    )
 
 
 def with_refresh_listener(

@@ -716,7 +716,7 @@ def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> Non
     expect(receipt(assistant)).to_have_attribute(
         "data-pc-receipt-locate", "applied", timeout=STEP_TIMEOUT_MS
     )
-    expect(receipt(assistant)).to_have_text("highlight: applied (ok)")
+    expect(receipt(assistant)).to_have_text("Highlighted on the page [highlight: applied (ok)]")
     demo.evaluate(
         "ref => document.querySelector(`tr[data-pc-resource-ref='${ref}']`)"
         ".removeAttribute('tabindex')",
@@ -726,7 +726,9 @@ def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> Non
     expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     show_and_expect(assistant, "applied")
     expect(receipt(assistant)).to_have_text(
-        "highlight: applied (ok); locate: not-found (not-focusable)", timeout=STEP_TIMEOUT_MS
+        "Highlighted on the page [highlight: applied (ok)]; the keyboard's focus could not"
+        " move to it [locate: not-found (not-focusable)]",
+        timeout=STEP_TIMEOUT_MS,
     )
     expect(receipt(assistant)).to_have_attribute("data-pc-receipt-locate", "not-found")
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')

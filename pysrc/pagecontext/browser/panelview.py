@@ -267,7 +267,8 @@ def receipt_summary(command: dict[str, Any]) -> tuple[str, str]:
         if where.get("state") not in (None, "pending") and (
             (where.get("state"), where.get("reason")) != (status, layer.get("reason"))
         ):
-            text += "; " + _standing_text(located, where)
+            said = _standing_text(located, where)
+            text += "; " + said[:1].lower() + said[1:]
     return status, text
 
 
@@ -280,13 +281,48 @@ def locate_state(command: dict[str, Any]) -> str | None:
     return str(command_standing(located, "ui").get("state") or "pending")
 
 
+# What a command's receipt says in words, before its codes: what was done, by action...
+_DONE = {
+    "highlight": "Highlighted on the page",
+    "locate": "Shown on the page, with the keyboard's focus",
+    "refresh": "Refreshed on the page",
+    "clear-highlight": "Highlights cleared on the page",
+}
+# ...why it was not, by reason...
+_NOT_DONE_WHY = {
+    "not-rendered": "Not done: the page does not show it now",
+    "not-focusable": "The keyboard's focus could not move to it",
+    "no-refresh": "Not done: the page does not refresh it",
+    "view-changed": "Not done: the page shows other data since",
+    "page-instance": "Not done: the page was reloaded since",
+}
+# ...or, for another reason, by state.
+_NOT_DONE = {
+    "pending": "Waiting for the page",
+    "not-found": "Not done: the page does not show it",
+    "stale-context": "Not done: the page changed since",
+    "rejected": "Not done: the page refused it",
+    "unconfirmed": "Not confirmed: the page did not answer",
+}
+
+
 def _standing_text(command: dict[str, Any], layer: dict[str, Any]) -> str:
-    text = str(command.get("action", "")) + ": " + str(layer.get("state") or "pending")
-    if layer.get("reason"):
-        text += " (" + str(layer.get("reason")) + ")"
+    """Where a command stands, in words, then in the protocol's codes (in brackets)."""
+    action = str(command.get("action", ""))
+    state = str(layer.get("state") or "pending")
+    reason = str(layer.get("reason") or "")
+    code = action + ": " + state
+    if reason:
+        code += " (" + reason + ")"
     if layer.get("late"):
-        text += ", late receipt: " + str(layer.get("lateStatus"))
-    return text
+        code += ", late receipt: " + str(layer.get("lateStatus"))
+    if state == "applied":
+        said = _DONE.get(action, "Done on the page")
+    else:
+        said = _NOT_DONE_WHY.get(reason) or _NOT_DONE.get(state, "Not done")
+        if layer.get("late") and layer.get("lateStatus") == "applied":
+            said += "; the page did it later"
+    return said + " [" + code + "]"
 
 
 # The fields of `pagecontext:state`'s detail.
