@@ -131,7 +131,7 @@ def test_a_question_the_assistant_does_not_take_goes_back_to_its_field_with_why(
 ) -> None:
     """A question longer than the assistant takes (4,001 characters, set by script past
     the field's maxlength): nothing is asked, the question goes back to its field, and
-    the panel says why, where it said nothing before."""
+    the panel says why, where it said nothing before, and says it again when sent again."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     frame = next(f for f in demo.frames if f is not demo.main_frame)
@@ -146,6 +146,13 @@ def test_a_question_the_assistant_does_not_take_goes_back_to_its_field_with_why(
     )
     assert len(assistant.locator("[data-pc-question]").input_value()) == 4001
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(0)
+    # Sent again: the same words are said again, so the live region's text changes (a
+    # no-break space added or taken away), or a screen reader would say nothing.
+    announce = assistant.locator("[data-pc-announce]")
+    first = announce.evaluate("(el) => el.textContent")
+    frame.evaluate('() => document.querySelector("[data-pc-send]").click()')
+    expect(announce).not_to_have_js_property("textContent", first, timeout=STEP_TIMEOUT_MS)
+    expect(announce).to_have_text("Not sent: a question has 1 to 4000 characters.")
 
 
 def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -> None:

@@ -1562,6 +1562,8 @@ class Edge:
             receipt.textContent = ""
             return
         status, detail = shown
+        # A new command's receipt is said even when it reads as the last one did.
+        again = receipt.getAttribute("data-pc-receipt-command") != command["commandId"]
         # The command id first: a status always belongs to the command named with it.
         receipt.setAttribute("data-pc-receipt-command", command["commandId"])
         receipt.setAttribute("data-pc-receipt-status", status)
@@ -1569,7 +1571,7 @@ class Edge:
             receipt.removeAttribute("data-pc-receipt-locate")
         else:
             receipt.setAttribute("data-pc-receipt-locate", located)
-        receipt.textContent = detail
+        _say(receipt, detail, again)
 
     def _refocus_context(self) -> None:
         """The chip or "Bring it back" held the focus and was redrawn or hidden: the
@@ -1587,10 +1589,11 @@ class Edge:
             target.focus()
 
     def _announce(self, text: str) -> None:
-        """Say `text` through the panel's status region (a polite live region)."""
+        """Say `text` through the panel's status region (a polite live region), said
+        again if it repeats what the region holds (a second press that must wait)."""
         region = js.document.querySelector("[data-pc-announce]")
         if region is not None:
-            region.textContent = text
+            _say(region, text, True)
 
     def _render_log(self, ids: list[Any], changed: list[Any]) -> None:
         """Redraw the changed entries of the conversation, add new ones at the end and
@@ -1683,6 +1686,19 @@ def _answered(entry: dict[str, Any]) -> str:
     if len(text) > ANSWER_SAID_CHARS:
         text = text[:ANSWER_SAID_CHARS] + "… (the rest is in the conversation)"
     return "The assistant answered: " + text
+
+
+def _say(region: Any, text: str, again: bool) -> None:
+    """Write `text` into the live region `region`. A live region says only what changed:
+    with `again` (a new message), words that read as those shown go with a no-break space
+    added, or taken away, so that they are said again; without it they are left as they
+    are, and not said again."""
+    shown = str(region.textContent)
+    if text and shown.rstrip("\u00a0") == text:
+        if not again:
+            return
+        text = text + "\u00a0" if shown == text else text
+    region.textContent = text
 
 
 def _holds_focus(element: Any) -> bool:
