@@ -57,8 +57,8 @@ def test_a_chart_mark_reaches_the_assistant_as_the_user_saw_it(demo: Page) -> No
 
 def test_show_me_highlights_and_locates_the_chart_mark(demo: Page) -> None:
     """Show me for a pinned chart mark: the receipt is `applied`, exactly that mark carries
-    the focus highlight and has keyboard focus; the table's row of the same sales row is
-    left alone."""
+    the focus highlight, drawn over its selection's mark, and has keyboard focus; the
+    table's row of the same sales row is left alone."""
     mark(demo, ROW).click()
     demo.get_by_role("button", name="Ask AI").click()
     assistant = panel(demo)
@@ -68,6 +68,11 @@ def test_show_me_highlights_and_locates_the_chart_mark(demo: Page) -> None:
     expect(highlighted).to_have_count(1)
     expect(mark(demo, ROW)).to_have_attribute("data-pc-highlight", "focus")
     expect(mark(demo, ROW)).to_be_focused()
+    # The mark is also the selected one: its highlight is drawn over the selection's
+    # thin dotted line, a solid 3px stroke.
+    expect(mark(demo, ROW)).to_have_attribute("aria-selected", "true")
+    expect(mark(demo, ROW)).to_have_css("stroke-width", "3px")
+    expect(mark(demo, ROW)).to_have_css("stroke-dasharray", "none")
 
 
 def share_mark(demo: Page, assistant: FrameLocator, ref: str, revision: int) -> None:
