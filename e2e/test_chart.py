@@ -6,6 +6,7 @@ command for a mark the chart no longer draws is `not-found`."""
 from __future__ import annotations
 
 import json
+import re
 
 from playwright.sync_api import FrameLocator, Locator, Page, expect
 
@@ -75,6 +76,21 @@ def test_show_me_highlights_and_locates_the_chart_mark(demo: Page) -> None:
     expect(mark(demo, ROW)).to_have_css("stroke-dasharray", "none")
 
 
+def chromium_name_and_description(page: Page, selector: str) -> tuple[str, str | None]:
+    """The accessible name and description Chromium itself gives the element at
+    `selector` (its accessibility tree, as a screen reader gets it)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+        tree = cdp.send("Accessibility.getPartialAXTree", {"nodeId": node, "fetchRelatives": False})
+    finally:
+        cdp.detach()
+    ax = tree["nodes"][0]
+    described = ax.get("description")
+    return str(ax.get("name", {}).get("value", "")), described and described.get("value")
+
+
 def share_mark(demo: Page, assistant: FrameLocator, ref: str, revision: int) -> None:
     """Click the mark `ref`, Ask AI, and wait until the assistant holds that revision."""
     mark(demo, ref).click()
@@ -104,6 +120,11 @@ def test_a_command_for_a_mark_no_longer_drawn_is_not_found(demo: Page, origins: 
 
     demo.locator('select[name="region"]').select_option("East")
     expect(mark(demo, ROW)).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    # Each segment is named once: by its title (an aria-label too made the title its
+    # description, and each segment was read twice).
+    name, description = chromium_name_and_description(demo, f'[data-pc-resource-ref="{EAST_ROW}"]')
+    assert re.fullmatch(r"East, 2026-03: [0-9,]+\.[0-9]{2} EUR", name), name
+    assert description is None, description
     share_mark(demo, assistant, EAST_ROW, 2)
 
     send(assistant, demo, "gone", ROW, 2)

@@ -556,10 +556,16 @@ def test_a_large_number_goes_from_the_page_to_the_assistant_as_it_is(
 
 
 def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
-    """Ask AI before any selection shares nothing, and the page says to select first;
-    once a row is selected the hint is gone, and stays gone when the table is redrawn."""
+    """Ask AI before any selection shares nothing, and the page says to select first
+    (again when pressed again); once a row is selected the hint is gone, and stays gone
+    when the table is redrawn, whose rows a status counts."""
     hint = demo.locator("#ask-hint")
     demo.get_by_role("button", name="Ask AI").click()
+    expect(hint).to_have_text("Select a row or a chart segment first.")
+    # Pressed again: the same words, said again (the status's text changes).
+    first = hint.evaluate("(el) => el.textContent")
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(hint).not_to_have_js_property("textContent", first)
     expect(hint).to_have_text("Select a row or a chart segment first.")
     diagnose_now(demo)  # a share would have reached the page's worker before this
     assert html(demo).get_attribute("data-pc-shared-revision") is None
@@ -571,6 +577,9 @@ def test_ask_ai_with_nothing_selected_says_what_to_do(demo: Page) -> None:
     # what Ask AI shares: no hint.
     demo.locator('input[name="to"]').fill("2026-11")
     expect(demo.locator("#sales-table")).to_have_attribute("data-demo-rows", "55")
+    # What the filter left is said too, for a user who cannot see the table change.
+    expect(demo.locator("#rows-shown")).to_have_text("55 rows shown.")
+    expect(demo.locator("#rows-shown")).to_have_attribute("role", "status")
     demo.get_by_role("button", name="Ask AI").click()
     expect(hint).to_be_hidden()
 

@@ -20,9 +20,16 @@ chart_title = doc.getElementById("sales-chart-title")
 legend = doc.getElementById("sales-chart-legend")
 form = doc.querySelector(".pc-filters")
 hint = doc.getElementById("ask-hint")
+rows_shown = doc.getElementById("rows-shown")
 SVG = "http://www.w3.org/2000/svg"
 # Each component's data generation, bumped on every render.
 state = {"table": 0, "chart": 0}
+
+
+def say(region, text):
+    """Write `text` into a live region; the same words again go with a no-break space
+    added or taken away, since a live region says only what changed."""
+    region.textContent = text + "\u00a0" if region.textContent == text else text
 
 
 def cell(text, field=None, value=None, numeric=False):
@@ -70,6 +77,10 @@ async def render_table(rows, view, empty):
         tr.append(cell(empty))
         body.append(tr)
     table.querySelector("tbody").replaceWith(body)
+    # Heard as well as seen: what the filters left, for a user who cannot see the table
+    # change (a status, said after the filter they changed).
+    shown = str(len(rows)) + (" row" if len(rows) == 1 else " rows") + " shown."
+    say(rows_shown, shown if rows else empty)
     rendered(table, "table", view)
     table.setAttribute("data-demo-rows", str(len(rows)))
 
@@ -122,10 +133,11 @@ async def render_chart(rows, view):
         # Options of the chart's listbox: aria-selected is theirs to say.
         rect.setAttribute("role", "option")
         rect.setAttribute("aria-selected", "false")
-        rect.setAttribute("aria-label", region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR")
         rect.setAttribute("data-pc-resource-ref", row["ref"])
         values = {"series": region, "month": month, "revenueEur": revenue}
         rect.setAttribute("data-pc-values", json.dumps(values))
+        # Its name, and the tooltip a pointer shows (an aria-label as well would make the
+        # title its description: each segment read twice).
         title = doc.createElementNS(SVG, "title")
         title.textContent = region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR"
         rect.append(title)
@@ -231,7 +243,7 @@ def on_ask(event):
     the page says what to do instead. pagecontext marks <html data-pc-revision> once the
     user has selected something, and the page's style hides the hint from then on."""
     if doc.documentElement.getAttribute("data-pc-revision") is None:
-        hint.textContent = "Select a row or a chart segment first."
+        say(hint, "Select a row or a chart segment first.")
 
 
 def reload(event=None):
