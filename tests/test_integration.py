@@ -238,6 +238,18 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
             "agentAuthorization",
             "read-only",
         ),
+        (
+            config_with(role="assistant", authorization="Bearer u", agentAuthorization="bearer u"),
+            "agentAuthorization",
+            "read-only",
+        ),
+        (
+            config_with(
+                role="assistant", authorization="Bearer u", agentAuthorization="Bearer  u "
+            ),
+            "agentAuthorization",
+            "read-only",
+        ),
         (config_with(owner="alice"), "owner", "only an assistant reads it"),
         (config_with(authorization="Bearer u"), "authorization", "only an assistant reads it"),
         (config_with(role="assistant", owner=7), "owner", "naming the signed-in user"),

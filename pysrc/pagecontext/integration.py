@@ -54,6 +54,7 @@ __all__ = [
     "UI_STATUSES",
     "ConfigError",
     "action_checkable",
+    "authorization_parts",
     "command_standing",
     "filters_in_page_order",
     "is_layer_view",
@@ -277,7 +278,8 @@ def parse_config(raw: object) -> dict[str, Any]:
             )
         credentials[key] = value
     if credentials["agentAuthorization"] and (
-        credentials["agentAuthorization"] == credentials["authorization"]
+        authorization_parts(credentials["agentAuthorization"])
+        == authorization_parts(credentials["authorization"])
     ):
         raise ConfigError(
             "agentAuthorization",
@@ -313,6 +315,14 @@ def parse_config(raw: object) -> dict[str, Any]:
         "agentAuthorization": credentials["agentAuthorization"],
         "owner": owner,
     }
+
+
+def authorization_parts(value: str) -> tuple[str, str]:
+    """An Authorization value as the action API reads it: (its scheme, lower-cased; its
+    token, without the spaces around it). `Bearer t`, `bearer t` and `Bearer  t ` are one
+    credential."""
+    scheme, _, token = value.strip().partition(" ")
+    return scheme.lower(), token.strip()
 
 
 def saved_state_readable(saved: object) -> bool:

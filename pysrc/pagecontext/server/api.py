@@ -50,6 +50,7 @@ from pagecontext.confirmations import (
     ConfirmationRefused,
     ConfirmationRegistry,
 )
+from pagecontext.integration import authorization_parts
 from pagecontext.models import WireModel, first_problem
 from pagecontext.server import access
 from pagecontext.server.bodies import (
@@ -262,11 +263,10 @@ class _Api:
     def user(self, request: Request, *, reading: bool = False) -> str | JSONResponse:
         """The bearer token's user, or a 401; `reading`, a read token is taken too, else
         it is a 403 (`read-only-token`)."""
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        scheme, token = authorization_parts(request.headers.get("authorization", ""))
+        if scheme != "bearer" or not token:
             return _error(401, "unauthorized", "missing-token")
-        found = access.token_user(self.db, token.strip())
+        found = access.token_user(self.db, token)
         if found is None:
             return _error(401, "unauthorized", "invalid-token")
         user, may_act = found
