@@ -13,11 +13,14 @@ import pytest
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message
 
+from pagecontext.server import access
 from pagecontext.server.app import ServerConfig, create_assistant_app, create_page_app
 from pagecontext.server.bodies import BodyTimeoutError, BodyTooLargeError, read_body
 from pagecontext.server.run import free_port, start_in_thread
 
 CHUNK = 4096
+# The action API reads the body of a request with a bearer token only.
+A_TOKEN: dict[str, str | None] = {"authorization": f"Bearer {access.DEMO_TOKENS['ana']}"}
 
 
 class CountingBody:
@@ -41,9 +44,15 @@ class CountingBody:
 
 
 def scope(
-    host: str, path: str, length: int | None, content_type: str = "text/plain"
+    host: str,
+    path: str,
+    length: int | None,
+    content_type: str = "text/plain",
+    authorization: str | None = None,
 ) -> dict[str, object]:
     headers = [(b"host", host.encode()), (b"content-type", content_type.encode())]
+    if authorization is not None:
+        headers.append((b"authorization", authorization.encode()))
     # A body of no announced length comes chunked, as HTTP/1.1 sends it.
     if length is None:
         headers.append((b"transfer-encoding", b"chunked"))
@@ -71,6 +80,7 @@ def post(
     body: CountingBody,
     length: int | None,
     content_type: str = "text/plain",
+    authorization: str | None = None,
 ) -> tuple[int, int, str | None]:
     """POST `body` to `app`; return the response's status, how many chunks of the body
     had been taken when the response started (a streaming response may drain the rest
@@ -83,7 +93,8 @@ def post(
             headers = {bytes(k).decode(): bytes(v).decode() for k, v in message["headers"]}
             started.append((int(message["status"]), body.taken, headers.get("connection")))
 
-    asyncio.run(app(scope(host, path, length, content_type), body, send))  # type: ignore[arg-type]
+    request = scope(host, path, length, content_type, authorization)
+    asyncio.run(app(request, body, send))  # type: ignore[arg-type]
     [answer] = started
     return answer
 
@@ -110,16 +121,31 @@ def test_read_body_returns_a_body_within_its_limit() -> None:
 def test_the_action_api_reads_no_more_than_its_limit(
     demo_config: ServerConfig, announced: bool
 ) -> None:
-    """A text/plain POST of 256 KiB to the action API: 413 having read at most 16 KiB and
-    one chunk."""
+    """A text/plain POST of 256 KiB to the action API, with a token: 413 having read at
+    most 16 KiB and one chunk."""
     config = demo_config
     body = CountingBody(chunks=64)
     host = f"{config.page_host}:{config.page_port}"
-    status, taken, connection = post(
-        create_page_app(config), host, "/api/actions/flag", body, 64 * CHUNK if announced else None
-    )
+    length = 64 * CHUNK if announced else None
+    app = create_page_app(config)
+    status, taken, connection = post(app, host, "/api/actions/flag", body, length, **A_TOKEN)
     assert (status, taken, connection) == (413, 0 if announced else 5, "close")
     assert body.taken == taken
+
+
+@pytest.mark.parametrize("path", ["/api/actions/flag", "/api/actions/flag/confirmations"])
+@pytest.mark.parametrize("announced", [True, False])
+def test_the_action_api_reads_no_body_sent_without_a_token(
+    demo_config: ServerConfig, path: str, announced: bool
+) -> None:
+    """Any web page can make a browser post to the action API: a body sent without a
+    bearer token is answered 401 with not one chunk of it read, closing the connection."""
+    config = demo_config
+    body = CountingBody(chunks=4)
+    host = f"{config.page_host}:{config.page_port}"
+    length = 4 * CHUNK if announced else None
+    status, taken, connection = post(create_page_app(config), host, path, body, length)
+    assert (status, taken, connection) == (401, 0, "close")
 
 
 @pytest.mark.parametrize("announced", [True, False])
@@ -235,7 +261,7 @@ class StalledBody:
 
 
 def answer(
-    app: ASGIApp, host: str, path: str, receive: StalledBody
+    app: ASGIApp, host: str, path: str, receive: StalledBody, authorization: str | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     """POST to `app` with `receive`; return the answer's status, headers and body. The
     answer must come within 10 s (a bound for a hung test, not a wait)."""
@@ -251,7 +277,8 @@ def answer(
             body.append(bytes(message.get("body", b"")))
 
     async def run() -> None:
-        await asyncio.wait_for(app(scope(host, path, 1000), receive, send), 10)  # type: ignore[arg-type]
+        request = scope(host, path, 1000, authorization=authorization)
+        await asyncio.wait_for(app(request, receive, send), 10)  # type: ignore[arg-type]
 
     asyncio.run(run())
     return status[0], headers, b"".join(body)
@@ -282,7 +309,7 @@ def test_a_body_that_never_finishes_is_answered_408_and_the_connection_closed(
         app, host = create_page_app(config), f"{config.page_host}:{config.page_port}"
     else:
         app, host = create_assistant_app(config), f"{config.assistant_host}:{config.assistant_port}"
-    status, headers, body = answer(app, host, path, StalledBody())
+    status, headers, body = answer(app, host, path, StalledBody(), **A_TOKEN)
     assert (status, headers["content-type"], headers["connection"]) == (
         408,
         "application/json",

@@ -214,12 +214,13 @@ def test_cors_answers_only_the_assistant_origin(api: TestClient, config: ServerC
 @pytest.mark.parametrize("announced", [True, False])
 def test_an_action_body_past_its_limit_is_refused(remote_api: TestClient, announced: bool) -> None:
     """Any web page can POST text/plain cross-origin without a preflight: a body past
-    16 KiB gets 413 before authentication or parsing, announced or streamed (how much
-    of it is read: tests/test_bodies.py)."""
+    16 KiB (sent with a token: without one it is not read at all) gets 413 before the
+    token is looked up or the body parsed, announced or streamed (how much of it is
+    read: tests/test_bodies.py)."""
     chunk = b"x" * 4096
     body = chunk * 16 if announced else iter([chunk] * 16)
     response = remote_api.post(
-        "/api/actions/flag", content=body, headers={"Content-Type": "text/plain"}
+        "/api/actions/flag", content=body, headers={"Content-Type": "text/plain", **ANA}
     )
     assert response.status_code == 413
     assert response.json()["reason"] == "too-large"
@@ -555,7 +556,8 @@ def test_a_flag_request_without_a_user_is_refused_before_its_body_is_read(
     api: TestClient, path: str
 ) -> None:
     """Any web page can make a browser post to the action API: a body sent without a
-    token (here one that is not even JSON) is answered 401 unread, not parsed first."""
+    token (here one that is not even JSON) is answered 401, not parsed first (and not
+    read: tests/test_bodies.py)."""
     response = api.post(path, content=b'["\\ud800' + b'\\"' * 1000, headers={})
     assert (response.status_code, response.json()["reason"]) == (401, "missing-token")
 

@@ -263,9 +263,9 @@ class _Api:
     def user(self, request: Request, *, reading: bool = False) -> str | JSONResponse:
         """The bearer token's user, or a 401; `reading`, a read token is taken too, else
         it is a 403 (`read-only-token`)."""
-        scheme, token = authorization_parts(request.headers.get("authorization", ""))
-        if scheme != "bearer" or not token:
-            return _error(401, "unauthorized", "missing-token")
+        token = _bearer_token(request)
+        if token is None:
+            return _missing_token()
         found = access.token_user(self.db, token)
         if found is None:
             return _error(401, "unauthorized", "invalid-token")
@@ -494,6 +494,23 @@ def _admin_refusal(request: Request) -> JSONResponse | None:
 _BodyHandler = Callable[[Request, bytes], Response]
 
 
+def _bearer_token(request: Request) -> str | None:
+    """The request's bearer token, or None if it carries none."""
+    scheme, token = authorization_parts(request.headers.get("authorization", ""))
+    return token if scheme == "bearer" and token else None
+
+
+def _missing_token() -> JSONResponse:
+    return _error(401, "unauthorized", "missing-token")
+
+
+def _no_token(request: Request) -> JSONResponse | None:
+    """A 401 for a request that carries no bearer token; None for any other. The action
+    API answers it before the body is read (any web page can make a browser post one);
+    the token itself is checked by `_Api.user`."""
+    return _missing_token() if _bearer_token(request) is None else None
+
+
 def _with_body(
     handler: _BodyHandler,
     guard: Callable[[Request], JSONResponse | None] | None = None,
@@ -546,6 +563,9 @@ def api_routes(
     def reading(handler: _BodyHandler) -> Callable[[Request], Awaitable[Response]]:
         return _with_body(handler, body_seconds=body_seconds)
 
+    def acting(handler: _BodyHandler) -> Callable[[Request], Awaitable[Response]]:
+        return _with_body(handler, _no_token, body_seconds=body_seconds)
+
     def admin(handler: _BodyHandler) -> Callable[[Request], Awaitable[Response]]:
         return _with_body(handler, _admin_refusal, body_seconds=body_seconds)
 
@@ -561,9 +581,9 @@ def api_routes(
         Mount(
             "/api/actions",
             routes=[
-                Route("/flag", reading(api.flag), methods=["POST"]),
-                Route("/flags", reading(api.flags), methods=["GET"]),
-                Route("/flag/confirmations", reading(api.flag_confirmation), methods=["POST"]),
+                Route("/flag", acting(api.flag), methods=["POST"]),
+                Route("/flags", acting(api.flags), methods=["GET"]),
+                Route("/flag/confirmations", acting(api.flag_confirmation), methods=["POST"]),
             ],
             middleware=cors,
         ),
