@@ -193,6 +193,10 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
         ({"position": "embedder", "peerOrigin": ASSISTANT}, "role", "missing"),
         (config_with(role="admin"), "role", '"page", "assistant"'),
         (config_with(position="top"), "position", '"auto" (the default), "embedder", "child"'),
+        # The boot script resolves "auto" from whether the frame is framed: a config
+        # checked on its own is told so.
+        (config_with(position="auto"), "position", "must be resolved"),
+        ({"role": "page", "peerOrigin": ASSISTANT}, "position", "must be resolved"),
         ({"role": "page", "position": "child"}, "peerOrigin", "missing"),
         (config_with(peerOrigin="*"), "peerOrigin", "exact origin"),
         (config_with(peerOrigin="null"), "peerOrigin", "exact origin"),

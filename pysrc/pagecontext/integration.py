@@ -212,6 +212,12 @@ def parse_config(raw: object) -> dict[str, Any]:
         raise ConfigError("role", 'missing: "page" or "assistant"')
     role = _choice("role", config["role"], ROLES)
     # "auto" (the default) is resolved by the boot script before the config gets here.
+    if config.get("position", "auto") == "auto":
+        raise ConfigError(
+            "position",
+            '"auto" (the default) must be resolved to "embedder" or "child" before'
+            " parse_config (the boot script resolves it from whether the frame is framed)",
+        )
     position = _choice(
         "position", config.get("position"), POSITIONS, '"auto" (the default), "embedder", "child"'
     )

@@ -739,7 +739,20 @@ class Edge:
 
     def _start_child(self) -> None:
         embedder = _embedder_origin()
-        if embedder is not None and embedder != self.peer_origin:
+        if embedder is not None and embedder != self.peer_origin and self.role == "page":
+            # A business page framed by another site (a portal) with position "auto":
+            # as a child it waits for an assistant workbench on peerOrigin, which never
+            # comes, and it never loads its own assistant.
+            js.console.error(
+                "pagecontext: this page is framed by "
+                + embedder
+                + ", so it started as a child, which binds only to an assistant workbench"
+                + " on its peerOrigin "
+                + self.peer_origin
+                + ': a page that another site frames sets "position": "embedder"'
+                + " (docs/integration.md)"
+            )
+        elif embedder is not None and embedder != self.peer_origin:
             # Its `ready` goes to peerOrigin only, so the browser drops it, and the page
             # waits for a child that never answers: say why, where its author looks.
             js.console.error(
@@ -1186,7 +1199,18 @@ class Edge:
             return
         component_id, ref, values = found
         if component_id not in self.components:
-            self._refuse_event("select", "no data-pc-component=" + component_id + " on the page")
+            if component_id in _components_in_document():
+                # In the document, but added after pagecontext started and never
+                # reported: the registry knows nothing of it yet.
+                why = (
+                    "data-pc-component="
+                    + component_id
+                    + " has not reported itself: dispatch pagecontext:rendered on it"
+                    + " once it is in the document, then select"
+                )
+            else:
+                why = "no data-pc-component=" + component_id + " on the page"
+            self._refuse_event("select", why)
             return
         self._select(component_id, ref, values)
 
