@@ -157,8 +157,9 @@ def test_a_question_the_assistant_does_not_take_goes_back_to_its_field_with_why(
 
 def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -> None:
     """Ask about a row, then press "New conversation": the log is empty, the panel names
-    the new conversation, the chip stays, and the next question carries the row's block
-    again; its answer's highlights, stamped with the new conversation, are applied."""
+    the new conversation, the chip stays, the focus on a cleared entry goes to the
+    question, and the next question carries the row's block again; its answer's
+    highlights, stamped with the new conversation, are applied."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     ask(assistant, "Why is this row so high?")
@@ -183,9 +184,12 @@ def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -
     button = assistant.get_by_role("button", name="New conversation")
     expect(button).to_have_attribute("aria-disabled", "false")
     assert html(assistant).get_attribute("data-pc-conversation") == before
-    # Pressed twice: the second press finds nothing to clear.
+    # Pressed twice (by script, the focus left on the first entry of the log): the
+    # second press finds nothing to clear, and the focus goes from the cleared entry to
+    # the question, not to the panel's body.
     frame.evaluate(
         """() => {
+          document.querySelector("[data-pc-log-kind]").focus();
           const button = document.querySelector("[data-pc-new-conversation]");
           button.click();
           button.click();
@@ -193,6 +197,7 @@ def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -
     )
     expect(html(assistant)).not_to_have_attribute("data-pc-conversation", before)
     expect(log).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(assistant.locator("[data-pc-question]")).to_be_focused()
     expect(assistant.locator("[data-pc-announce]")).to_contain_text("A new conversation")
     expect(assistant.locator("[data-pc-receipt]")).to_have_text("")
     diagnose_now(frame)

@@ -123,6 +123,11 @@ def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     expect(highlighted).to_have_attribute("data-pc-resource-ref", ROW)
     expect(highlighted).to_have_attribute("data-pc-highlight", "focus")
     expect(highlighted).to_be_focused()
+    # Focused, its outline is the focus ring's: the highlight keeps a bar of its colour
+    # (--pc-focus) at the row's end.
+    expect(highlighted.locator("td").last).to_have_css(
+        "box-shadow", re.compile(r"rgb\(180, 83, 9\).*inset")
+    )
 
 
 def test_a_highlight_is_heard_and_goes_with_it_a_pages_own_description_stays(

@@ -1610,7 +1610,8 @@ class Edge:
         if target is None:
             target = doc.querySelector("[data-pc-question]")
         if target is not None:
-            target.focus()
+            # Not scrolled into view: a focus in the panel never scrolls the page around it.
+            target.focus(to_js({"preventScroll": True}))
 
     def _announce(self, text: str) -> None:
         """Say `text` through the panel's status region (a polite live region), said
@@ -1668,9 +1669,18 @@ class Edge:
             ):
                 self._announce(str(status.textContent))
         kept = set(ids)
+        lost = False
         for entry_id in list(self.log_items):
             if entry_id not in kept:
-                self.log_items.pop(entry_id).remove()
+                gone = self.log_items.pop(entry_id)
+                lost = lost or _holds_focus(gone)
+                gone.remove()
+        if lost:
+            # The focus was on an entry that went (a new conversation, the oldest trimmed):
+            # it goes to the question, never to the panel's body.
+            field = js.document.querySelector("[data-pc-question]")
+            if field is not None:
+                field.focus(to_js({"preventScroll": True}))
         if follow:
             _show_composer()
 
