@@ -30,10 +30,13 @@ from .helpers import (
 
 
 def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Origins) -> None:
-    """The page and its assistant panel, on two origins, both reach `bound`; the child
-    removed the single-use nonce from its URL."""
+    """The page and its assistant panel, on two origins, both reach `bound` and say so
+    in words; the child removed the single-use nonce from its URL."""
     expect(demo.locator("html")).to_have_attribute("data-pc-state", "bound")
     expect(panel(demo).locator("html")).to_have_attribute("data-pc-state", "bound")
+    # Said in words in each frame's status line (a live region), not only styled.
+    expect(demo.locator("[data-pc-state-text]")).to_have_text("Assistant connected")
+    expect(panel(demo).locator("[data-pc-state-text]")).to_have_text("Assistant connected")
     child = demo.frames[1]
     assert child.url == origins.assistant + "/assistant.html"
     assert demo.url == origins.page + "/"

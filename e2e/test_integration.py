@@ -293,9 +293,8 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     child = html(panel(page))
     expect(child).to_have_attribute("data-pc-state", "connecting", timeout=BOOT_TIMEOUT_MS)
     assert child.get_attribute("data-pc-connection") is None
-    shown = panel(page).locator(".pc-connection-text")
-    text = "(element) => getComputedStyle(element, '::after').content"
-    assert shown.evaluate(text) == '"Waiting for the page…"'
+    expect(panel(page).locator("[data-pc-state-text]")).to_have_text("Waiting for the page…")
+    expect(page.locator("[data-pc-state-text]")).to_have_text("The assistant could not start")
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 

@@ -407,6 +407,29 @@ function answerRuntimeRequests(handle, config) {
 
 let mounted = null;
 
+// The state in words, in every element of the page marked `data-pc-state-text` (a live
+// region, so that a screen reader hears it change): written on each `pagecontext:state`,
+// by the frame's role (an assistant that is ready waits for its page).
+const STATE_WORDS = {
+  booting: "Connecting…",
+  ready: "Connecting…",
+  connecting: "Connecting…",
+  bound: "Assistant connected",
+  failed: "The assistant could not start",
+  closed: "",
+};
+const ASSISTANT_WAITS = "Waiting for the page…";
+let stateRole = null;
+
+function sayState(state) {
+  const waits = stateRole === "assistant" && (state === "ready" || state === "connecting");
+  const words = waits ? ASSISTANT_WAITS : STATE_WORDS[state] ?? "";
+  for (const element of document.querySelectorAll("[data-pc-state-text]")) {
+    if (element.textContent !== words) element.textContent = words;
+  }
+}
+document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state));
+
 // What the user does on a page before its edge listens (MicroPython loads meanwhile):
 // its clicks and selection events, kept in order, the last EARLY_MAX of them, and handed
 // to the edge once it has begun (`replay`), so that a row selected then is not lost.
@@ -456,6 +479,8 @@ async function mountConfig(config) {
   delete data.pcError;
   delete data.pcErrorField;
   data.pcState = "booting";
+  stateRole = config.role;
+  sayState("booting");
   // Only a position the edge may take: a wrong one is its config error to report.
   if (POSITIONS.includes(config.position)) data.pcPosition = config.position;
   else delete data.pcPosition;
