@@ -515,6 +515,10 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     marks.first.focus()
     demo.keyboard.press("End")
     expect(marks.last).to_be_focused()
+    # Its name is shown too: a keyboard gets no tooltip.
+    expect(demo.locator("#sales-chart-focus")).to_have_text(
+        marks.last.locator("title").text_content() or "?"
+    )
     demo.keyboard.press(" ")
     last = marks.last.get_attribute("data-pc-resource-ref")
     expect(marks.last).to_have_attribute("aria-selected", "true")

@@ -18,6 +18,7 @@ table = doc.getElementById("sales-table")
 chart = doc.getElementById("sales-chart")
 chart_title = doc.getElementById("sales-chart-title")
 legend = doc.getElementById("sales-chart-legend")
+focused_mark = doc.getElementById("sales-chart-focus")
 form = doc.querySelector(".pc-filters")
 hint = doc.getElementById("ask-hint")
 rows_shown = doc.getElementById("rows-shown")
@@ -228,7 +229,8 @@ def on_key(event):
 
 def on_focus(event):
     """One Tab stop per component, where the focus last was, however it got there (the
-    arrow keys, a click, a `locate`): Tab away and back returns to it."""
+    arrow keys, a click, a `locate`): Tab away and back returns to it. A chart segment's
+    name is shown under the chart while it has the focus."""
     target = event.target
     if not target.getAttribute("data-pc-resource-ref"):
         return
@@ -236,6 +238,11 @@ def on_focus(event):
     for stop in component.querySelectorAll('[data-pc-resource-ref][tabindex="0"]'):
         stop.setAttribute("tabindex", "-1")
     target.setAttribute("tabindex", "0")
+    if component is chart:
+        # Seen as well as heard: the focused segment's name (a pointer gets its title as
+        # a tooltip; the keyboard gets none). Hidden from screen readers, which say it
+        # with the focus already.
+        focused_mark.textContent = target.querySelector("title").textContent
 
 
 def on_ask(event):
