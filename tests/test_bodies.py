@@ -194,7 +194,9 @@ def test_a_body_within_the_limit_keeps_the_connection(demo_config: ServerConfig)
 @pytest.mark.parametrize(
     ("origin", "path", "extra", "status"),
     [
-        ("page", "/api/actions/flag", "", 413),
+        ("page", "/api/actions/flag", f"Authorization: {A_TOKEN['authorization']}\r\n", 413),
+        # No token: refused before the body is read.
+        ("page", "/api/actions/flag", "", 401),
         ("assistant", "/agent", "", 200),
         # The admin API's guard: a browser's request carries Origin.
         ("page", "/admin/grants", "Origin: https://evil.example\r\n", 403),
