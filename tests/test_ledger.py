@@ -430,3 +430,31 @@ def test_take_changed_names_each_command_whose_records_changed_once() -> None:
     clock.advance(5000)
     assert book.expire() == [("cmd-1", "received"), ("cmd-1", "ui")]
     assert book.take_changed() == ["cmd-1"]
+
+
+def test_no_answer_past_the_deadline_ends_the_layer_and_is_no_late_answer() -> None:
+    """A business action's request that got no answer (`unconfirmed`, from the worker's
+    timeout or a network failure) handled after its layer's deadline, before expire()
+    ran: the layer ends unconfirmed with that reason, not late, as expire() would have
+    ended it, and never as a late answer that said "unconfirmed"."""
+    book, clock = ledger()
+    layers = ("received", "business")
+    book.record("act-1", -1, layers, {"received": 11_000, "business": 11_000})
+    book.settle("act-1", "received", "applied", "confirmation-issued")
+    book.start("act-1", "business")
+    clock.advance(11_500)
+    record = book.settle("act-1", "business", "unconfirmed", "timeout")
+    assert record is not None
+    assert (record.state, record.reason, record.late, record.late_status) == (
+        "unconfirmed",
+        "timeout",
+        False,
+        None,
+    )
+    assert not book.settling
+    # An answer is still late past the deadline.
+    book.record("act-2", -1, layers, {"received": 11_000, "business": 11_000})
+    clock.advance(11_500)
+    late = book.settle("act-2", "received", "applied", "confirmation-issued")
+    assert late is not None
+    assert (late.state, late.late, late.late_status) == ("unconfirmed", True, "applied")

@@ -1969,3 +1969,40 @@ def test_a_cleared_selection_is_shared_and_the_assistant_holds_no_context(
     select(pair, "row:3")
     share(pair)
     assert chip(pair)["resourceRef"] == "row:3"
+
+
+def test_a_flag_request_that_failed_as_its_deadline_passed_can_be_checked() -> None:
+    """The worker hands a flag request's failure (its 10 s timeout) to the session after
+    the business layer's deadline (11 s) but before the deadline timer's tick, a worker
+    busy for over a second: the action is unconfirmed with the failure's reason, no
+    "late answer", and the user may still ask the server whether it was flagged."""
+    from pagecontext.session import ACTION_DEADLINES_MS
+
+    clock = FakeClock()
+    assistant = AssistantSession(
+        instance_id="asst-1", conversation_id="conv-1", clock=clock, new_id=counter_ids("a")
+    )
+    assistant.composer.record_action(
+        "act-1", action="flag-for-review", resource_ref="row:1", note=None, task_id="t-1"
+    )
+    assistant.confirm_action("act-1")
+    clock.advance(100)
+    [execute] = [
+        effect
+        for effect in assistant.on_action_answer("act-1", "confirm", 201, {"token": "tok"})
+        if isinstance(effect, ActionRequest)
+    ]
+    assert execute.step == "execute"
+    clock.advance(ACTION_DEADLINES_MS["business"] + 500)
+    assistant.on_action_failed("act-1", "execute", "timeout")
+    assistant.state()
+    business = assistant.composer.entry("act-1", "action")["business"]
+    assert business == {
+        "state": "unconfirmed",
+        "reason": "timeout",
+        "late": False,
+        "lateStatus": None,
+    }
+    assert action_checkable(business)
+    [check] = assistant.check_action("act-1")
+    assert check.step == "check"

@@ -258,8 +258,12 @@ class ReceiptLedger:
         elif current.state != "pending":
             self._ignored += 1
             return None
-        elif now > self._deadline(entry, layer):
+        elif now > self._deadline(entry, layer) and status != "unconfirmed":
             # Past the deadline even if expire() has not run yet: late, never success.
+            # (No answer, `unconfirmed`, is no late answer: past the deadline it ends the
+            # layer as the deadline would, with its own reason, and not late, so that a
+            # business action whose request failed as its deadline passed can still be
+            # checked with the server.)
             updated = LayerRecord(
                 state="unconfirmed",
                 reason="deadline",

@@ -264,6 +264,15 @@ def _now() -> float:
     return float(js.Date.now())
 
 
+def _steady() -> float:
+    """Epoch milliseconds that only move forward: the worker's start on the wall clock
+    plus the monotonic time since. The receipt ledger's deadlines run on it: Date.now()
+    steps back and forth with the system clock (an NTP step, a user setting the time),
+    and a step back left commands pending, the New conversation button refused, for as
+    long as the step, then took their receipts as on time."""
+    return float(js.performance.timeOrigin) + float(js.performance.now())
+
+
 class WorkerBinding:
     """Joins the session to the worker scope and the bound port."""
 
@@ -376,7 +385,7 @@ class WorkerBinding:
             session = AssistantSession(
                 instance_id=message["instanceId"],
                 conversation_id=message["conversationId"],
-                clock=_now,
+                clock=_steady,
                 new_id=_new_id,
             )
             session.restore(_saved_state(message.get("restored")))
@@ -840,7 +849,7 @@ class WorkerBinding:
         self._cancel_timer()
         if deadline is None:
             return
-        delay = max(0.0, deadline - _now()) + 1
+        delay = max(0.0, deadline - _steady()) + 1
         self._timer_proxy = create_once_callable(self._on_timer)
         self._timer = js.setTimeout(self._timer_proxy, delay)
 
