@@ -23,21 +23,56 @@ def command(ui: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 @pytest.mark.parametrize(
-    "reason",
+    ("state", "reason"),
     [
-        "view-changed",
-        "not-rendered",
-        "ok",
-        "deadline",
-        "connection-closed",
-        "assistant-reloaded",
-        "not-plain",
+        ("stale-context", "view-changed"),
+        ("not-found", "not-rendered"),
+        ("applied", "ok"),
+        ("unconfirmed", "deadline"),
+        ("unconfirmed", "connection-closed"),
+        ("unconfirmed", "assistant-reloaded"),
+        ("rejected", "not-plain"),
     ],
 )
-def test_a_reason_the_protocol_lists_reaches_the_agent_as_it_is(reason: str) -> None:
-    """The page's and the ledger's listed reasons are the agent's to read."""
-    result = tool_result(command({"state": "not-found", "reason": reason}))
-    assert result == {"status": "not-found", "reason": reason}
+def test_a_reason_the_protocol_lists_reaches_the_agent_as_it_is(state: str, reason: str) -> None:
+    """The page's and the ledger's listed reasons, with the state they are given with,
+    are the agent's to read."""
+    result = tool_result(command({"state": state, "reason": reason}))
+    assert result == {"status": state, "reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        ("not-found", "connection-closed"),
+        ("not-found", "deadline"),
+        ("not-found", "assistant-reloaded"),
+        ("not-found", "page-instance"),
+        ("not-found", "view-changed"),
+        ("applied", "not-rendered"),
+    ],
+)
+def test_a_listed_reason_with_a_state_it_never_goes_with_is_page_defined(
+    state: str, reason: str
+) -> None:
+    """A page's own answer (`pagecontext:command-done`, any reason of words) that names a
+    listed reason with another state is the page's word: the ledger's reasons come only
+    with `unconfirmed`, which no page can send, and a page's `not-found` with
+    `page-instance` is not a page reloaded since."""
+    result = tool_result(command({"state": state, "reason": reason}))
+    assert result == {"status": state, "reason": PAGE_DEFINED}
+
+
+def test_the_listed_reasons_are_the_protocols_and_the_ledgers() -> None:
+    """integration.LISTED_REASONS (which the panel, under MicroPython, shares) names every
+    reason of docs/protocol.md 8.3 and 8.4, and the ledger's, and no other."""
+    from pagecontext.integration import LISTED_REASONS, UI_REASONS
+    from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS
+
+    listed = {reason for reasons in LISTED_REASONS.values() for reason in reasons}
+    ledger = {"deadline", "connection-closed", "assistant-reloaded"}
+    assert listed == RECEIPT_REASONS | REFUSAL_REASONS | ledger
+    assert all(reason in LISTED_REASONS[state] for state, reason in UI_REASONS.items())
 
 
 def test_a_reason_a_page_made_up_reaches_the_agent_only_as_page_defined() -> None:
@@ -201,3 +236,25 @@ def test_the_size_bound_is_never_below_the_messages(log: list[dict[str, JsonValu
     messages = run_messages(log, max_chars=10**9)
     size = sum(len(message.model_dump_json()) for message in messages)
     assert size <= chars_at_most(log, [json.dumps(entry) for entry in log])
+
+
+def test_the_panel_says_a_reasons_words_only_with_the_state_it_goes_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The panel's receipt line (panelview, MicroPython's) says a page's `not-found`
+    (`page-instance`) in the words of `not-found`, not "the page was reloaded since",
+    and the page-instance words still for a `stale-context` (`page-instance`)."""
+    import importlib
+    import sys
+    import types
+
+    # panelview builds elements through `js`; the receipt's words need none of it.
+    monkeypatch.setitem(sys.modules, "js", types.ModuleType("js"))
+    monkeypatch.delitem(sys.modules, "pagecontext.browser.panelview", raising=False)
+    panelview = importlib.import_module("pagecontext.browser.panelview")
+    entry = {**command({"state": "not-found", "reason": "page-instance"}), "action": "highlight"}
+    status, text = panelview.receipt_summary(entry)
+    assert status == "not-found"
+    assert text.startswith("Not done: the page does not show it [")
+    stale = {**command({"state": "stale-context", "reason": "page-instance"}), "action": "locate"}
+    assert panelview.receipt_summary(stale)[1].startswith("Not done: the page was reloaded since")

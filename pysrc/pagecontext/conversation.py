@@ -33,9 +33,9 @@ from typing import Final
 
 from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
 
-from pagecontext.integration import command_standing
+from pagecontext.integration import command_standing, reason_listed
 from pagecontext.items import JsonValue
-from pagecontext.models import RECEIPT_REASONS, REFUSAL_REASONS, is_reason
+from pagecontext.models import is_reason
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -50,17 +50,6 @@ __all__ = [
 
 DEFAULT_MAX_CHARS: Final = 200_000
 PAGE_DEFINED: Final = "page-defined"
-# What a command's layer may say: the page's receipts (protocol.md 8.3 and 8.4), the
-# ledger's (8.6) and the assistant's own after a reload.
-_COMMAND_REASONS: Final = (
-    RECEIPT_REASONS
-    | REFUSAL_REASONS
-    | {
-        "deadline",
-        "connection-closed",
-        "assistant-reloaded",
-    }
-)
 _PENDING: Final = "pending"
 # The refusal of a tool call whose id the conversation already has (the session's).
 _DUPLICATE_ID: Final = "duplicate-id"
@@ -82,7 +71,7 @@ def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
     if reason:
         # A command's reasons come from the page: one the protocol does not list is the
         # page's own word, and reaches the agent only as that.
-        listed = entry.get("kind") != "command" or reason in _COMMAND_REASONS
+        listed = entry.get("kind") != "command" or reason_listed(view.get("state"), reason)
         result["reason"] = reason if listed else PAGE_DEFINED
     if view.get("late"):
         result["lateStatus"] = view.get("lateStatus")

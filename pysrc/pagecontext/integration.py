@@ -40,6 +40,7 @@ __all__ = [
     "LIMIT_MAX",
     "LIMIT_MAX_OF",
     "LIMIT_MIN",
+    "LISTED_REASONS",
     "MAX_AUTHORIZATION_CHARS",
     "MAX_GENERATION",
     "MAX_ID_CHARS",
@@ -65,6 +66,7 @@ __all__ = [
     "parse_generation",
     "parse_select",
     "parse_view",
+    "reason_listed",
     "saved_state_key",
     "saved_state_readable",
     "url_on_origin",
@@ -117,6 +119,30 @@ UI_STATUSES = ("applied", "not-found")
 # Where a receipt layer stands (ledger.LayerState).
 LAYER_STATES = ("pending", "applied", "stale-context", "not-found", "rejected", "unconfirmed")
 UI_REASONS = {"applied": "ok", "not-found": "not-rendered"}
+# The reasons pagecontext itself gives each state of a command's layer: the page's
+# resolver and edge (docs/protocol.md 8.3, 8.4) and the assistant's ledger (8.6). A
+# reason with another state came from a page's own code (`pagecontext:command-done`),
+# even if it reads as one of these: `not-found` with `connection-closed` is no ledger's
+# word, nor `not-found` with `page-instance` a page reloaded since.
+LISTED_REASONS = {
+    "applied": ("ok",),
+    "stale-context": ("page-instance", "revision-evicted", "view-changed"),
+    "not-found": ("not-rendered", "not-focusable", "no-refresh"),
+    "rejected": (
+        "malformed",
+        "unsupported-version",
+        "too-large",
+        "too-deep",
+        "forbidden-key",
+        "not-json",
+        "not-plain",
+        "over-limit",
+        "not-a-command",
+        "conversation-mismatch",
+        "future-revision",
+    ),
+    "unconfirmed": ("deadline", "connection-closed", "assistant-reloaded"),
+}
 MAX_ID_CHARS = 256
 _KEYS = (
     "role",
@@ -521,6 +547,12 @@ def action_checkable(view: Any) -> bool:
     if not is_layer_view(view) or view["state"] != "unconfirmed":
         return False
     return not view.get("late") or view.get("lateStatus") == "not-found"
+
+
+def reason_listed(state: Any, reason: Any) -> bool:
+    """True if `reason` is one pagecontext itself gives a command's layer in `state`
+    (LISTED_REASONS); False for a page's own word, or a listed word with another state."""
+    return reason in LISTED_REASONS.get(state, ())
 
 
 def command_standing(entry: Any, later: str) -> Any:

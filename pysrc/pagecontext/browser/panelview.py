@@ -11,7 +11,7 @@ import re
 
 import js
 
-from pagecontext.integration import action_checkable, command_standing
+from pagecontext.integration import action_checkable, command_standing, reason_listed
 
 # For the type checker only: MicroPython has neither typing nor contextlib, and never
 # evaluates annotations.
@@ -319,7 +319,10 @@ def _standing_text(command: dict[str, Any], layer: dict[str, Any]) -> str:
     if state == "applied":
         said = _DONE.get(action, "Done on the page")
     else:
-        said = _NOT_DONE_WHY.get(reason) or _NOT_DONE.get(state, "Not done")
+        # A reason's words only with the state pagecontext gives it: a page's own
+        # `not-found` (`page-instance`) does not say the page was reloaded.
+        why = _NOT_DONE_WHY.get(reason) if reason_listed(state, reason) else None
+        said = why or _NOT_DONE.get(state, "Not done")
         if layer.get("late") and layer.get("lateStatus") == "applied":
             said += "; the page did it later"
     return said + " [" + code + "]"
