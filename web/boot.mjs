@@ -429,7 +429,7 @@ let stateRole = null;
 
 function sayState(state) {
   const waits = stateRole === "assistant" && (state === "ready" || state === "connecting");
-  const words = waits ? ASSISTANT_WAITS : STATE_WORDS[state] ?? "";
+  const words = waits ? ASSISTANT_WAITS : Object.hasOwn(STATE_WORDS, state) ? STATE_WORDS[state] : "";
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
