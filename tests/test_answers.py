@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from pagecontext.answers import (
     MAX_ERROR_CHARS,
     MAX_ID_CHARS,
+    MAX_TOOL_CALLS,
     AnswerStream,
     RunEnded,
     TextDelta,
@@ -432,3 +433,47 @@ def test_a_character_cut_across_two_deltas_is_joined_and_a_lone_half_replaced() 
     [call] = [u for u in updates if isinstance(u, ToolCallMade)]
     assert (call.call_id, json.loads(call.arguments)) == ("c\ufffd", {"note": "\U0001f600"})
     assert ending(updates) == RunEnded("run-error", "bad \ufffd")
+
+
+def test_a_run_making_more_tool_calls_than_its_limit_ends_before_the_extra_one() -> None:
+    """An agent that goes on calling tools past MAX_TOOL_CALLS: the calls up to the limit
+    are made, the one past it is not (it would become a command to the page or a
+    proposal), and the run ends malformed, saying why."""
+    events: list[BaseEvent] = [started()]
+    for index in range(MAX_TOOL_CALLS + 1):
+        call = f"c{index}"
+        events += [
+            ToolCallStartEvent(tool_call_id=call, tool_call_name="locate"),
+            ToolCallArgsEvent(tool_call_id=call, delta='{"componentId":"t"}'),
+            ToolCallEndEvent(tool_call_id=call),
+        ]
+    events.append(finished())
+    updates = read([sse(*events)])
+    made = [u.call_id for u in updates if isinstance(u, ToolCallMade)]
+    assert made == [f"c{index}" for index in range(MAX_TOOL_CALLS)]
+    end = ending(updates)
+    assert end.code == "malformed-stream"
+    assert f"more than {MAX_TOOL_CALLS} tool calls" in end.message
+
+
+@pytest.mark.parametrize(
+    ("chunk", "why"),
+    [
+        (ToolCallChunkEvent(tool_call_id="c1", delta='{"componentId":"t"}'), "chunk-without-name"),
+        (ToolCallChunkEvent(delta='{"componentId":"t"}'), "chunk-without-id"),
+        (
+            ToolCallChunkEvent(tool_call_id="c1", tool_call_name="", delta="{}"),
+            "chunk-without-name",
+        ),
+    ],
+)
+def test_a_tool_chunk_that_opens_no_call_ends_the_run_and_makes_none(
+    chunk: ToolCallChunkEvent, why: str
+) -> None:
+    """A first TOOL_CALL_CHUNK without a tool's name, or without an id, can open no tool
+    call: the run ends malformed saying which, and no call is made."""
+    updates = read([sse(started(), chunk, finished())])
+    end = ending(updates)
+    assert end.code == "malformed-stream"
+    assert why in end.message
+    assert [u for u in updates if isinstance(u, ToolCallMade)] == []

@@ -418,3 +418,31 @@ def test_a_child_takes_bound_only_after_connecting() -> None:
 def test_read_nonce_accepts_only_22_base64url_characters(fragment: str, nonce: str | None) -> None:
     """read_nonce returns the nonce only for an exact pc-nonce fragment."""
     assert read_nonce(fragment) == nonce
+
+
+@pytest.mark.parametrize("peer", [None, "page-A", ["role", "page"], 7])
+def test_connect_data_that_is_not_an_object_is_malformed(peer: object) -> None:
+    """The connect data comes from another window: anything but an object is refused as
+    malformed (not another exception), the child closes, and no `connected` is made."""
+    child = assistant_child()
+    with pytest.raises(HandshakeRejected) as caught:
+        child.connect(peer)  # type: ignore[arg-type]
+    assert caught.value.reason == "malformed"
+    assert child.state is BindState.CLOSED
+    assert child.offered is None
+
+
+def test_a_child_whose_own_ids_the_embedder_would_refuse_sends_no_connected() -> None:
+    """A message id over the protocol's limit would only be refused by the embedder: the
+    child refuses it first (malformed) and closes, sending nothing."""
+    child = ChildBinder(
+        role="assistant",
+        instance_id="asst-1",
+        conversation_id="conv-1",
+        nonce=NONCE,
+        new_id=lambda: "h" * 257,
+    )
+    with pytest.raises(HandshakeRejected) as caught:
+        child.connect({"role": "page", "pageInstanceId": "page-A"})
+    assert caught.value.reason == "malformed"
+    assert child.state is BindState.CLOSED

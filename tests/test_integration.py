@@ -401,3 +401,40 @@ def test_filters_the_worker_reads_otherwise_stay_as_the_edge_checked_them(
 ) -> None:
     """Filters the worker refuses or reads otherwise stay as the edge checked them."""
     assert filters_in_page_order(text, checked) is checked
+
+
+@pytest.mark.parametrize(
+    "agent_url",
+    [
+        # The browser's URL parser reads a backslash as a slash, and drops tabs and line
+        # breaks: each of these resolves to another host, which would get the agent's
+        # credential.
+        "/\\evil.example/agent",
+        "/\t/evil.example/agent",
+        "/\n/evil.example/agent",
+        "/\r/evil.example/agent",
+        "http:\\\\evil.example/agent",
+        "/agent run",
+        7,
+        None,
+        ["/agent"],
+    ],
+)
+def test_an_agent_url_that_could_resolve_elsewhere_is_refused(agent_url: object) -> None:
+    """An agentUrl holding a backslash or white space, or that is not a string, is a
+    ConfigError naming agentUrl (not another exception, which the panel's MicroPython
+    could not read, and not a path the browser would resolve to another host)."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config_with(role="assistant", agentUrl=agent_url))
+    assert caught.value.field == "agentUrl"
+
+
+@pytest.mark.parametrize("app", [7, None, "", "1sales", "../sales", ".sales"])
+def test_an_app_that_is_not_a_module_name_is_refused(app: object) -> None:
+    """Each of `apps` names one of the page's own modules, which the edge fetches by that
+    name: anything but a Python module name (not a string, empty, starting with a digit
+    or a dot, a path) is a ConfigError naming its index."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config_with(apps=["sales", app]))
+    assert caught.value.field == "apps[1]"
+    assert parse_config(config_with(apps=["sales", "_report2"]))["apps"] == ["sales", "_report2"]

@@ -189,3 +189,40 @@ def test_an_instruction_is_one_line_without_brackets(text: str) -> None:
     """Instruction text with a line break or an angle bracket is refused."""
     with pytest.raises(LocalProtocolError):
         Instruction(text)
+
+
+def test_a_dismissed_groups_item_is_not_put_back_by_another_providers_copy() -> None:
+    """Dedupe comes before dismissal: the first provider's copy of an item decides. The
+    user dismissed the selection's group; another provider's copy of the same item,
+    outside that group, does not bring it back into play (to the chips and the model)."""
+    registry = ItemRegistry()
+    registry.register("selection", [ContextItem(type="row", key="42", dismiss_group="sel")])
+    registry.register(
+        "table", [ContextItem(type="row", key="42"), ContextItem(type="row", key="7")]
+    )
+    registry.dismiss_group("sel")
+    assert keys(registry) == ["7"]
+
+
+def test_an_instruction_field_not_given_is_a_local_error() -> None:
+    """A template field with no id given raises LocalProtocolError, the error format()
+    documents, not a KeyError a caller would not expect."""
+    with pytest.raises(LocalProtocolError, match="'ref' was not given"):
+        Instruction.format("Highlight {ref} in {table}.", table="orders")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"type": ""},
+        {"type": 7},
+        {"type": "row", "key": 42},
+        {"type": "row", "label": ["a"]},
+        {"type": "row", "dismiss_group": 1},
+    ],
+)
+def test_an_items_type_key_label_and_group_must_be_strings(fields: dict[str, object]) -> None:
+    """An item's type is a non-empty string, and its key, label and dismiss group are
+    strings or None: each reaches the model's line or the saved dismissals as text."""
+    with pytest.raises(LocalProtocolError):
+        ContextItem(**fields)  # type: ignore[arg-type]

@@ -260,6 +260,70 @@ def test_a_receipt_for_a_layer_not_recorded_is_ignored() -> None:
     assert book.ignored == 1
 
 
+# -- business actions: the server's answers, checks, a saved conversation -----------------
+
+
+def _action(book: ReceiptLedger, command_id: str) -> None:
+    """Record a business action as the assistant does: `received` and `business`."""
+    book.record(command_id, -1, ("received", "business"), {"received": 1000, "business": 1000})
+
+
+def test_settling_an_unknown_action_is_ignored_and_counted() -> None:
+    """The server's answer for an action the ledger does not hold (never confirmed here,
+    or forgotten) records nothing, is counted as ignored, and raises nothing."""
+    book, _ = ledger()
+    assert book.settle("act-9", "business", "applied", "done") is None
+    assert book.ignored == 1
+    with pytest.raises(KeyError):
+        book.get("act-9")
+
+
+def test_found_later_turns_only_a_late_not_found_into_a_late_applied() -> None:
+    """A check that finds the flag after an earlier check found none records it late as
+    applied. Any other layer (pending, settled on time, late with another status, never
+    recorded) is left as it is: a check's answer never rewrites what the server said of
+    the request itself, nor makes anything a success."""
+    book, clock = ledger()
+    for command_id in ("on-time", "late-rejected", "late-not-found"):
+        _action(book, command_id)
+        book.settle(command_id, "received", "applied", "confirmation-issued")
+    book.settle("on-time", "business", "rejected", "no-permission")
+    assert book.found_later("late-rejected", "business") is None  # still pending
+    clock.advance(1001)
+    book.expire()
+    book.settle("late-rejected", "business", "rejected", "http-409")
+    book.settle("late-not-found", "business", "not-found", "checked")
+    before = {command_id: book.get(command_id) for command_id in ("on-time", "late-rejected")}
+    for command_id in ("on-time", "late-rejected", "unknown"):
+        assert book.found_later(command_id, "business") is None
+    assert {command_id: book.get(command_id) for command_id in before} == before
+    assert book.found_later("late-not-found", "ui") is None
+    found = book.found_later("late-not-found", "business")
+    assert found is not None
+    assert (found.state, found.late, found.late_status) == ("unconfirmed", True, "applied")
+    assert book.get("late-not-found")["business"] == found
+
+
+def test_restore_never_replaces_a_recorded_command_nor_takes_a_pending_layer() -> None:
+    """A saved conversation's action is restored with its layers as they ended: one the
+    ledger records already keeps its own records, and one with a layer still pending
+    (which no deadline would ever end) is not taken."""
+    book, _ = ledger()
+    _action(book, "act-1")
+    book.settle("act-1", "received", "applied", "confirmation-issued")
+    kept = book.get("act-1")
+    lost = LayerRecord(state="unconfirmed", reason="assistant-reloaded")
+    book.restore("act-1", -1, {"received": lost, "business": lost})
+    assert book.get("act-1") == kept
+    book.restore("act-2", -1, {"received": lost, "business": LayerRecord(state="pending")})
+    with pytest.raises(KeyError):
+        book.get("act-2")
+    book.restore("act-3", -1, {"received": lost, "business": lost})
+    late = book.settle("act-3", "business", "applied", "done")
+    assert late is not None
+    assert (late.state, late.late, late.late_status) == ("unconfirmed", True, "applied")
+
+
 def test_dropping_a_connection_unconfirms_its_pending_layers() -> None:
     """A reload leaves in-flight commands unconfirmed; other connections are untouched."""
     book, _ = ledger()

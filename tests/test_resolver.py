@@ -234,6 +234,23 @@ def test_remembered_receipts_are_bounded() -> None:
     assert not page.resolve(command(messageId="c0")).replayed
 
 
+def test_a_replayed_command_is_remembered_as_the_latest() -> None:
+    """An assistant that sends a command again (its receipt was lost) gets the original
+    receipt, and the replay keeps that command among the last `remembered`: newer
+    commands evict older ones first, so a third send of it is still a replay and its UI
+    work is never done twice."""
+    page = Page(remembered=2)
+    page.select()
+    page.resolve(command(messageId="c0"))
+    page.resolve(command(messageId="c1"))
+    assert page.resolve(command(messageId="c0")).replayed
+    page.resolve(command(messageId="c2"))
+    again = page.resolve(command(messageId="c0"))
+    assert again.replayed
+    assert again.apply is None
+    assert not page.resolve(command(messageId="c1")).replayed
+
+
 def test_step5_a_revision_never_issued_is_rejected() -> None:
     """Step 5: basisRevision above the latest issued is rejected/future-revision."""
     page = Page()

@@ -18,6 +18,7 @@ from pagecontext.integration import LAYER_STATES, action_checkable
 from pagecontext.ledger import LayerState, ReceiptLedger
 from pagecontext.models import MAX_SAFE_INTEGER, Limits, Quantity
 from pagecontext.session import (
+    ACTION_DEADLINES_MS,
     ACTION_TIMEOUT_MS,
     UI_PENDING_MAX,
     ActionRequest,
@@ -992,6 +993,33 @@ def test_bye_makes_the_assistants_in_flight_commands_unconfirmed() -> None:
     assert layers(pair, highlight)["received"] == ("unconfirmed", "connection-closed")
 
 
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_the_pages_bye_names_its_conversation_now_and_unbinds_the_assistant(
+    embedder: Side,
+) -> None:
+    """The page's document goes away after the assistant switched to a new conversation:
+    its `bye` names the page instance and that conversation (the assistant refuses any
+    other, and would stay bound to a dead port), its port is closed and its edge told
+    `unbound`; the assistant takes the bye and unbinds. Said again, unbound, the page
+    sends nothing."""
+    pair = shared_pair(embedder)
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    effects = pair.page.bye()
+    said = [e.message for e in effects if isinstance(e, ToPeer)]
+    assert [(m["type"], m["pageInstanceId"], m["conversationId"]) for m in said] == [
+        ("bye", "page-1", "conv-2")
+    ]
+    assert ClosePort("bye") in effects
+    assert ToEdge({"kind": "unbound"}) in effects
+    assert pair.page.binding is None
+    assert not pair.page.connecting
+    # As the port delivers it before it closes.
+    assert ClosePort("bye") in pair.assistant.on_port_message(said[0])
+    assert pair.assistant.binding is None
+    assert pair.page.bye() == [ToEdge({"kind": "unbound"})]
+
+
 def test_the_ui_receipts_a_page_waits_for_are_bounded_and_end_with_its_binding() -> None:
     """Applied commands whose UI work never reports back (a component that never renders
     after a refresh, a command the page took over and never answers) are remembered up to
@@ -1192,6 +1220,137 @@ def test_a_check_that_never_ends_holds_the_next_back_only_for_its_timeout() -> N
     assert assistant.check_action("act-1") == []
     clock.advance(1)
     assert len(assistant.check_action("act-1")) == 1
+
+
+def _confirmed_flag(clock: FakeClock | None = None) -> AssistantSession:
+    """An assistant whose restored proposal `act-1` the user confirmed, and whose
+    confirmation the server issued: its flag request is out."""
+    assistant = _restored_with({**_ACTION, "decision": "proposed"}, clock=clock)
+    [confirm] = [e for e in assistant.confirm_action("act-1") if isinstance(e, ActionRequest)]
+    assert confirm.step == "confirm"
+    effects = assistant.on_action_answer("act-1", "confirm", 201, {"token": "tok-1"})
+    [execute] = [e for e in effects if isinstance(e, ActionRequest)]
+    assert execute.step == "execute"
+    return assistant
+
+
+_ITS_FLAG: dict[str, object] = {"id": 7, "actionId": "act-1", "ref": "row:1", "taskId": "t-1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "state"),
+    [
+        ({"flag": _ITS_FLAG}, "applied"),
+        ({}, "rejected"),
+        ({"flag": None}, "rejected"),
+        ({"flag": [_ITS_FLAG]}, "rejected"),
+        ({"flag": "act-1"}, "rejected"),
+        ({"flag": {**_ITS_FLAG, "taskId": "t-2"}}, "rejected"),
+        ({"flag": {**_ITS_FLAG, "actionId": "act-2"}}, "rejected"),
+    ],
+)
+def test_a_200_to_the_flag_request_is_success_only_with_this_actions_own_flag(
+    body: dict[str, object], state: str
+) -> None:
+    """The server's 200 (not 201) says the flag existed already: the action is done only
+    if the answer holds the flag made for this very action, its row and its task. No
+    flag, one that is not an object, or another task's or action's flag is no success
+    (`rejected`, with the status as its reason), and nothing fails on the way."""
+    assistant = _confirmed_flag()
+    assistant.on_action_answer("act-1", "execute", 200, body)
+    record = assistant.ledger.get("act-1")["business"]
+    assert record.state == state
+    if state == "rejected":
+        assert record.reason == "http-200"
+        assistant.state()
+        assert assistant.composer.entry("act-1", "action")["result"] is None
+
+
+def test_declining_an_action_already_confirmed_or_unknown_changes_nothing() -> None:
+    """Decline is for a waiting proposal only: pressed on an action whose requests are
+    out (another tab, a stale panel), it leaves the action confirmed, its requests
+    tracked and nothing to save; on an id the log does not hold, it does nothing."""
+    assistant = _confirmed_flag()
+    assert assistant.decline_action("act-1") == []
+    assert assistant.composer.entry("act-1", "action")["decision"] == "confirmed"
+    assert assistant.ledger.get("act-1")["business"].state == "pending"
+    assert assistant.decline_action("act-9") == []
+    assert assistant.confirm_action("act-9") == []
+
+
+@pytest.mark.parametrize("decision", ["proposed", "declined"])
+def test_a_confirmation_answer_for_an_action_never_confirmed_sends_no_flag_request(
+    decision: str,
+) -> None:
+    """The user's confirmation is what sends the flag request: a confirmation token that
+    arrives for an action still proposed or declined here (a stray answer, another tab's
+    request), or for an id the log does not hold, is not used; nothing is recorded, and
+    the decision stays the user's."""
+    assistant = _restored_with({**_ACTION, "decision": decision})
+    for action_id in ("act-1", "act-9"):
+        effects = assistant.on_action_answer(action_id, "confirm", 201, {"token": "tok-1"})
+        assert effects == []
+        with pytest.raises(KeyError):
+            assistant.ledger.get(action_id)
+    assert assistant.composer.entry("act-1", "action")["decision"] == decision
+
+
+def test_a_confirmation_answered_twice_sends_one_flag_request() -> None:
+    """The confirmation's answer delivered again (a retried request) uses no second
+    token: no second flag request goes out, and the flag request's deadline still counts
+    from the one that did, so that no answer in its time is still `unconfirmed`."""
+    clock = FakeClock()
+    assistant = _confirmed_flag(clock)
+    clock.advance(ACTION_DEADLINES_MS["business"] - 1)
+    again = assistant.on_action_answer("act-1", "confirm", 201, {"token": "tok-2"})
+    assert [e for e in again if isinstance(e, ActionRequest)] == []
+    assert assistant.ledger.get("act-1")["received"].state == "applied"
+    clock.advance(2)
+    assistant.tick()
+    business = assistant.ledger.get("act-1")["business"]
+    assert (business.state, business.reason) == ("unconfirmed", "deadline")
+
+
+def test_a_late_word_from_an_earlier_run_leaves_the_current_answer_alone() -> None:
+    """The first run ended; the user asked again. What the worker reports of the first
+    run afterwards (a transport failure, text it still held) is not the current run's:
+    the current answer keeps running, and then finishes with its own text."""
+    pair = shared_pair("page")
+    at = "2026-01-01T00:00:00.000Z"
+    [first] = [
+        e
+        for e in pair.assistant.ask("why?", at=at, shown=pair.assistant.shown_chip)
+        if isinstance(e, StartRun)
+    ]
+    pair.run("assistant", pair.assistant.on_agent_end(first.run_id))
+    [second] = [
+        e
+        for e in pair.assistant.ask("and now?", at=at, shown=pair.assistant.shown_chip)
+        if isinstance(e, StartRun)
+    ]
+    stream = [
+        {"type": "RUN_STARTED", "threadId": "conv-1", "runId": first.run_id},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "stale"},
+    ]
+    stale = "".join(f"data: {json.dumps(event)}\n\n" for event in stream)
+    assert pair.assistant.on_agent_text(first.run_id, stale) == []
+    assert pair.assistant.on_agent_failed(first.run_id, "timeout", "no answer") == []
+    assert pair.assistant.answering == second.run_id
+    current = pair.assistant.composer.entry(second.run_id, "answer")
+    assert (current["state"], current["text"], current["error"]) == ("running", "", None)
+    run = {"threadId": "conv-1", "runId": second.run_id}
+    events = [
+        {"type": "RUN_STARTED", **run},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m2", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "fresh"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m2"},
+        {"type": "RUN_FINISHED", **run},
+    ]
+    text = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    pair.run("assistant", pair.assistant.on_agent_text(second.run_id, text))
+    current = pair.assistant.composer.entry(second.run_id, "answer")
+    assert (current["state"], current["text"]) == ("done", "fresh")
 
 
 def test_the_layer_states_the_panel_reads_are_the_ledgers() -> None:
