@@ -1007,8 +1007,8 @@ def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
     demo: Page, origins: Origins
 ) -> None:
     """A row that is in the document but drawn nowhere (`hidden`), or drawn unseen
-    (`visibility: hidden`, `opacity: 0` on its table, its table in a container collapsed
-    to nothing), is `not-found` (`not-rendered`)
+    (`visibility: hidden`, `opacity: 0` on its table, a box with no area: its cells not
+    drawn), is `not-found` (`not-rendered`)
     on the `ui` layer, and carries no highlight; a `locate` of a row
     that cannot take the keyboard's focus (no `tabindex`) is `not-found`
     (`not-focusable`); the same row with its `tabindex` is located, focused and
@@ -1043,16 +1043,14 @@ def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
     receipts("transparent", "applied:ok", "not-found:not-rendered")
     expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
     row.evaluate("element => { element.closest('table').style.opacity = ''; }")
-    # Its table in a container collapsed to nothing (an accordion's `max-height: 0;
-    # overflow: hidden`): laid out, with a box of its own, but clipped away.
-    row.evaluate(
-        "(element, css) => { element.closest('table').parentElement.style.cssText = css; }",
-        "max-height: 0; overflow: hidden; padding: 0; border: 0",
-    )
-    send("collapsed", "highlight")
-    receipts("collapsed", "applied:ok", "not-found:not-rendered")
+    # Its cells not drawn: the row is laid out, but its box has no area.
+    row.evaluate("element => element.querySelectorAll('td').forEach((td) => { td.hidden = true; })")
+    send("empty", "highlight")
+    receipts("empty", "applied:ok", "not-found:not-rendered")
     expect(row).not_to_have_attribute("data-pc-highlight", re.compile("."))
-    row.evaluate("(element) => { element.closest('table').parentElement.style.cssText = ''; }")
+    row.evaluate(
+        "element => element.querySelectorAll('td').forEach((td) => { td.hidden = false; })"
+    )
     row.evaluate("element => element.removeAttribute('tabindex')")
     send("unfocusable", "locate")
     receipts("unfocusable", "applied:ok", "not-found:not-focusable")

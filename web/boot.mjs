@@ -67,18 +67,17 @@ globalThis.pagecontextHost = {
   runtimeRequest(value) {
     return globalThis.pagecontextHost.flat(value) === RUNTIME_REQUEST;
   },
-  // Whether `element` is drawn where the user could see it: it has a box with an area,
-  // no ancestor clips its content to nothing (a collapsed accordion: `max-height: 0;
-  // overflow: hidden`), and neither `visibility: hidden` nor `opacity: 0` is on it or an
-  // ancestor. A browser without `checkVisibility` is not asked the last; its options are
-  // named both ways browsers have named them.
+  // Whether `element` is drawn where the user could see it: it has a box with an area
+  // (an SVG shape, a line among them, a length: its box leaves out the stroke), and
+  // neither `visibility: hidden` nor `opacity: 0` is on it or an ancestor. A browser
+  // without `checkVisibility` is not asked the last; its options are named both ways
+  // browsers have named them. What an ancestor clips away (a collapsed accordion's
+  // `max-height: 0; overflow: hidden`) counts as drawn, as what is scrolled out of view
+  // does: telling the two apart is the browser's layout, not a box's size.
   seen(element) {
-    if (![...element.getClientRects()].some((box) => box.width > 0 && box.height > 0)) return false;
-    for (let at = element.parentElement; at; at = at.parentElement) {
-      const style = getComputedStyle(at);
-      if (style.display === "inline" || style.display === "contents") continue; // no box of its own to clip with
-      if ((style.overflowY !== "visible" && at.clientHeight === 0) || (style.overflowX !== "visible" && at.clientWidth === 0)) return false;
-    }
+    const svg = element instanceof SVGElement;
+    const drawn = (box) => (svg ? box.width > 0 || box.height > 0 : box.width > 0 && box.height > 0);
+    if (![...element.getClientRects()].some(drawn)) return false;
     if (typeof element.checkVisibility !== "function") return true;
     return element.checkVisibility({ visibilityProperty: true, opacityProperty: true, checkVisibilityCSS: true, checkOpacity: true });
   },
