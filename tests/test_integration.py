@@ -16,6 +16,7 @@ from pagecontext.integration import (
     PLAIN_DATA_MAX_DEPTH,
     TIMEOUTS,
     ConfigError,
+    authorization_parts,
     filters_in_page_order,
     parse_command_done,
     parse_config,
@@ -438,3 +439,13 @@ def test_an_app_that_is_not_a_module_name_is_refused(app: object) -> None:
         parse_config(config_with(apps=["sales", app]))
     assert caught.value.field == "apps[1]"
     assert parse_config(config_with(apps=["sales", "_report2"]))["apps"] == ["sales", "_report2"]
+
+
+def test_an_authorization_is_read_alike_under_cpython_and_micropython() -> None:
+    """Only HTTP's white space (spaces, tabs) goes from around an Authorization value's
+    parts: CPython's `str.strip()` also strips a no-break space, MicroPython's does not,
+    and the edge (MicroPython) would take as another credential one that the action API
+    (CPython) reads as the user's own."""
+    assert authorization_parts(" Bearer \t u \t") == ("bearer", "u")
+    assert authorization_parts("Bearer u\u00a0") == ("bearer", "u\u00a0")
+    assert authorization_parts("Bearer u\x85") == ("bearer", "u\x85")
