@@ -528,6 +528,8 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     expect(grid.get_by_role("row", selected=True)).to_have_count(0)
     expect(rows.nth(1)).to_have_attribute("aria-selected", "false")
     demo.get_by_role("button", name="Ask AI").press("Enter")
+    # The focus left the chart: the name shown for its segment went with it.
+    expect(demo.locator("#sales-chart-focus")).to_have_text("")
     chip = assistant.locator(f'[data-pc-chip="{last}"]')
     expect(chip).to_contain_text("Revenue by month (EUR)", timeout=STEP_TIMEOUT_MS)
 

@@ -114,9 +114,6 @@ def test_a_value_that_reads_as_an_infinity_is_shared_as_its_text(demo: Page) -> 
     pin(demo, assistant, OTHER_ROW)  # and the next selection goes as usual
 
 
-# The text a panel's connection line shows (styles.css writes it after the element).
-
-
 def test_an_assistant_whose_page_never_binds_says_it_waits_for_it(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

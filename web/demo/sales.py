@@ -27,10 +27,16 @@ SVG = "http://www.w3.org/2000/svg"
 state = {"table": 0, "chart": 0}
 
 
-def say(region, text):
-    """Write `text` into a live region; the same words again go with a no-break space
-    added or taken away, since a live region says only what changed."""
-    region.textContent = text + "\u00a0" if region.textContent == text else text
+def say(region, text, again=True):
+    """Write `text` into a live region. With `again`, the same words again go with a
+    no-break space added or taken away, since a live region says only what changed;
+    without it, they are left as they are, and not said again."""
+    shown = region.textContent
+    if text and shown.rstrip("\u00a0") == text:
+        if not again:
+            return
+        text = text + "\u00a0" if shown == text else text
+    region.textContent = text
 
 
 def cell(text, field=None, value=None, numeric=False):
@@ -57,7 +63,7 @@ def filters():
 SLICE = 12
 
 
-async def render_table(rows, view, empty):
+async def render_table(rows, view, empty, filtered=False):
     body = doc.createElement("tbody")
     for index, row in enumerate(rows):
         if index and index % SLICE == 0:
@@ -79,9 +85,10 @@ async def render_table(rows, view, empty):
         body.append(tr)
     table.querySelector("tbody").replaceWith(body)
     # Heard as well as seen: what the filters left, for a user who cannot see the table
-    # change (a status, said after the filter they changed).
+    # change (a status, said after the filter they changed; a reload the assistant asked
+    # for says it only if it changed).
     shown = str(len(rows)) + (" row" if len(rows) == 1 else " rows") + " shown."
-    say(rows_shown, shown if rows else empty)
+    say(rows_shown, shown if rows else empty, filtered)
     rendered(table, "table", view)
     table.setAttribute("data-demo-rows", str(len(rows)))
 
@@ -144,6 +151,8 @@ async def render_chart(rows, view):
         rect.append(title)
         marks.append(rect)
     chart.replaceChildren(marks)
+    # The focused segment went with the old marks.
+    focused_mark.textContent = ""
     legend.replaceChildren()
     for region in regions:
         item = doc.createElement("span")
@@ -187,10 +196,10 @@ async def fetch_rows(view):
     return [row for row in data["rows"] if in_view(row, view)], "No rows match these filters."
 
 
-async def load():
+async def load(filtered=False):
     view = filters()
     rows, empty = await fetch_rows(view)
-    await render_table(rows, view, empty)
+    await render_table(rows, view, empty, filtered)
     await asyncio.sleep(0)
     await render_chart(rows, view)
 
@@ -245,6 +254,13 @@ def on_focus(event):
         focused_mark.textContent = target.querySelector("title").textContent
 
 
+def on_blur(event):
+    """The focus left the chart: the name shown for its segment goes with it."""
+    following = event.relatedTarget
+    if following is None or not chart.contains(following):
+        focused_mark.textContent = ""
+
+
 def on_ask(event):
     """Ask AI with nothing selected shares nothing (pagecontext sends only a selection):
     the page says what to do instead. pagecontext marks <html data-pc-revision> once the
@@ -255,6 +271,11 @@ def on_ask(event):
 
 def reload(event=None):
     asyncio.create_task(load())
+
+
+def on_filter(event):
+    """A filter changed: the rows it left are said, even as many as before."""
+    asyncio.create_task(load(True))
 
 
 def refresh(event):
@@ -269,13 +290,14 @@ LISTENERS = []
 
 async def main():
     for target, name, handler in (
-        (form, "change", reload),
+        (form, "change", on_filter),
         (table, "pagecontext:refresh", refresh),
         (chart, "pagecontext:refresh", refresh),
         (table, "keydown", on_key),
         (chart, "keydown", on_key),
         (table, "focusin", on_focus),
         (chart, "focusin", on_focus),
+        (chart, "focusout", on_blur),
         (doc.querySelector("[data-pc-ask]"), "click", on_ask),
     ):
         proxy = create_proxy(handler)
