@@ -123,7 +123,7 @@ def test_a_command_for_a_mark_no_longer_drawn_is_not_found(demo: Page, origins: 
     # Each segment is named once: by its title (an aria-label too made the title its
     # description, and each segment was read twice).
     name, description = chromium_name_and_description(demo, f'[data-pc-resource-ref="{EAST_ROW}"]')
-    assert re.fullmatch(r"East, 2026-03: [0-9,]+\.[0-9]{2} EUR", name), name
+    assert re.fullmatch(r"East, 2026-03: [0-9]{1,3}(,[0-9]{3})*\.[0-9]{2} EUR", name), name
     assert description is None, description
     share_mark(demo, assistant, EAST_ROW, 2)
 

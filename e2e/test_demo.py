@@ -49,6 +49,10 @@ def test_chip_shows_the_selected_row_as_the_user_saw_it(demo: Page) -> None:
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
     units = row.locator('[data-pc-field="unitsSold"]').get_attribute("data-pc-value")
     revenue = row.locator('[data-pc-field="revenueEur"]').get_attribute("data-pc-value")
+    # Shown with its thousands grouped, as the units are.
+    expect(row.locator('[data-pc-field="revenueEur"]')).to_have_text(
+        re.compile(r"^[0-9]{1,3}(,[0-9]{3})+\.[0-9]{2}$")
+    )
     select_and_ask(demo, ROW)
     chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
     expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)

@@ -39,6 +39,13 @@ def say(region, text, again=True):
     region.textContent = text
 
 
+def money(value):
+    """`value` with two decimals and its thousands grouped ("54,430.88"): MicroPython's
+    format groups the thousands of an integer only."""
+    whole, _, cents = ("%.2f" % abs(value)).partition(".")
+    return ("-" if value < 0 else "") + "{:,}".format(int(whole)) + "." + cents
+
+
 def cell(text, field=None, value=None, numeric=False):
     td = doc.createElement("td")
     td.textContent = text
@@ -77,7 +84,7 @@ async def render_table(rows, view, empty, filtered=False):
         tr.append(cell(row["month"], "month", row["month"]))
         tr.append(cell(row["region"], "region", row["region"]))
         tr.append(cell("{:,}".format(row["unitsSold"]), "unitsSold", row["unitsSold"], True))
-        tr.append(cell("{:,.2f}".format(row["revenueEur"]), "revenueEur", row["revenueEur"], True))
+        tr.append(cell(money(row["revenueEur"]), "revenueEur", row["revenueEur"], True))
         body.append(tr)
     if not rows:
         tr = doc.createElement("tr")
@@ -147,7 +154,7 @@ async def render_chart(rows, view):
         # Its name, and the tooltip a pointer shows (an aria-label as well would make the
         # title its description: each segment read twice).
         title = doc.createElementNS(SVG, "title")
-        title.textContent = region + ", " + month + ": " + "{:,.2f}".format(revenue) + " EUR"
+        title.textContent = region + ", " + month + ": " + money(revenue) + " EUR"
         rect.append(title)
         marks.append(rect)
     chart.replaceChildren(marks)
