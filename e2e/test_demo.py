@@ -167,6 +167,41 @@ RING = """(el) => {
 }"""
 
 
+def test_the_panel_stays_in_view_while_the_page_scrolls(demo: Page) -> None:
+    """Scrolled to the table's last row, the page keeps its assistant panel in view
+    (it scrolled away with the page and left a blank column), and Show me's receipt
+    stands under the button, above the conversation."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    show_and_expect(assistant, "applied")
+    demo.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    assert demo.evaluate("window.scrollY") > 0
+    frame = demo.locator("iframe[data-pc-child]").bounding_box()
+    assert frame is not None
+    assert frame["y"] == 0, frame
+    tops = [
+        box["y"] if box else None
+        for box in (
+            assistant.get_by_role("button", name="Show me").bounding_box(),
+            assistant.locator("[data-pc-receipt]").bounding_box(),
+            assistant.locator("[data-pc-log]").bounding_box(),
+        )
+    ]
+    assert None not in tops, tops
+    assert tops == sorted(tops), tops
+
+
+def test_the_diagnostics_ask_for_a_report_when_opened(demo: Page) -> None:
+    """Opened by the user, the diagnostics panel asks its worker for a report and shows
+    it (it showed "…" until a test asked for one)."""
+    diagnostics = demo.locator("[data-pc-diagnostics]")
+    diagnostics.locator("summary").click()
+    heap = diagnostics.locator("dt", has_text="Pyodide heap").locator(
+        "xpath=following-sibling::dd[1]"
+    )
+    expect(heap).to_have_text(re.compile(r"^[0-9]+ bytes$"), timeout=STEP_TIMEOUT_MS)
+
+
 def test_the_tables_tab_stop_follows_a_click(demo: Page) -> None:
     """The table keeps one Tab stop, where the focus last was: after a click on a row,
     Tab away and Shift+Tab back land on that row, not on the first."""
@@ -457,6 +492,8 @@ def test_a_month_range_that_ends_before_it_starts_shows_why_and_no_rows(demo: Pa
     expect(table.locator("tbody")).to_have_text(
         "The rows could not be loaded: from (2026-06) must not be after to (2026-02)."
     )
+    # Said across the table, not squeezed into its first column.
+    expect(table.locator("tbody td")).to_have_attribute("colspan", "4")
     chart = demo.locator("#sales-chart")
     expect(chart).to_have_attribute("data-demo-marks", "0")
     for component in (table, chart):
@@ -517,6 +554,18 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     expect(assistant.locator(f'[data-pc-chip="{second}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     marks = demo.locator("#sales-chart rect")
     marks.first.focus()
+    # The arrows follow the drawing: up the month's stack, right to the same series in
+    # the next month.
+    first = json.loads(marks.first.get_attribute("data-pc-values") or "")
+    demo.keyboard.press("ArrowUp")
+    above = json.loads(marks.nth(1).get_attribute("data-pc-values") or "")
+    expect(marks.nth(1)).to_be_focused()
+    assert (above["month"], above["series"] != first["series"]) == (first["month"], True)
+    demo.keyboard.press("ArrowDown")
+    expect(marks.first).to_be_focused()
+    demo.keyboard.press("ArrowRight")
+    focused = json.loads(demo.evaluate("document.activeElement.getAttribute('data-pc-values')"))
+    assert (focused["series"], focused["month"]) == (first["series"], "2026-02"), focused
     demo.keyboard.press("End")
     expect(marks.last).to_be_focused()
     # Its name is shown too: a keyboard gets no tooltip.

@@ -22,6 +22,7 @@ focused_mark = doc.getElementById("sales-chart-focus")
 form = doc.querySelector(".pc-filters")
 hint = doc.getElementById("ask-hint")
 rows_shown = doc.getElementById("rows-shown")
+panel = doc.querySelector(".pc-panel")
 SVG = "http://www.w3.org/2000/svg"
 # Each component's data generation, bumped on every render.
 state = {"table": 0, "chart": 0}
@@ -88,7 +89,10 @@ async def render_table(rows, view, empty, filtered=False):
         body.append(tr)
     if not rows:
         tr = doc.createElement("tr")
-        tr.append(cell(empty))
+        # Across the table: in the first column alone it would squeeze the others.
+        td = cell(empty)
+        td.setAttribute("colspan", "4")
+        tr.append(td)
         body.append(tr)
     table.querySelector("tbody").replaceWith(body)
     # Heard as well as seen: what the filters left, for a user who cannot see the table
@@ -234,7 +238,16 @@ def on_key(event):
     objects = list(component.querySelectorAll("[data-pc-resource-ref]"))
     if key in STEPS:
         at = [o.getAttribute("data-pc-resource-ref") for o in objects].index(ref)
-        following = objects[max(0, min(len(objects) - 1, at + STEPS[key]))]
+        step = STEPS[key]
+        if component is chart:
+            # As the chart is drawn: up and down a month's stack (stacked bottom up in the
+            # order its segments come), left and right to the same series in the month
+            # before or after (a month's segments come together, one per legend entry).
+            series = max(1, legend.childElementCount)
+            step = {"ArrowUp": 1, "ArrowDown": -1, "ArrowRight": series, "ArrowLeft": -series}[key]
+        # Past the first or the last object, the focus stays where it is.
+        to = at + step
+        following = objects[to] if 0 <= to < len(objects) else objects[at]
     elif key in ("Home", "End"):
         following = objects[0 if key == "Home" else -1]
     else:
@@ -271,9 +284,13 @@ def on_blur(event):
 def on_ask(event):
     """Ask AI with nothing selected shares nothing (pagecontext sends only a selection):
     the page says what to do instead. pagecontext marks <html data-pc-revision> once the
-    user has selected something, and the page's style hides the hint from then on."""
+    user has selected something, and the page's style hides the hint from then on.
+    A narrow window puts the assistant under the page, out of sight: Ask AI then
+    scrolls to it, where the chip shows what was taken."""
     if doc.documentElement.getAttribute("data-pc-revision") is None:
         say(hint, "Select a row or a chart segment first.")
+    elif panel is not None and panel.getBoundingClientRect().top >= js.window.innerHeight:
+        panel.scrollIntoView(True)
 
 
 def reload(event=None):

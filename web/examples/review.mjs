@@ -12,7 +12,7 @@ const COMPONENT = "review-months";
 const list = document.getElementById("review-months");
 const detail = document.getElementById("review-detail");
 const regionSelect = document.getElementById("review-region");
-const state = { rows: [], selected: null, pointedAt: null, generation: 0 };
+const state = { rows: [], selected: null, pointedAt: new Map(), generation: 0 };
 const euros = new Intl.NumberFormat("en", { style: "currency", currency: "EUR" });
 const count = new Intl.NumberFormat("en");
 
@@ -51,7 +51,11 @@ function renderMarks() {
   for (const item of list.children) {
     const ref = item.dataset.pcResourceRef;
     item.setAttribute("aria-current", String(ref === state.selected));
-    item.classList.toggle("is-pointed-at", ref === state.pointedAt);
+    // Every month the assistant points at is marked, the one its answer is about and
+    // the ones it cites (tone `related`, marked apart): a citation does not take the
+    // mark off the month the answer is about.
+    item.classList.toggle("is-pointed-at", state.pointedAt.has(ref));
+    item.classList.toggle("is-related", state.pointedAt.get(ref) === "related");
   }
   const row = state.rows.find((r) => r.ref === state.selected);
   if (!row) {
@@ -81,7 +85,7 @@ async function load() {
   const response = await fetch(`/api/sales?region=${encodeURIComponent(regionSelect.value)}`);
   state.rows = (await response.json()).rows;
   state.selected = null;
-  state.pointedAt = null;
+  state.pointedAt.clear();
   renderList();
 }
 
@@ -110,14 +114,18 @@ regionSelect.addEventListener("change", load);
 // scrolls to the item and focuses it). The user's own selection, what the detail shows
 // and what "Ask AI" shares, stays the user's: only the user changes it.
 document.addEventListener("pagecontext:command", (event) => {
-  const { commandId, action, componentId, resourceRef } = event.detail;
+  const { commandId, action, componentId, resourceRef, tone } = event.detail;
   if (componentId !== COMPONENT || (action !== "highlight" && action !== "clear-highlight")) return;
   event.preventDefault();
   let status = "applied";
   if (action === "clear-highlight") {
-    state.pointedAt = null;
+    state.pointedAt.clear();
   } else if (state.rows.some((r) => r.ref === resourceRef)) {
-    state.pointedAt = resourceRef;
+    // One month the answer is about (`focus`), as the demo's table keeps one.
+    if (tone !== "related") {
+      for (const [ref, was] of state.pointedAt) if (was !== "related") state.pointedAt.delete(ref);
+    }
+    state.pointedAt.set(resourceRef, tone === "related" ? "related" : "focus");
   } else {
     status = "not-found";
   }

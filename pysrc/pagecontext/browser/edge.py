@@ -77,6 +77,9 @@ NEW_CONVERSATION_BEGUN = "A new conversation: the questions and answers before i
 CONTEXT_STAYS_REMOVED = (
     "The context you removed stays out of the conversation: press Bring it back to use it."
 )
+# What the context area says with no chip: none taken yet, or the one taken removed.
+CONTEXT_EMPTY = "Select a row and press “Ask AI”."
+CONTEXT_REMOVED_EMPTY = "Removed. Select another row and press “Ask AI”."
 # What a press of Show me says while the page is not connected.
 SHOW_WAITS = "Not yet: the assistant is waiting for the page. Show me works once it is connected."
 # How much of an answer the status says when it is done (the whole is in the log).
@@ -912,6 +915,10 @@ class Edge:
         panel = js.document.querySelector("[data-pc-diagnostics]")
         if panel is None or not panel.open:
             return
+        if event is not None:
+            # Opened by the user: a fresh report, drawn when it lands (`_on_diagnostics`);
+            # until one was asked for, every counter would stay "…".
+            self.diagnose()
         rows = [("window messages refused", "")]
         for reason in sorted(self.rejected):
             rows.append(("  " + reason, str(self.rejected[reason])))
@@ -1525,7 +1532,10 @@ class Edge:
             show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
         chip_changed = self._changed("chip", chip)
-        if chip_changed:
+        # No chip because the user removed it: Ask AI on the same object keeps it out, so
+        # the empty area asks for another one (Bring it back is shown under it).
+        removed = chip is None and bool(state.get("dismissed"))
+        if self._changed("removed", removed) or chip_changed:
             chips = doc.querySelector("[data-pc-chips]")
             refocus = _holds_focus(chips)
             chips.replaceChildren()
@@ -1533,7 +1543,8 @@ class Edge:
             if chip is not None:
                 chips.append(chip_element(chip))
             else:
-                chips.append(text_element("p", "Select a row and press “Ask AI”.", "pc-empty"))
+                said = CONTEXT_REMOVED_EMPTY if removed else CONTEXT_EMPTY
+                chips.append(text_element("p", said, "pc-empty"))
         # The last revision committed, chip or not (a removed chip stays removed).
         revision = state.get("revision") or 0
         if self._changed("revision", revision) and not first:
