@@ -563,6 +563,11 @@ def test_the_keyboard_selects_a_row_and_a_chart_segment_as_a_click_does(demo: Pa
     assert (above["month"], above["series"] != first["series"]) == (first["month"], True)
     demo.keyboard.press("ArrowDown")
     expect(marks.first).to_be_focused()
+    # At the top of a month's stack (five regions), up goes nowhere.
+    marks.nth(4).focus()
+    demo.keyboard.press("ArrowUp")
+    expect(marks.nth(4)).to_be_focused()
+    marks.first.focus()
     demo.keyboard.press("ArrowRight")
     focused = json.loads(demo.evaluate("document.activeElement.getAttribute('data-pc-values')"))
     assert (focused["series"], focused["month"]) == (first["series"], "2026-02"), focused

@@ -2130,6 +2130,28 @@ def test_a_cleared_selection_is_shared_and_the_assistant_holds_no_context(
     assert chip(pair)["resourceRef"] == "row:3"
 
 
+def test_the_panel_is_told_a_removed_chip_apart_from_no_context() -> None:
+    """`removed` says the pinned context's chip is one the user removed: while it is, and
+    not once it is brought back, nor when another row's context is then cleared by the
+    page (no chip, an older removal still standing: nothing was removed)."""
+    pair = shared_pair("page")
+    assert state(pair)["removed"] is False
+    pair.run("assistant", pair.assistant.remove_chip(None))
+    assert (state(pair)["chip"], state(pair)["removed"]) == (None, True)
+    pair.run("assistant", pair.assistant.restore_chips())
+    assert state(pair)["removed"] is False
+    pair.run("assistant", pair.assistant.remove_chip(None))
+    select(pair, "row:3")
+    share(pair)
+    assert chip(pair)["resourceRef"] == "row:3"
+    assert state(pair)["removed"] is False
+    pair.run("page", pair.page.clear_selection())
+    share(pair)
+    assert pair.assistant.pinned is None
+    assert state(pair)["dismissed"]
+    assert (state(pair)["chip"], state(pair)["removed"]) == (None, False)
+
+
 def test_a_flag_request_that_failed_as_its_deadline_passed_can_be_checked() -> None:
     """The worker hands a flag request's failure (its 10 s timeout) to the session after
     the business layer's deadline (11 s) but before the deadline timer's tick, a worker

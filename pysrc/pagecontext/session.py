@@ -1727,6 +1727,8 @@ class AssistantSession:
                 "preview": self.composer.preview() if self.preview_shown else None,
                 "task": self.composer.task,
                 "dismissed": self.composer.dismissed,
+                # The pinned context's chip is one the user removed (not merely none).
+                "removed": pinned is not None and not self.chip_shown,
                 "logVersion": self.composer.log_version,
                 "answering": self.answering,
                 "busy": self.busy,

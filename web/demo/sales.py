@@ -219,6 +219,26 @@ async def load(filtered=False):
 STEPS = {"ArrowDown": 1, "ArrowRight": 1, "ArrowUp": -1, "ArrowLeft": -1}
 
 
+def chart_step(objects, at, key):
+    """Where an arrow key moves from the chart's segment `at`, as the chart is drawn: up
+    and down the month's stack (stacked bottom up in the order its segments come), left
+    and right to the same series in the nearest month before or after that has it (a
+    month may lack a region, and a region filter leaves one segment a month). Past the
+    stack's top or bottom, or the chart's first or last month, the focus stays."""
+    spots = [json.loads(o.getAttribute("data-pc-values") or "{}") for o in objects]
+    month, series = spots[at].get("month"), spots[at].get("series")
+    if key in ("ArrowUp", "ArrowDown"):
+        to = at + (1 if key == "ArrowUp" else -1)
+        return to if 0 <= to < len(spots) and spots[to].get("month") == month else at
+    step = 1 if key == "ArrowRight" else -1
+    to = at + step
+    while 0 <= to < len(spots):
+        if spots[to].get("series") == series and spots[to].get("month") != month:
+            return to
+        to += step
+    return at
+
+
 def on_key(event):
     """The keyboard selects as a click does: Enter or Space selects the focused row or
     chart segment (the page tells pagecontext with `pagecontext:select`); the arrow keys,
@@ -238,16 +258,12 @@ def on_key(event):
     objects = list(component.querySelectorAll("[data-pc-resource-ref]"))
     if key in STEPS:
         at = [o.getAttribute("data-pc-resource-ref") for o in objects].index(ref)
-        step = STEPS[key]
         if component is chart:
-            # As the chart is drawn: up and down a month's stack (stacked bottom up in the
-            # order its segments come), left and right to the same series in the month
-            # before or after (a month's segments come together, one per legend entry).
-            series = max(1, legend.childElementCount)
-            step = {"ArrowUp": 1, "ArrowDown": -1, "ArrowRight": series, "ArrowLeft": -series}[key]
-        # Past the first or the last object, the focus stays where it is.
-        to = at + step
-        following = objects[to] if 0 <= to < len(objects) else objects[at]
+            following = objects[chart_step(objects, at, key)]
+        else:
+            # Past the first or the last row, the focus stays where it is.
+            to = at + STEPS[key]
+            following = objects[to] if 0 <= to < len(objects) else objects[at]
     elif key in ("Home", "End"):
         following = objects[0 if key == "Home" else -1]
     else:
@@ -275,10 +291,10 @@ def on_focus(event):
 
 
 def on_blur(event):
-    """The focus left the chart: the name shown for its segment goes with it."""
-    following = event.relatedTarget
-    if following is None or not chart.contains(following):
-        focused_mark.textContent = ""
+    """The focus left a segment: the name shown for it goes with it."""
+    # Always: the chart itself takes a click's focus (tabindex="-1") and shows no
+    # segment, and a segment that takes the focus next shows its own name (`on_focus`).
+    focused_mark.textContent = ""
 
 
 def on_ask(event):

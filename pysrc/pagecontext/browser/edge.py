@@ -1532,9 +1532,10 @@ class Edge:
             show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
         chip_changed = self._changed("chip", chip)
-        # No chip because the user removed it: Ask AI on the same object keeps it out, so
-        # the empty area asks for another one (Bring it back is shown under it).
-        removed = chip is None and bool(state.get("dismissed"))
+        # No chip because the user removed the pinned one (not a cleared selection while
+        # an older removal stands): Ask AI on the same object keeps it out, so the empty
+        # area asks for another one (Bring it back is shown under it).
+        removed = chip is None and bool(state.get("removed"))
         if self._changed("removed", removed) or chip_changed:
             chips = doc.querySelector("[data-pc-chips]")
             refocus = _holds_focus(chips)
