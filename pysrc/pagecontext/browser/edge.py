@@ -100,7 +100,7 @@ HIGHLIGHT_SAID = {
     "focus": "Highlighted by the assistant",
     "related": "Marked as related by the assistant",
 }
-_HIGHLIGHT_WORDS = tuple(HIGHLIGHT_SAID[tone] for tone in HIGHLIGHT_SAID)
+_HIGHLIGHT_WORDS = tuple(HIGHLIGHT_SAID.values())
 # What `data-pc-error` says when the worker's `error` event names nothing (a script that
 # did not load).
 WORKER_ERROR = "the worker's script did not load, or it stopped on an uncaught error"
@@ -742,33 +742,38 @@ class Edge:
 
     def _start_child(self) -> None:
         embedder = _embedder_origin()
-        if embedder is not None and embedder != self.peer_origin and self.role == "page":
+        if embedder is not None and embedder != self.peer_origin:
+            js.console.error("pagecontext: " + self._foreign_embedder(embedder))
+        self._take_nonce()
+        self.owner.listen(js.window, "hashchange", self._on_hashchange)
+
+    def _foreign_embedder(self, embedder: str) -> str:
+        """Why this child, in a page of `embedder` rather than of its peerOrigin, never
+        binds, and what its author does about it."""
+        if self.role == "page":
             # A business page framed by another site (a portal) with position "auto":
             # as a child it waits for an assistant workbench on peerOrigin, which never
             # comes, and it never loads its own assistant.
-            js.console.error(
-                "pagecontext: this page is framed by "
+            return (
+                "this page is framed by "
                 + embedder
                 + ", so it started as a child, which binds only to an assistant workbench"
                 + " on its peerOrigin "
-                + self.peer_origin
+                + str(self.peer_origin)
                 + ': a page that another site frames sets "position": "embedder"'
                 + " (docs/integration.md)"
             )
-        elif embedder is not None and embedder != self.peer_origin:
-            # Its `ready` goes to peerOrigin only, so the browser drops it, and the page
-            # waits for a child that never answers: say why, where its author looks.
-            js.console.error(
-                "pagecontext: this frame is in a page of "
-                + embedder
-                + ", but configured for the page origin "
-                + self.peer_origin
-                + ": the two never bind (configure or build it for "
-                + embedder
-                + ")"
-            )
-        self._take_nonce()
-        self.owner.listen(js.window, "hashchange", self._on_hashchange)
+        # Its `ready` goes to peerOrigin only, so the browser drops it, and the page
+        # waits for a child that never answers: say why, where its author looks.
+        return (
+            "this frame is in a page of "
+            + embedder
+            + ", but configured for the page origin "
+            + str(self.peer_origin)
+            + ": the two never bind (configure or build it for "
+            + embedder
+            + ")"
+        )
 
     def _take_nonce(self) -> None:
         """Read the nonce once from the URL, remove it, and announce readiness. A
