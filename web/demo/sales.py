@@ -261,9 +261,7 @@ def on_key(event):
         if component is chart:
             following = objects[chart_step(objects, at, key)]
         else:
-            # Past the first or the last row, the focus stays where it is.
-            to = at + STEPS[key]
-            following = objects[to] if 0 <= to < len(objects) else objects[at]
+            following = objects[max(0, min(len(objects) - 1, at + STEPS[key]))]
     elif key in ("Home", "End"):
         following = objects[0 if key == "Home" else -1]
     else:
