@@ -559,3 +559,24 @@ def test_a_build_takes_only_the_npm_packages_the_lock_pins(tmp_path: Path) -> No
     (tmp_path / "package-lock.json").write_text(json.dumps(lock))
     with pytest.raises(SiteError, match=r"version 1\.0\.0, and package-lock\.json pins 2\.0\.0"):
         _npm_version(tmp_path / "node_modules", "pyodide")
+
+
+def test_keep_previous_never_follows_a_symbolic_link_out_of_the_earlier_bundle(
+    tmp_path: Path,
+) -> None:
+    """A versioned name in the earlier bundle that is a symbolic link, or lies under a
+    folder that is one, copies nothing: what a link points at (any file the build's user
+    can read) never becomes a file of the new, public bundle."""
+    previous, new, outside = tmp_path / "previous", tmp_path / "new", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "key").write_text("not the bundle's")
+    _bundle_with(previous, {"web/boot-aaaa.mjs": b"old boot"})
+    (previous / "web" / "worker-aaaa.mjs").symlink_to(outside / "key")
+    (previous / "vendor").symlink_to(outside)
+    listing = json.loads((previous / "integrity.json").read_text())
+    listing |= {"/web/worker-aaaa.mjs": "sha384-x", "/vendor/key": "sha384-x"}
+    (previous / "integrity.json").write_text(json.dumps(listing))
+    new.mkdir()
+    assert keep_previous(previous, new) == Kept(found=True, files=1, bytes=len(b"old boot"))
+    files = sorted(p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file())
+    assert files == ["kept.json", "web/boot-aaaa.mjs"]

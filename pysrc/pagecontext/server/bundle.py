@@ -164,13 +164,18 @@ def _copy_versioned(previous: Path, folder: Path, url: str) -> bool | None:
     """Copy the earlier bundle's versioned file at `url` into `folder` unless it has one
     there: True if copied, False if `folder` has it, None for a URL that names no
     versioned file of the earlier bundle (outside VERSIONED_FOLDERS, climbing out of
-    them, or not there)."""
+    them, reached through a symbolic link, or not there)."""
     parts = PurePosixPath(url).parts
     # "/web/x.mjs" -> ("/", "web", "x.mjs"); nothing outside the versioned folders,
     # nothing that climbs out of them.
     if len(parts) < 3 or parts[0] != "/" or parts[1] not in VERSIONED_FOLDERS:
         return None
     if any(part in ("", ".", "..") for part in parts[1:]):
+        return None
+    # Nothing through a symbolic link: a link in the earlier bundle (a file, or a folder
+    # on the way to one) could name any file the build's user can read, which would
+    # become a file of the new, public bundle.
+    if any(previous.joinpath(*parts[1:end]).is_symlink() for end in range(2, len(parts) + 1)):
         return None
     source, target = previous.joinpath(*parts[1:]), folder.joinpath(*parts[1:])
     if not source.is_file():
