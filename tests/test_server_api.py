@@ -251,6 +251,17 @@ def test_a_request_for_another_host_name_is_refused(config: ServerConfig) -> Non
         assert allowed.status_code == 200
 
 
+def test_a_refused_host_name_is_answered_nosniff_too(config: ServerConfig) -> None:
+    """The host check's 400 is a response like any other: it forbids MIME sniffing, on
+    both origins."""
+    rebound = "http://rebind.example.test:8000"
+    for app in (create_page_app(config), create_assistant_app(config)):
+        with TestClient(app, base_url=rebound, client=LOOPBACK) as client:
+            refused = client.get("/")
+            assert refused.status_code == 400
+            assert refused.headers["x-content-type-options"] == "nosniff"
+
+
 def test_admin_changes_a_value_read_live_next(api: TestClient) -> None:
     """POST /admin/sales/{ref} changes the row; the next resource read shows it."""
     body = admin(api, "POST", f"/admin/sales/{NORTH_MARCH}", {"unitsSold": 1200})

@@ -397,10 +397,11 @@ def _build_app(
     that of every script, its workers'). It answers
     only requests for its own `host`: a page whose name an attacker rebinds to this
     machine's address (DNS rebinding) gets a 400, not the admin API or a bearer token."""
+    # Outside the host check, so that its 400 forbids sniffing like every other answer.
     middleware = [
         Middleware(RefusedBodyMiddleware),
-        Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
         Middleware(_NoSniffMiddleware),
+        Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
         Middleware(CspMiddleware, policy_for=csp, scripts=scripts),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
