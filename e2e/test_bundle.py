@@ -22,7 +22,7 @@ from pagecontext.cli import main
 from pagecontext.server.chromium import MARK_DETAIL_JS
 from pagecontext.server.run import free_port
 
-from .conftest import STEP_TIMEOUT_MS
+from .conftest import ROOT, STEP_TIMEOUT_MS
 from .helpers import ROW, document_policy, expect_no_csp_violations, watched_demo_flow
 
 pytestmark = pytest.mark.e2e
@@ -141,6 +141,19 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
     assert not (bundle.out / "py" / "runtime.json").exists()
     # What a host answers for a missing file, rather than the business page and 200.
     assert "Not found" in (bundle.out / "404.html").read_text()
+
+
+def test_the_bundle_names_no_path_of_the_machine_it_was_built_on(bundle: BundleOrigins) -> None:
+    """No file of the bundle, the boot snapshot's memory included, holds the checkout's
+    path: it would tell every visitor where (and often under whose name) it was built,
+    and builds of the same sources in two places would differ."""
+    checkout = str(ROOT).encode()
+    naming = [
+        path.relative_to(bundle.out).as_posix()
+        for path in sorted(bundle.out.rglob("*"))
+        if path.is_file() and checkout in path.read_bytes()
+    ]
+    assert naming == []
 
 
 def test_the_demo_flow_runs_from_the_bundle(

@@ -89,6 +89,10 @@ const pyodide = await loadPyodide({
   lockFileURL: path.resolve(lockFile),
   _makeSnapshot: true,
   createPyodideModule(settings) {
+    // The program's name, as in a browser: under Node.js, Emscripten takes this script's
+    // path, which the snapshot would keep (sys.executable, the environment's `_`),
+    // naming the build machine's checkout and making builds differ by where they ran.
+    settings.thisProgram = "./this.program";
     // What instantiation wrote into the memory: the static data.
     wrapInstantiate(settings, (memory) => {
       baseRuns = nonZeroRuns(memory, 0, memory.length);
