@@ -62,9 +62,9 @@ def test_a_removed_chip_stays_removed_when_the_page_sends_the_row_again(demo: Pa
     expect(preview_text(assistant)).to_have_text("")
     expect(assistant.get_by_role("button", name="Show me")).to_be_disabled()
     expect(announce).to_have_text(re.compile(r"^The context you removed stays out"))
-    # Where the chip was, the panel asks for another row: Ask AI on this one keeps it out.
+    # Where the chip was, the panel asks for something else: Ask AI on this row keeps it out.
     expect(assistant.locator("[data-pc-chips]")).to_have_text(
-        "Removed. Select another row and press “Ask AI”."
+        "Removed. Select something else on the page and press “Ask AI”."
     )
 
     select_and_ask(demo, OTHER_ROW)

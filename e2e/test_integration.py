@@ -21,8 +21,10 @@ from .helpers import (
     HeldWasm,
     diagnose_now,
     html,
+    open_preview,
     panel,
     pin,
+    preview_text,
     receipt,
     select_and_ask,
     show_and_expect,
@@ -697,6 +699,62 @@ def test_a_row_recycled_for_another_object_loses_its_marks(demo: Page) -> None:
     recycled = demo.locator('tr[data-pc-resource-ref="sales-2026-12-recycled"]')
     expect(recycled).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
     expect(recycled).not_to_have_attribute("aria-selected", "true")
+
+
+def test_the_selected_row_keeps_its_mark_through_a_render_that_gives_it_a_new_element(
+    demo: Page,
+) -> None:
+    """The page builds its rows again (a filter that keeps the selected row, a list made
+    anew with the same data): the selection is still that row's, "Ask AI" shares it, and
+    the new element is the one marked selected; the element it replaced is gone with its
+    mark."""
+    table = '[data-pc-component="sales-table"]'
+    row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
+    row.click()
+    expect(row).to_have_attribute("aria-selected", "true")
+    before = row.element_handle()
+    demo.locator('select[name="region"]').select_option("North")
+    expect(demo.locator(f"{table} tbody tr")).to_have_count(12, timeout=STEP_TIMEOUT_MS)
+    assert before.evaluate("element => element.isConnected") is False
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(demo.locator(f'{table} [aria-selected="true"]')).to_have_count(1)
+    # Rebuilt by the page's own hand, as a framework would: an element as rendered.
+    demo.evaluate(
+        """ref => {
+          const old = document.querySelector(`tr[data-pc-resource-ref="${ref}"]`);
+          const fresh = old.cloneNode(true);
+          fresh.setAttribute("aria-selected", "false");
+          old.replaceWith(fresh);
+          fresh.closest("[data-pc-component]")
+            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }""",
+        ROW,
+    )
+    expect(row).to_have_attribute("aria-selected", "true")
+    demo.locator("[data-pc-ask]").click()
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+
+
+def test_a_cells_text_is_shared_as_the_page_shows_it(demo: Page) -> None:
+    """A cell without `data-pc-value` is shared by its text as the browser shows it: a
+    template's line breaks and indentation around and inside it are one space or none,
+    in the chip and in what the model is given; a no-break space stays."""
+    cell = demo.locator(f'tr[data-pc-resource-ref="{ROW}"] [data-pc-field="region"]')
+    cell.evaluate(
+        """cell => {
+          cell.removeAttribute("data-pc-value");
+          cell.textContent = "\\n        North\\n        \\u00a0Coast\\t  \\n      ";
+        }"""
+    )
+    select_and_ask(demo, ROW)
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    shown = chip.locator('[data-pc-chip-field="region"]')
+    assert shown.evaluate("element => element.textContent") == "North \u00a0Coast"
+    open_preview(panel(demo))
+    text = preview_text(panel(demo)).evaluate("element => element.textContent")
+    assert '"region":"North \u00a0Coast"' in text
 
 
 def test_the_receipt_line_names_a_locate_that_could_not_focus(demo: Page) -> None:

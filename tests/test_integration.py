@@ -24,6 +24,7 @@ from pagecontext.integration import (
     parse_select,
     parse_view,
     saved_state_key,
+    shown_text,
     url_on_origin,
 )
 from pagecontext.models import Limits, parse_message
@@ -449,3 +450,16 @@ def test_an_authorization_is_read_alike_under_cpython_and_micropython() -> None:
     assert authorization_parts(" Bearer \t u \t") == ("bearer", "u")
     assert authorization_parts("Bearer u\u00a0") == ("bearer", "u\u00a0")
     assert authorization_parts("Bearer u\x85") == ("bearer", "u\x85")
+
+
+def test_a_cells_text_is_shared_as_the_browser_shows_it() -> None:
+    """A cell's text leaves as the user sees it: its runs of spaces, tabs and line breaks
+    one space, none at either end. A no-break space, and any other character CPython
+    alone takes for white space, is text and stays (the edge's MicroPython reads it
+    alike: tests/test_micropython.py)."""
+    assert shown_text("\n        Pallet jack\n      ") == "Pallet jack"
+    assert shown_text("SKU-102 ") == "SKU-102"
+    assert shown_text("a \t\r\n\f b") == "a b"
+    assert shown_text(" \n ") == ""
+    assert shown_text("1\u00a0000\u00a0\u20ac") == "1\u00a0000\u00a0\u20ac"
+    assert shown_text("a\x85 b") == "a\x85 b"

@@ -419,6 +419,21 @@ def is_scalar(value: object) -> bool:
     return isinstance(value, float) and value == value and value - value == 0.0
 
 
+# The white space a browser collapses in text that wraps as usual (`white-space:
+# normal`): a no-break space is not among it, and stays.
+_COLLAPSED_SPACE = ("\t", "\n", "\r", "\f")
+
+
+def shown_text(text: str) -> str:
+    """An element's text as the browser shows it: each run of spaces, tabs and line
+    breaks one space, none at either end. A cell written over several lines, as templates
+    write it, is its words; the same rule under CPython and MicroPython, whose
+    `str.split()` tell white space apart differently."""
+    for space in _COLLAPSED_SPACE:
+        text = text.replace(space, " ")
+    return " ".join(word for word in text.split(" ") if word)
+
+
 def _values(field: str, raw: object) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(field + " must be an object of field -> scalar")

@@ -57,6 +57,9 @@ DONES = (
     {"commandId": "c1", "status": "applied", "reason": "Bad"},
 )
 
+# Cell texts: a template's lines and indentation, a no-break space, a next line (U+0085).
+SHOWN = ("\n    Pallet jack\n  ", "a\t\r\n\fb", "  ", "1\u00a0000 \u20ac", "a\x85 b")
+
 
 def outcome(parse, raw):
     try:
@@ -82,5 +85,6 @@ cases = {
     "done": [outcome(i.parse_command_done, raw) for raw in DONES],
     "savedKeys": [i.saved_state_key(i.parse_config(raw)) for raw in OWNED],
     "onOrigin": [i.url_on_origin(u, ASSISTANT) for u in (ASSISTANT + "/a", ASSISTANT + "x/")],
+    "shown": [i.shown_text(t) for t in SHOWN],
 }
 print("RESULT " + json.dumps(cases))

@@ -50,6 +50,7 @@ from pagecontext.integration import (
     parse_view,
     saved_state_key,
     saved_state_readable,
+    shown_text,
     url_on_origin,
 )
 from pagecontext.windowrules import (
@@ -78,8 +79,8 @@ CONTEXT_STAYS_REMOVED = (
     "The context you removed stays out of the conversation: press Bring it back to use it."
 )
 # What the context area says with no chip: none taken yet, or the one taken removed.
-CONTEXT_EMPTY = "Select a row and press “Ask AI”."
-CONTEXT_REMOVED_EMPTY = "Removed. Select another row and press “Ask AI”."
+CONTEXT_EMPTY = "Select something on the page and press “Ask AI”."
+CONTEXT_REMOVED_EMPTY = "Removed. Select something else on the page and press “Ask AI”."
 # What a press of Show me says while the page is not connected.
 SHOW_WAITS = "Not yet: the assistant is waiting for the page. Show me works once it is connected."
 # How much of an answer the status says when it is done (the whole is in the log).
@@ -437,7 +438,8 @@ class Edge:
         self.child_timer: int | None = None
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
-        # The (componentId, resourceRef) of the last selection sent to the worker.
+        # The (componentId, resourceRef) of the selection held: the last one sent to the
+        # worker, or the one the worker kept when it refused that.
         self.selecting: tuple[str, str] | None = None
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.generations: dict[str, int] = {}  # componentId -> generation last reported
@@ -1048,6 +1050,14 @@ class Edge:
             if refs.get(ref) != element:
                 self._unmark(element)
         self.registry[component_id] = refs
+        # The selected object keeps its mark through a render that gives it a new element
+        # (a list built again, a framework's new rows): the selection is the object's,
+        # and "Ask AI" still shares it.
+        held = self.selecting
+        if held is not None and held[0] == component_id:
+            element = refs.get(held[1])
+            if element is not None and element != self.selected:
+                self._mark_selected(element)
         self.components[component_id] = component
         self.generations[component_id] = generation
         self._to_worker(
@@ -1106,7 +1116,7 @@ class Edge:
             for i in range(cells.length):
                 cell = cells[i]
                 raw = cell.getAttribute("data-pc-value")
-                value = _attr_value(raw) if raw is not None else cell.textContent
+                value = _attr_value(raw) if raw is not None else shown_text(cell.textContent)
                 values[cell.getAttribute("data-pc-field")] = value
         for name in given:
             values[name] = given[name]
@@ -1146,8 +1156,10 @@ class Edge:
             return
         current = message.get("current")
         kept = None
+        self.selecting = None
         if isinstance(current, list) and len(current) == 2:
             kept = self.registry.get(current[0], {}).get(current[1])
+            self.selecting = (current[0], current[1])
         self._mark_selected(kept)
 
     def _selection_changed(self, message: dict[str, Any]) -> None:
