@@ -69,6 +69,7 @@ __all__ = [
     "reason_listed",
     "saved_state_key",
     "saved_state_readable",
+    "shown_text",
     "url_on_origin",
 ]
 
