@@ -1,6 +1,8 @@
-"""The static bundle (`python -m pagecontext build`) served by a plain static server on
-two origins: Python's http.server, sending only the headers the bundle's `_headers` file
-names. No pagecontext server code runs; the demo flow works under the bundle's policy."""
+"""The static bundle (`python -m pagecontext build`) served as static hosts serve it, on
+two origins: the page's by Python's http.server, sending only the headers the bundle's
+`_headers` file names, the assistant's by `pagecontext serve`'s app, which does the same
+(and sends brotli variants). No demo server code runs; the demo flow works under the
+bundle's policy."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from pagecontext.cli import main
 from pagecontext.server.chromium import MARK_DETAIL_JS
-from pagecontext.server.run import free_port
+from pagecontext.server.hosting import HeaderRule, bundle_app, bundle_origins, read_headers
+from pagecontext.server.run import free_port, serve_in_thread
 
 from .conftest import ROOT, STEP_TIMEOUT_MS
 from .helpers import ROW, document_policy, expect_no_csp_violations, watched_demo_flow
@@ -31,40 +34,21 @@ pytestmark = pytest.mark.e2e
 MIME_TYPES = {".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
 
 
-def read_headers_file(path: Path) -> list[tuple[str, str, str]]:
-    """(path pattern, header, value) rows of a `_headers` file: a path on its own line,
-    then its headers indented."""
-    rows = []
-    pattern = ""
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        if line[0].isspace():
-            name, _, value = line.strip().partition(": ")
-            rows.append((pattern, name, value))
-        else:
-            pattern = line.strip()
-    return rows
-
-
-def matches(pattern: str, path: str) -> bool:
-    return path.startswith(pattern[:-1]) if pattern.endswith("/*") else path == pattern
-
-
 class StaticHandler(http.server.SimpleHTTPRequestHandler):
     """http.server's file handler, with the MIME types a module script and wasm need and
     the headers of the bundle's `_headers` file."""
 
-    rules: ClassVar[tuple[tuple[str, str, str], ...]] = ()
+    rules: ClassVar[tuple[HeaderRule, ...]] = ()
 
     def guess_type(self, path: str | os.PathLike[str]) -> str:
         return MIME_TYPES.get(Path(path).suffix) or super().guess_type(path)
 
     def end_headers(self) -> None:
         path = self.path.split("?", 1)[0]
-        for pattern, name, value in self.rules:
-            if matches(pattern, path):
-                self.send_header(name, value)
+        for rule in self.rules:
+            if rule.matches(path):
+                for name, value in rule.headers:
+                    self.send_header(name, value)
         super().end_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -80,28 +64,27 @@ class BundleOrigins:
 
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BundleOrigins]:
-    """The bundle built for two free ports, served from one folder on both origins."""
+    """The bundle built for two free ports, served from one folder on both origins: the
+    page's by Python's http.server, the assistant's by `pagecontext serve`'s app. The
+    bundle works on either; the demo flow crosses both."""
     out = tmp_path_factory.mktemp("bundle") / "site"
     ports = free_port(), free_port()
     page, assistant = f"http://127.0.0.1:{ports[0]}", f"http://localhost:{ports[1]}"
     code = main(["build", str(out), "--page-origin", page, "--assistant-origin", assistant])
     assert code == 0
+    assert bundle_origins(out) == (page, assistant)
     handler = type(
-        "Handler", (StaticHandler,), {"rules": tuple(read_headers_file(out / "_headers"))}
+        "Handler", (StaticHandler,), {"rules": tuple(read_headers((out / "_headers").read_text()))}
     )
-    servers = [
-        http.server.ThreadingHTTPServer(
-            ("127.0.0.1", port), functools.partial(handler, directory=str(out))
-        )
-        for port in ports
-    ]
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
-    for thread in threads:
-        thread.start()
-    yield BundleOrigins(page, assistant, out)
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", ports[0]), functools.partial(handler, directory=str(out))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    with serve_in_thread([(bundle_app(out), ports[1])]):
+        yield BundleOrigins(page, assistant, out)
+    server.shutdown()
+    server.server_close()
 
 
 def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
@@ -131,8 +114,9 @@ def test_the_bundle_names_its_files_by_content_and_sends_the_documented_policy(
         assert "{{" not in text
     scripts = {
         value
-        for path, header, value in read_headers_file(bundle.out / "_headers")
-        if path == "/web/*" and header == "Content-Security-Policy"
+        for rule in read_headers((bundle.out / "_headers").read_text())
+        for header, value in rule.headers
+        if rule.pattern == "/web/*" and header == "Content-Security-Policy"
     }
     assert scripts == {listed["policies"]["scripts"]}
     web = sorted(p.name for p in (bundle.out / "web").iterdir())

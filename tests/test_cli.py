@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import selectors
 import signal
 import socket
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,11 +13,10 @@ import httpx2 as httpx
 import pytest
 
 from clients import assistant_client
+from commands import first_line, pagecontext_running, stopped
 from pagecontext.cli import demo_config, find_repo_root, main
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.run import PortUnavailableError, free_port, port_problem, start_in_thread
-
-PYSRC = Path(__file__).resolve().parents[1] / "pysrc"
 
 
 @pytest.fixture
@@ -173,24 +167,8 @@ def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals, stalle
     whose body is still arriving is ended after GRACEFUL_SECONDS, in one line, rather
     than waited for until its body's own timeout."""
     page_port, assistant_port = free_port(), free_port()
-    env = {**os.environ, "PYTHONPATH": str(PYSRC)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pagecontext", *_demo_args(root, page_port, assistant_port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        selector = selectors.DefaultSelector()
-        selector.register(process.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + 15
-        line = ""
-        while not line and time.monotonic() < deadline:
-            if selector.select(timeout=0.1):
-                line = process.stdout.readline()
-        assert line == (
+    with pagecontext_running(*_demo_args(root, page_port, assistant_port)) as process:
+        assert first_line(process) == (
             f"pagecontext demo: page http://127.0.0.1:{page_port}/  "
             f"assistant http://localhost:{assistant_port}/  (Ctrl-C to stop)\n"
         )
@@ -208,13 +186,8 @@ def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals, stalle
                 client.settimeout(10)
                 assert client.recv(64).startswith(b"HTTP/1.1 100 Continue")
                 client.sendall(b"{")
-            process.send_signal(signum)
-            _, err = process.communicate(timeout=15)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0
+            code, err = stopped(process, signum)
+    assert code == 0
     assert "Traceback" not in err
     assert ("Cancel 1 running task(s)" in err) is stalled, err
 

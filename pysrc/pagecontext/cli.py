@@ -304,6 +304,18 @@ def _build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--root", type=Path, default=None, help="the repository (default: found from the package)"
     )
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve a built bundle on this machine, on the origins it was built for, as a "
+        "static host serves it",
+        description="Serve the bundle in DIR (`pagecontext build DIR`, for origins on this "
+        "machine: the default) on its page and assistant origins, as a static host serves "
+        "it: its files, the headers its _headers file lists, brotli variants, 404.html. "
+        "No API and no agent: a page of your own copied into DIR is tried under the "
+        "policies a deployment sends (docs/deploy.md).",
+    )
+    serve.add_argument("folder", type=Path, metavar="DIR", help="the bundle's folder")
     return parser
 
 
@@ -477,6 +489,28 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from pagecontext.server.hosting import BundleError, bundle_app, bundle_origins, origin_port
+    from pagecontext.server.run import serve_apps
+
+    folder: Path = args.folder
+    try:
+        page, assistant = bundle_origins(folder)
+        app = bundle_app(folder)
+    except BundleError as error:
+        print(f"pagecontext: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    # Two origins on one port (127.0.0.1:8000 and localhost:8000) are one server: the two
+    # serve the same files.
+    ports = sorted({origin_port(page), origin_port(assistant)})
+    return serve_apps(
+        [(app, port) for port in ports],
+        host="127.0.0.1",
+        started=f"pagecontext serve: {folder}: page {page}/  assistant {assistant}/  "
+        "(Ctrl-C to stop)",
+    )
+
+
 def _step(step: str) -> None:
     print(f"pagecontext: {step}...", flush=True)
 
@@ -485,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with `argv` (default: sys.argv[1:]); return the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    commands = {"demo": _demo, "assemble": _assemble, "build": _build}
+    commands = {"demo": _demo, "assemble": _assemble, "build": _build, "serve": _serve}
     command = commands.get(args.command)
     if command is None:
         parser.print_help(sys.stderr)

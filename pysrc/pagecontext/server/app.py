@@ -55,6 +55,7 @@ from pagecontext.server.data import create_demo_db
 
 __all__ = [
     "ServerConfig",
+    "brotli_variant_response",
     "create_assistant_app",
     "create_page_app",
     "fill_template",
@@ -210,6 +211,27 @@ def _accepts_brotli(scope: Scope) -> bool:
     return False
 
 
+async def brotli_variant_response(files: StaticFiles, path: str, scope: Scope) -> Response | None:
+    """The brotli variant `<path>.br` of `files`, sent as `path` with `Content-Encoding:
+    br`, if there is one and the browser takes br; else None."""
+    if path.endswith(".br") or not _accepts_brotli(scope):
+        return None
+    try:
+        full_path, stat_result = await anyio.to_thread.run_sync(files.lookup_path, path + ".br")
+    except (ValueError, OSError):
+        # A path no file can have (a NUL, a name too long): the caller's own response
+        # answers it, 404 with or without the variant's name.
+        return None
+    if stat_result is None or not stat.S_ISREG(stat_result.st_mode):
+        return None
+    response = files.file_response(full_path, stat_result, scope)
+    media_type, _ = mimetypes.guess_type(path)
+    response.headers["Content-Type"] = media_type or "application/octet-stream"
+    response.headers["Content-Encoding"] = "br"
+    response.headers["Vary"] = "Accept-Encoding"
+    return response
+
+
 class _BuildStaticFiles(StaticFiles):
     """StaticFiles with one Cache-Control policy, tolerant of a missing folder.
 
@@ -227,22 +249,9 @@ class _BuildStaticFiles(StaticFiles):
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         """Serve the brotli variant `<path>.br` when there is one and the browser takes br."""
-        if not path.endswith(".br") and _accepts_brotli(scope):
-            try:
-                full_path, stat_result = await anyio.to_thread.run_sync(
-                    self.lookup_path, path + ".br"
-                )
-            except (ValueError, OSError):
-                # A path no file can have (a NUL, a name too long): Starlette's own
-                # response below answers it, 404 with or without the variant's name.
-                stat_result = None
-            if stat_result is not None and stat.S_ISREG(stat_result.st_mode):
-                response = self.file_response(full_path, stat_result, scope)
-                media_type, _ = mimetypes.guess_type(path)
-                response.headers["Content-Type"] = media_type or "application/octet-stream"
-                response.headers["Content-Encoding"] = "br"
-                response.headers["Vary"] = "Accept-Encoding"
-                return response
+        variant = await brotli_variant_response(self, path, scope)
+        if variant is not None:
+            return variant
         return await super().get_response(path, scope)
 
     def file_response(

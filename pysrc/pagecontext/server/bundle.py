@@ -21,7 +21,7 @@ they do under the demo server, so that every URL is the same:
                                     versioned files are kept beside them, unlisted
     manifest.json                   the boot script's and the stylesheet's URL and
                                     integrity, under fixed keys, for an integrator's own
-                                    page to load them by
+                                    page to load them by; the two origins; the policies
 
 Every name except the pages' and `api/sales` changes with its content, so a host may
 cache it forever. A reference from one file to another is rewritten only where the build
@@ -386,6 +386,7 @@ def build_bundle(
         # folders are sent.
         listed = {
             **assets,
+            "origins": origins,
             "policies": {
                 "page": policies["/index.html"],
                 "assistant": policies["/assistant.html"],

@@ -36,6 +36,7 @@ __all__ = [
     "free_port",
     "port_problem",
     "serve",
+    "serve_apps",
     "serve_in_thread",
     "start_in_thread",
 ]
@@ -272,14 +273,37 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
     except (OSError, sqlite3.Error, DatabaseShapeError) as error:
         print(f"pagecontext: cannot use the database {config.db_path}: {error}", file=sys.stderr)
         return EXIT_PORT_UNAVAILABLE
-    servers = _Servers(_demo_apps(config), config.bind_host)
+    return _in_the_foreground(
+        _Servers(_demo_apps(config), config.bind_host),
+        f"pagecontext demo: page {config.page_origin}/  "
+        f"assistant {config.assistant_origin}/  (Ctrl-C to stop)",
+        ready,
+    )
 
+
+def serve_apps(
+    apps: Sequence[tuple[ASGIApp, int]],
+    *,
+    host: str,
+    started: str,
+    ready: Callable[[], None] | None = None,
+) -> int:
+    """Serve each (app, port) on `host` in the foreground until Ctrl-C or SIGTERM, as
+    `serve` does, and print `started` once all accept connections; return an exit code:
+    2 (after one line on stderr) if a port is taken, 1 if a server failed to start, 0
+    after a clean shutdown."""
+    for _app, port in apps:
+        problem = _bind_problem(host, port)
+        if problem is not None:
+            why = "already in use" if problem.errno == errno.EADDRINUSE else problem.strerror
+            print(f"pagecontext: cannot listen on {host} port {port}: {why}", file=sys.stderr)
+            return EXIT_PORT_UNAVAILABLE
+    return _in_the_foreground(_Servers(apps, host), started, ready)
+
+
+def _in_the_foreground(servers: _Servers, started: str, ready: Callable[[], None] | None) -> int:
     def on_ready() -> None:
-        print(
-            f"pagecontext demo: page {config.page_origin}/  "
-            f"assistant {config.assistant_origin}/  (Ctrl-C to stop)",
-            flush=True,
-        )
+        print(started, flush=True)
         if ready is not None:
             ready()
 

@@ -1,0 +1,198 @@
+"""A built bundle served on this machine as a static host serves it (`pagecontext serve`).
+
+What a host such as Netlify or Cloudflare Pages does with the bundle's files, and no
+more: each file under its name, `/` and a page's pretty URL (`/assistant`) as its
+`.html`, a file's brotli variant to a browser that takes br, `404.html` (with 404) for a
+missing file, and the headers of every `_headers` rule the requested path matches. The
+rules file and hidden files are the host's own, never served. No pagecontext server code
+runs: no API, no agent, no page filled per request. A page of one's own put in the
+bundle is tried so under the policies a deployment sends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Final
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
+from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pagecontext.server.app import brotli_variant_response
+
+__all__ = [
+    "BundleError",
+    "HeaderRule",
+    "bundle_app",
+    "bundle_origins",
+    "origin_port",
+    "read_headers",
+]
+
+HEADERS_PATH: Final = "_headers"
+NOT_FOUND_PATH: Final = "404.html"
+
+
+class BundleError(ValueError):
+    """The folder is not a bundle `serve` can serve; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class HeaderRule:
+    """One rule of a `_headers` file: a URL path pattern, and the headers sent with the
+    response to every path it matches."""
+
+    pattern: str
+    headers: tuple[tuple[str, str], ...]
+
+    def matches(self, path: str) -> bool:
+        """The pattern is the path, or ends in `*` and the path starts with what comes
+        before it (`/web/*`; `/*` matches every path)."""
+        if self.pattern.endswith("*"):
+            return path.startswith(self.pattern[:-1])
+        return path == self.pattern
+
+
+def read_headers(text: str) -> list[HeaderRule]:
+    """The rules of a `_headers` file: a path pattern (starting with `/`) on a line of
+    its own, then its headers on indented lines, `Name: value`. Blank lines and `#`
+    comments may come anywhere. Raises ValueError naming the line of anything else."""
+    rules: list[HeaderRule] = []
+    pattern: str | None = None
+    headers: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not line[0].isspace():
+            if not stripped.startswith("/"):
+                raise ValueError(f"line {number}: a rule's path must start with /: {stripped!r}")
+            if pattern is not None:
+                rules.append(HeaderRule(pattern, tuple(headers)))
+            pattern, headers = stripped, []
+            continue
+        name, colon, value = stripped.partition(":")
+        if pattern is None or not colon or not name.strip():
+            raise ValueError(f"line {number}: not a header of a rule: {stripped!r}")
+        headers.append((name.strip(), value.strip()))
+    if pattern is not None:
+        rules.append(HeaderRule(pattern, tuple(headers)))
+    return rules
+
+
+def bundle_origins(folder: Path) -> tuple[str, str]:
+    """The page and assistant origins the bundle in `folder` was built for (its
+    `manifest.json`), each on this machine. Raises BundleError otherwise."""
+    try:
+        listed = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(
+            f"{folder} holds no bundle (no manifest.json): write one with "
+            f"`pagecontext build {folder}`"
+        ) from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise BundleError(f"{folder}/manifest.json cannot be read: {error}") from None
+    origins = listed.get("origins") if isinstance(listed, dict) else None
+    if not isinstance(origins, dict) or not all(
+        isinstance(origins.get(role), str) for role in ("page", "assistant")
+    ):
+        raise BundleError(
+            f"{folder}/manifest.json names no origins (a bundle of an earlier version): "
+            "build it again"
+        )
+    page, assistant = origins["page"], origins["assistant"]
+    for origin in (page, assistant):
+        parts = urlsplit(origin)
+        if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost"):
+            raise BundleError(
+                f"{folder} was built for {page} and {assistant}: `serve` serves a bundle "
+                "built for this machine (`pagecontext build` with --page-origin and "
+                "--assistant-origin on http://127.0.0.1 and http://localhost, the default)"
+            )
+    return page, assistant
+
+
+def origin_port(origin: str) -> int:
+    """The port an http origin is served on."""
+    return urlsplit(origin).port or 80
+
+
+class _BundleFiles(StaticFiles):
+    """The bundle's files, as a static host serves them (the module's docstring)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(directory=folder, html=True, follow_symlink=False)
+        self.folder = folder
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        parts = PurePosixPath(path).parts
+        if path == HEADERS_PATH or any(part.startswith(".") for part in parts):
+            return self._not_found()
+        if parts and "." not in parts[-1]:
+            # A page at its pretty URL (`/assistant` for `/assistant.html`).
+            try:
+                _full, found = await anyio.to_thread.run_sync(self.lookup_path, path + ".html")
+            except (ValueError, OSError):
+                found = None
+            if found is not None and stat.S_ISREG(found.st_mode):
+                path += ".html"
+        variant = await brotli_variant_response(self, path, scope)
+        if variant is not None:
+            return variant
+        return await super().get_response(path, scope)
+
+    def _not_found(self) -> Response:
+        page = self.folder / NOT_FOUND_PATH
+        if page.is_file():
+            return FileResponse(page, status_code=404, stat_result=os.stat(page))
+        return PlainTextResponse("Not Found", status_code=404)
+
+
+class _RuleHeaders:
+    """Sends with each response the headers of every rule its requested path matches,
+    in the file's order (a later rule's header replaces an earlier one's of that name)."""
+
+    def __init__(self, app: ASGIApp, rules: list[HeaderRule]) -> None:
+        self.app = app
+        self.rules = rules
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        matched = [rule for rule in self.rules if rule.matches(scope["path"])]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for rule in matched:
+                    for name, value in rule.headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def bundle_app(folder: Path) -> Starlette:
+    """The ASGI app serving the bundle in `folder` (either origin's: they serve the same
+    files). Raises BundleError if its `_headers` is missing or not a rules file."""
+    try:
+        rules = read_headers((folder / HEADERS_PATH).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise BundleError(f"{folder}/{HEADERS_PATH} cannot be read: {error}") from None
+    except ValueError as error:
+        raise BundleError(f"{folder}/{HEADERS_PATH}: {error}") from None
+    return Starlette(
+        routes=[Mount("/", app=_BundleFiles(folder))],
+        middleware=[Middleware(_RuleHeaders, rules=rules)],
+    )
