@@ -245,6 +245,42 @@ def test_a_damaged_saved_state_is_read_as_far_as_it_goes_and_the_frames_bind(
     expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=STEP_TIMEOUT_MS)
 
 
+# Fills the document's sessionStorage and localStorage with another application's data,
+# to the last character they take.
+FILL_STORAGE = """() => {
+  for (const name of ["sessionStorage", "localStorage"]) {
+    let chunk = "x".repeat(1 << 20);
+    for (let index = 0; chunk.length > 0; index += 1) {
+      try {
+        window[name].setItem(`other-app-${index}`, chunk);
+      } catch {
+        chunk = chunk.slice(0, chunk.length >> 1);
+      }
+    }
+  }
+}"""
+
+
+def test_a_conversation_that_storage_cannot_hold_is_not_restored_older(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench: the assistant origin's storage fills up after a first answer was saved.
+    The panel says the conversation is not being saved and will be gone on a reload; a
+    reload then restores nothing, not the conversation as it stood before storage
+    filled up, without what was asked since."""
+    business = open_workbench(page, origins)
+    pin(business, page, ROW)
+    ask(page, "Why is this row so high?")
+    page.evaluate(FILL_STORAGE)
+    ask(page, "And compared with May?")
+    note = page.locator("[data-pc-storage-note]")
+    expect(note).to_contain_text("not being saved")
+    page.reload()
+    wait_bound(page)
+    wait_bound(page.frame_locator("iframe[data-pc-child]"))
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(0)
+
+
 def agent_streaming(
     origins: Origins, events: Callable[[dict[str, str]], list[dict[str, object]]]
 ) -> Callable[[Route], None]:

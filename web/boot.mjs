@@ -128,13 +128,18 @@ globalThis.pagecontextHost = {
   persist(key, message) {
     if (message === null || typeof message !== "object" || message.kind !== "persist") return null;
     if (typeof message.text !== "string" || !key) return false;
+    // A copy that cannot be written (storage denied or full) is removed: an older copy
+    // left there would be read back on a reload or in a new tab as if it were the
+    // conversation, without what was said since.
     let own = false;
     try { window.sessionStorage.setItem(key, message.text); own = true; } catch {
       // Not this tab's older copy on a reload, then: the shared one, if it is newer.
       try { window.sessionStorage.removeItem(key); } catch { /* denied */ }
     }
     let shared = false;
-    try { window.localStorage.setItem(key, message.text); shared = true; } catch { /* denied or full */ }
+    try { window.localStorage.setItem(key, message.text); shared = true; } catch {
+      try { window.localStorage.removeItem(key); } catch { /* denied */ }
+    }
     return own || shared;
   },
   // End an unmounted edge's worker once it has said `bye` to the peer (it answers
