@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+from types import ModuleType
 
 import pytest
 from ag_ui.core import AssistantMessage, ToolMessage
@@ -238,23 +241,42 @@ def test_the_size_bound_is_never_below_the_messages(log: list[dict[str, JsonValu
     assert size <= chars_at_most(log, [json.dumps(entry) for entry in log])
 
 
-def test_the_panel_says_a_reasons_words_only_with_the_state_it_goes_with(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The panel's receipt line (panelview, MicroPython's) says a page's `not-found`
-    (`page-instance`) in the words of `not-found`, not "the page was reloaded since",
-    and the page-instance words still for a `stale-context` (`page-instance`)."""
-    import importlib
-    import sys
-    import types
-
-    # panelview builds elements through `js`; the receipt's words need none of it.
-    monkeypatch.setitem(sys.modules, "js", types.ModuleType("js"))
+@pytest.fixture
+def panelview(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The panel's view module (MicroPython's in the browser), imported here: it builds
+    elements through `js`, which the words it says need none of."""
+    monkeypatch.setitem(sys.modules, "js", ModuleType("js"))
     monkeypatch.delitem(sys.modules, "pagecontext.browser.panelview", raising=False)
-    panelview = importlib.import_module("pagecontext.browser.panelview")
+    return importlib.import_module("pagecontext.browser.panelview")
+
+
+def test_the_panel_says_a_reasons_words_only_with_the_state_it_goes_with(
+    panelview: ModuleType,
+) -> None:
+    """The panel's receipt line says a page's `not-found` (`page-instance`) in the words
+    of `not-found`, not "the page was reloaded since", and the page-instance words still
+    for a `stale-context` (`page-instance`)."""
     entry = {**command({"state": "not-found", "reason": "page-instance"}), "action": "highlight"}
     status, text = panelview.receipt_summary(entry)
     assert status == "not-found"
     assert text.startswith("Not done: the page does not show it [")
     stale = {**command({"state": "stale-context", "reason": "page-instance"}), "action": "locate"}
     assert panelview.receipt_summary(stale)[1].startswith("Not done: the page was reloaded since")
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        ("http-403", "The agent refused the request (HTTP 403)."),
+        ("http-404", "The agent refused the request (HTTP 404)."),
+        ("http-500", "The agent's server failed (HTTP 500): ask again in a moment."),
+        ("http-503", "The agent's server failed (HTTP 503): ask again in a moment."),
+        ("timeout", "The agent took too long to answer."),
+    ],
+)
+def test_the_panel_says_a_server_error_is_no_refusal(
+    panelview: ModuleType, code: str, said: str
+) -> None:
+    """An agent whose server fails (HTTP 5xx) is not said to have refused the request:
+    the panel says the server failed, and that asking again may work."""
+    assert panelview.failure_summary(code) == said

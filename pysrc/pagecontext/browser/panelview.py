@@ -140,6 +140,18 @@ _FAILURES = {
 }
 
 
+def failure_summary(code: str) -> str:
+    """What the panel says of an answer that failed with `code`. An HTTP status of 500
+    or more is the agent's server failing, not a refusal of this request: the same
+    question may be answered when asked again."""
+    if code.startswith("http-"):
+        status = code[5:]
+        if status.isdigit() and int(status) >= 500:
+            return "The agent's server failed (HTTP " + status + "): ask again in a moment."
+        return "The agent refused the request (HTTP " + status + ")."
+    return _FAILURES.get(code, "The answer failed.")
+
+
 def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
     state = str(entry.get("state") or "running")
     el.className = "pc-log-answer"
@@ -168,11 +180,7 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
     error = entry.get("error")
     if state == "failed" and isinstance(error, dict):
         code = str(error.get("code") or "")
-        if code.startswith("http-"):
-            summary = "The agent refused the request (HTTP " + code[5:] + ")."
-        else:
-            summary = _FAILURES.get(code, "The answer failed.")
-        failure = text_element("p", summary, "pc-error")
+        failure = text_element("p", failure_summary(code), "pc-error")
         failure.setAttribute("data-pc-answer-error", code)
         if not entry.get("restored"):
             # A failure that happens now is announced; one restored with the log is not.
