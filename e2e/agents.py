@@ -9,8 +9,9 @@ third-party agents often do. The test controls it:
 - `mode`: "answer", "forbidden" (HTTP 403, a JSON body), "html-error" (HTTP 501, an
   HTML error page), "malformed" (a content event for a message
   never started), "split-character" (`SPLIT_DELTAS`: a character cut in two between
-  two deltas, and a lone half, as JSON escapes), or "no-cors" (no CORS headers: the
-  browser cannot read it);
+  two deltas, and a lone half, as JSON escapes), "no-cors" (no CORS headers: the
+  browser cannot read it), or "slow" (its answer in `SLOW_PARTS` deltas, each
+  `pace` seconds after the one before: an answer that streams for a while);
 - `inputs`: every `RunAgentInput` it received, in order;
 - `tool`: the page tool its answer calls on the pinned object ("highlight", or "refresh"
   of its component).
@@ -25,6 +26,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Literal
 
+import anyio
 from ag_ui.core import (
     RunAgentInput,
     RunFinishedEvent,
@@ -49,10 +51,13 @@ Mode = Literal[
     "no-cors",
     "broken-off",
     "json-answer",
+    "slow",
 ]
 # An answer whose character U+1F4C8 is cut between its two deltas (JavaScript's halves),
 # with a lone low half after it; read as "Sales \U0001f4c8 up, a stray \ufffd half."
 SPLIT_DELTAS = ("Sales \ud83d", "\udcc8 up, a stray \udc00 half.")
+# A slow answer's parts ("slow" mode).
+SLOW_PARTS = tuple(f"part {number}. " for number in range(1, 7))
 
 
 async def _wait(gate: threading.Event) -> None:
@@ -73,6 +78,7 @@ class ExternalAgent:
         self.gate.set()
         self.inputs: list[RunAgentInput] = []
         self.tool: Literal["highlight", "refresh"] = "highlight"
+        self.pace = 0.5
 
     def reset(self) -> None:
         self.mode = "answer"
@@ -124,6 +130,14 @@ class ExternalAgent:
                 TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta="Partly ")
             )
             raise ConnectionAbortedError("the agent's server went away mid-answer")
+        if self.mode == "slow":
+            for delta in SLOW_PARTS:
+                await anyio.sleep(self.pace)
+                yield encoder.encode(
+                    TextMessageChunkEvent(message_id=f"{run}-m", role="assistant", delta=delta)
+                )
+            yield encoder.encode(RunFinishedEvent(thread_id=thread, run_id=run))
+            return
         if self.mode == "split-character":
             for delta in SPLIT_DELTAS:
                 # json.dumps escapes each half as \uXXXX, as JavaScript's JSON does.

@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import FrameLocator, Page, expect
+from playwright.sync_api import FrameLocator, Page, Route, expect
 
-from .agents import ExternalAgent
+from .agents import SLOW_PARTS, ExternalAgent
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     OTHER_ROW,
@@ -18,6 +18,7 @@ from .helpers import (
     admin,
     ask,
     diagnose_now,
+    fetched,
     html,
     open_preview,
     panel,
@@ -573,6 +574,64 @@ def test_a_character_cut_between_two_deltas_is_shown_whole(
         ".filter((step) => performance.getEntriesByName(`pagecontext:${step}`).length)"
     )
     assert read == []
+
+
+# The assistant's `timeouts.agentIdleMs` in the two tests below: shorter than the slow
+# answer (`SLOW_PARTS`, 0.5 s apart: 3 s), longer than each of its pauses.
+AGENT_IDLE_MS = 1500
+
+
+@pytest.fixture
+def idle_limited(page: Page, agent_origins: Origins) -> Iterator[tuple[Page, ExternalAgent]]:
+    """The demo with the external agent, its assistant configured with
+    `timeouts.agentIdleMs` = AGENT_IDLE_MS, a row pinned."""
+    agent = agent_origins.agent
+    assert agent is not None
+    agent.reset()
+
+    def configured(route: Route) -> None:
+        response = fetched(route)
+        text = response.text()
+        given = '"role": "assistant",'
+        assert given in text
+        limit = f' "timeouts": {{"agentIdleMs": {AGENT_IDLE_MS}}},'
+        route.fulfill(response=response, body=text.replace(given, given + limit))
+
+    page.context.route(f"{agent_origins.assistant}/assistant.html*", configured)
+    page.goto(agent_origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    pin(page, panel(page), ROW)
+    yield page, agent
+    agent.reset()
+
+
+def test_an_answer_that_keeps_streaming_runs_past_the_silence_limit(
+    idle_limited: tuple[Page, ExternalAgent],
+) -> None:
+    """An agent that streams its answer for longer than the assistant lets it stay
+    silent, never silent that long, is answered in full: the limit is on silence, not on
+    an answer's length."""
+    page, agent = idle_limited
+    agent.mode = "slow"
+    answer = ask(panel(page), QUESTION)
+    expect(answer.locator("[data-pc-answer-text]")).to_have_text("".join(SLOW_PARTS).strip())
+
+
+def test_an_agent_silent_past_the_limit_fails_the_answer_as_a_timeout(
+    idle_limited: tuple[Page, ExternalAgent],
+) -> None:
+    """An agent that began its answer and then sends nothing for the assistant's
+    `timeouts.agentIdleMs` fails it `timeout`, saying how long it was silent; the user
+    can ask again."""
+    page, agent = idle_limited
+    agent.gate.clear()
+    failed = ask(panel(page), QUESTION, until="failed")
+    expect(failed.locator("[data-pc-answer-error]")).to_have_attribute(
+        "data-pc-answer-error", "timeout"
+    )
+    expect(failed.locator(".pc-note")).to_contain_text("the agent sent nothing for 1.5 s")
+    expect(failed.get_by_role("button", name="Ask again")).to_be_visible()
 
 
 @pytest.mark.parametrize(

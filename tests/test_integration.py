@@ -65,7 +65,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
             share="select",
             limits={"maxStringChars": 512, "maxSnapshotFields": 16},
             history=64,
-            timeouts={"bootMs": 5000, "childMs": 2000},
+            timeouts={"bootMs": 5000, "childMs": 2000, "agentIdleMs": 90000},
             apps=["orders", "_shop2"],
         )
     )
@@ -74,7 +74,7 @@ def test_every_option_is_read_and_limits_become_limits_fields() -> None:
     assert checked["share"] == "select"
     assert checked["limits"] == {"max_string_chars": 512, "max_snapshot_fields": 16}
     assert checked["history"] == 64
-    assert checked["timeouts"] == {"bootMs": 5000, "childMs": 2000}
+    assert checked["timeouts"] == {"bootMs": 5000, "childMs": 2000, "agentIdleMs": 90000}
     assert checked["apps"] == ["orders", "_shop2"]
     limits = Limits(**checked["limits"])
     assert (limits.max_string_chars, limits.max_snapshot_fields) == (512, 16)

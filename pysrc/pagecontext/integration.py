@@ -114,7 +114,7 @@ LIMIT_MIN = {
 DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
 # Timeouts in milliseconds, with their defaults.
-TIMEOUTS = {"bootMs": 60000, "childMs": 30000}
+TIMEOUTS = {"bootMs": 60000, "childMs": 30000, "agentIdleMs": 60000}
 TIMEOUT_MAX = 600000
 UI_STATUSES = ("applied", "not-found")
 # Where a receipt layer stands (ledger.LayerState).

@@ -496,6 +496,7 @@ class Edge:
             if agent_authorization:
                 init["agentAuthorization"] = agent_authorization
             init["apiOrigin"] = self.peer_origin
+            init["agentIdleMs"] = config["timeouts"]["agentIdleMs"]
         self.init = init
 
     def begin(self) -> None:

@@ -31,7 +31,12 @@ from pagecontext.agui import read_outside_json
 from pagecontext.answers import MALFORMED
 from pagecontext.browser import callsites
 from pagecontext.composer import Composer
-from pagecontext.integration import DEFAULT_HISTORY, PLAIN_DATA_MAX_DEPTH, filters_in_page_order
+from pagecontext.integration import (
+    DEFAULT_HISTORY,
+    PLAIN_DATA_MAX_DEPTH,
+    TIMEOUTS,
+    filters_in_page_order,
+)
 from pagecontext.models import Limits, parse_json
 from pagecontext.rehearsal import rehearsal, rehearse_handshake
 from pagecontext.session import (
@@ -52,7 +57,9 @@ from pagecontext.session import (
 # Diagnostics after refused port messages are coalesced: at most one report this often.
 DIAGNOSTICS_EVERY_MS = 250
 # An answer that has not ended this long after it was asked for is failed as `timeout`.
-RUN_TIMEOUT_MS = 60_000
+# The longest a run may go on, however steadily its agent streams: a backstop for an
+# agent that never ends. Its silences are timed by `timeouts.agentIdleMs`.
+RUN_MAX_MS = 600_000
 # The code of an answer asked for with no agent configured (`agentUrl` "").
 NO_AGENT = "no-agent"
 # An agent's answer: AG-UI's events over server-sent events.
@@ -196,13 +203,17 @@ def _shown_chip(value: object) -> ShownChip | None:
     return None
 
 
-async def _fetch(url: str, body: str | None, headers: dict[str, str], timeout_ms: int) -> Any:
-    """Call `fetch`: POST `body`, or GET when it is None, given up after `timeout_ms`.
-    Raises JsException when no answer came (see `_timed_out`)."""
+async def _fetch(
+    url: str, body: str | None, headers: dict[str, str], timeout_ms: int, signal: Any = None
+) -> Any:
+    """Call `fetch`: POST `body`, or GET when it is None, given up after `timeout_ms`
+    (its body too), or when `signal` aborts. Raises JsException when no answer came (see
+    `_timed_out`)."""
+    timeout = js.AbortSignal.timeout(timeout_ms)
     init: dict[str, Any] = {
         "method": "GET" if body is None else "POST",
         "headers": headers,
-        "signal": js.AbortSignal.timeout(timeout_ms),
+        "signal": timeout if signal is None else js.AbortSignal.any(to_js([timeout, signal])),
     }
     if body is not None:
         init["body"] = body
@@ -231,6 +242,39 @@ def _mark_times(name: str, times: list[float], **detail: object) -> None:
     (`ms`) and the longest of them (`longest`)."""
     detail.update(ms=round(sum(times), 1), longest=max(times))
     js.performance.mark("pagecontext:" + name, _js({"detail": detail}))
+
+
+class _OneShot:
+    """A timer that calls `callback` once, `ms` after it was last armed: armed again or
+    cleared first, the earlier arming never calls. It owns the callable it hands to
+    `setTimeout`, destroyed when it runs or is cleared."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+        self._timer: Any = None
+        self._proxy: Any = None
+
+    @property
+    def armed(self) -> bool:
+        return self._timer is not None
+
+    def arm(self, ms: float) -> None:
+        self.clear()
+        self._proxy = create_once_callable(self._fire)
+        self._timer = js.setTimeout(self._proxy, ms)
+
+    def _fire(self) -> None:
+        # The once-callable destroys itself when it runs.
+        self._timer = self._proxy = None
+        self.callback()
+
+    def clear(self) -> None:
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+            self._timer = None
+        if self._proxy is not None:
+            self._proxy.destroy()
+            self._proxy = None
 
 
 def _timed_out(error: JsException) -> bool:
@@ -283,8 +327,8 @@ class WorkerBinding:
         self.port: Any = None
         self._port_proxy: Any = None
         self._port_listener: Any = None
-        self._timer: int | None = None
-        self._timer_proxy: Any = None
+        # The ledger's next deadline, and the timer set for it.
+        self._deadline_timer = _OneShot(self._on_timer)
         self._timer_deadline: float | None = None
         self.rejected_plain = 0
         # Failures inside this worker, each caught where it happened and counted (the
@@ -302,6 +346,7 @@ class WorkerBinding:
         self._shown_log: dict[str, str] = {}
         # The agent's URL and the page origin of the action API (assistant role).
         self.agent_url = ""
+        self.agent_idle_ms = TIMEOUTS["agentIdleMs"]
         self.api_origin = ""
         # Requests in flight (agent runs, action API calls), kept until they finish.
         self._requests: set[asyncio.Task[None]] = set()
@@ -395,6 +440,8 @@ class WorkerBinding:
             if isinstance(agent_authorization, str):
                 session.agent_authorization = agent_authorization
             self.agent_url = str(message.get("agentUrl") or "")
+            idle = message.get("agentIdleMs")
+            self.agent_idle_ms = idle if isinstance(idle, int) else TIMEOUTS["agentIdleMs"]
             self.api_origin = str(message.get("apiOrigin") or "")
             self.session = session
             self._run([Refresh("state")])
@@ -755,8 +802,21 @@ class WorkerBinding:
             return
         headers = {"Content-Type": "application/json", "Accept": EVENT_STREAM}
         reader: Any = None
+        # The agent's silence, timed from the request and again from each part of its
+        # answer: past `timeouts.agentIdleMs`, the request is aborted.
+        silent: list[bool] = []
+        controller = js.AbortController.new()
+
+        def too_silent() -> None:
+            silent.append(True)
+            controller.abort()
+
+        silence = _OneShot(too_silent)
         try:
-            response = await _fetch(self.agent_url, start.body, headers, RUN_TIMEOUT_MS)
+            silence.arm(self.agent_idle_ms)
+            response = await _fetch(
+                self.agent_url, start.body, headers, RUN_MAX_MS, controller.signal
+            )
             if not response.ok:
                 detail = await _error_detail(response)
                 code = f"http-{int(response.status)}"
@@ -778,6 +838,7 @@ class WorkerBinding:
                 return
             decoder = js.TextDecoder.new()
             while session.answering == run_id:
+                silence.arm(self.agent_idle_ms)
                 chunk = await reader.read()
                 if chunk.done:
                     reader = None
@@ -791,8 +852,12 @@ class WorkerBinding:
         except JsException as error:
             # Once the agent's stream began, a failure cut its answer off: it was reached.
             code = "incomplete" if reader is not None else "agent-unreachable"
-            code = "timeout" if _timed_out(error) else code
+            code = "timeout" if silent or _timed_out(error) else code
             detail = f"{error.name}: {error.message}"
+            if silent:
+                detail = f"the agent sent nothing for {self.agent_idle_ms / 1000:g} s"
+            elif code == "timeout":
+                detail = f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
             if code == "agent-unreachable":
                 # The browser says no more, whichever it was.
                 detail += (
@@ -805,6 +870,7 @@ class WorkerBinding:
             message = f"{type(error).__name__}: {error}"[:_ERROR_BODY_CHARS]
             self._run(session.on_agent_failed(run_id, INTERNAL_ERROR, message))
         finally:
+            silence.clear()
             if reader is not None:
                 await _cancel(reader)
 
@@ -843,29 +909,15 @@ class WorkerBinding:
         if not isinstance(session, AssistantSession):
             return
         deadline = session.ledger.next_deadline()
-        if deadline == self._timer_deadline and (deadline is None or self._timer is not None):
+        timer = self._deadline_timer
+        if deadline == self._timer_deadline and (deadline is None or timer.armed):
             return  # the timer already set is the right one
         self._timer_deadline = deadline
-        self._cancel_timer()
-        if deadline is None:
-            return
-        delay = max(0.0, deadline - _steady()) + 1
-        self._timer_proxy = create_once_callable(self._on_timer)
-        self._timer = js.setTimeout(self._timer_proxy, delay)
-
-    def _cancel_timer(self) -> None:
-        """Clear the deadline timer, and its callable, which will now never run."""
-        if self._timer is not None:
-            js.clearTimeout(self._timer)
-            self._timer = None
-        if self._timer_proxy is not None:
-            self._timer_proxy.destroy()
-            self._timer_proxy = None
+        timer.clear()
+        if deadline is not None:
+            timer.arm(max(0.0, deadline - _steady()) + 1)
 
     def _on_timer(self) -> None:
-        # The once-callable destroys itself when it runs.
-        self._timer = None
-        self._timer_proxy = None
         self._timer_deadline = None
         if isinstance(self.session, AssistantSession):
             try:
