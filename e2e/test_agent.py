@@ -325,6 +325,34 @@ def test_the_panel_says_an_answer_is_running_and_keeps_a_question_sent_meanwhile
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
 
 
+def test_the_user_stops_a_running_answer_and_asks_again_at_once(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """Stop, on an answer whose agent has not finished: the answer ends at once as the
+    user's stop (no alert), the focus waits in the question's field, and the assistant
+    is free again: New conversation is on, and the next question is answered."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    answer.get_by_role("button", name="Stop").click()
+    expect(answer).to_have_attribute("data-pc-answer-state", "failed", timeout=STEP_TIMEOUT_MS)
+    stopped = answer.locator("[data-pc-answer-error]")
+    expect(stopped).to_have_attribute("data-pc-answer-error", "stopped")
+    expect(stopped).to_have_text("You stopped this answer.")
+    expect(stopped).not_to_have_attribute("role", "alert")
+    expect(answer.get_by_role("button", name="Stop")).to_have_count(0)
+    expect(assistant.locator("[data-pc-question]")).to_be_focused()
+    expect(assistant.locator("[data-pc-new-conversation]")).not_to_have_attribute(
+        "aria-disabled", "true"
+    )
+    agent.gate.set()
+    again = ask(assistant, "Once more?")
+    expect(again.locator("[data-pc-answer-text]")).to_contain_text("External agent")
+    expect(answer).to_have_attribute("data-pc-answer-state", "failed")
+
+
 @pytest.mark.scenario(6)
 def test_a_selection_while_the_answer_runs_never_retargets_it(
     agent_demo: tuple[Page, ExternalAgent],

@@ -27,6 +27,7 @@ from pagecontext.session import (
     ACTION_DEADLINES_MS,
     ACTION_TIMEOUT_MS,
     MAX_FOLLOW_UPS,
+    STOPPED,
     ActionRequest,
     AssistantSession,
     Effect,
@@ -689,6 +690,32 @@ def test_a_failed_answers_text_goes_back_as_failed(origins: Origins, db: Path) -
     later = RunAgentInput.model_validate_json(ask(pair, "And now?").body)
     said = [m.content for m in later.messages if m.role == "assistant"]
     assert said == ["North sold\n\n[This answer failed: incomplete]"]
+
+
+def test_an_answer_the_user_stops_ends_at_once_with_its_text_kept(db: Path) -> None:
+    """Stop: the answer running ends failed with `stopped` and the text received so far;
+    the assistant is no longer busy, so a question or a new conversation may follow at
+    once; what its stream sends after that changes nothing; later runs tell the agent it
+    was stopped. With no answer running, Stop does nothing."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    assert pair.assistant.stop_answer() == []
+    start = ask(pair)
+    agent_says(pair, start, text_message("m1", "North sold")[:2], finished=False)
+    pair.run("assistant", pair.assistant.stop_answer())
+    entry = answer(pair)
+    assert (entry["state"], entry["text"]) == ("failed", "North sold")
+    assert entry["error"] == {"code": STOPPED, "message": "stopped by the user"}
+    assert pair.assistant.answering is None
+    assert not pair.assistant.busy
+    late = agent_stream(pair, start.run_id, text_message("m1", " more")[1:], finished=True)
+    assert pair.assistant.on_agent_text(start.run_id, late) == []
+    assert pair.assistant.on_agent_end(start.run_id) == []
+    assert pair.assistant.stop_answer() == []
+    assert answer(pair) == entry
+    later = RunAgentInput.model_validate_json(ask(pair, "And now?").body)
+    said = [m.content for m in later.messages if m.role == "assistant"]
+    assert said == [f"North sold\n\n[This answer failed: {STOPPED}]"]
 
 
 def test_a_reload_during_an_answer_restores_it_as_failed_and_sends_nothing(

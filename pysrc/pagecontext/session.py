@@ -96,6 +96,7 @@ __all__ = [
     "FLAG_PATH",
     "INTERNAL_ERROR",
     "MAX_FOLLOW_UPS",
+    "STOPPED",
     "UI_PENDING_MAX",
     "ActionRequest",
     "AssistantSession",
@@ -195,6 +196,8 @@ _PERSIST = Refresh("persist")
 
 # The id the assistant's agent has in the context store's per-agent scoping.
 AGENT_ID = "default"
+# The failure code of an answer the user stopped.
+STOPPED = "stopped"
 # The page origin's action API (docs/agent.md).
 FLAG_CONFIRMATIONS_PATH = "/api/actions/flag/confirmations"
 FLAG_PATH = "/api/actions/flag"
@@ -1276,6 +1279,15 @@ class AssistantSession:
         if run is None or run.run_id != run_id:
             return []
         return self._answer_updates(run, run.stream.fail(code, message))
+
+    def stop_answer(self) -> list[Effect]:
+        """The user stopped the answer running: it ends failed with `stopped`, keeping the
+        text already received, and no follow-up run of it starts (the worker stops
+        reading its stream). Nothing if no answer runs."""
+        run = self._run
+        if run is None:
+            return []
+        return self._answer_updates(run, run.stream.fail(STOPPED, "stopped by the user"))
 
     def _answer_updates(self, run: _Run, updates: list[Update]) -> list[Effect]:
         effects: list[Effect] = []

@@ -1454,10 +1454,18 @@ class Edge:
         self._to_worker({"kind": "preview", "open": bool(preview.open)})
 
     def _on_log_click(self, event: Any) -> None:
-        """Confirm or decline a business action the agent proposed, or put a failed
-        answer's question back in the field."""
+        """Confirm or decline a business action the agent proposed, put a failed answer's
+        question back in the field, or stop the answer running."""
         if event.target.closest("[data-pc-ask-again]") is not None:
             self._ask_again(event.target.closest("[data-pc-log-id]"))
+            return
+        if event.target.closest("[data-pc-stop]") is not None:
+            self._to_worker({"kind": "stop"})
+            # The button goes with the answer's end: the focus waits in the question's
+            # field, for what the user asks next.
+            field = js.document.querySelector("[data-pc-question]")
+            if field is not None:
+                field.focus(to_js({"preventScroll": True}))
             return
         button = event.target.closest("[data-pc-action-decision]")
         if button is None or button.getAttribute("aria-disabled") == "true":

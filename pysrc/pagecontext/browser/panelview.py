@@ -137,6 +137,7 @@ _FAILURES = {
     "internal-error": "The assistant failed while asking or reading, so the answer was stopped.",
     "no-agent": "This assistant has no agent to ask (its agentUrl is empty).",
     "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
+    "stopped": "You stopped this answer.",
 }
 
 
@@ -164,6 +165,10 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
     if state == "running":
         el.setAttribute("aria-busy", "true")
         el.append(text_element("p", "Answering…", "pc-progress"))
+        stop = text_element("button", "Stop")
+        stop.setAttribute("type", "button")
+        stop.setAttribute("data-pc-stop", "")
+        el.append(stop)
     for call in entry.get("toolCalls") or []:
         if call.get("refused"):
             # A tool's name as the agent gave it, if it is one; other text is not shown
@@ -182,8 +187,9 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
         code = str(error.get("code") or "")
         failure = text_element("p", failure_summary(code), "pc-error")
         failure.setAttribute("data-pc-answer-error", code)
-        if not entry.get("restored"):
-            # A failure that happens now is announced; one restored with the log is not.
+        if not entry.get("restored") and code != "stopped":
+            # A failure that happens now is announced; one restored with the log is not,
+            # nor the user's own stop.
             failure.setAttribute("role", "alert")
         el.append(failure)
         if error.get("message"):

@@ -348,6 +348,8 @@ class WorkerBinding:
         self.agent_url = ""
         self.agent_idle_ms = TIMEOUTS["agentIdleMs"]
         self.api_origin = ""
+        # Each running answer's AbortController, by run id: Stop aborts its request.
+        self._run_controllers: dict[str, Any] = {}
         # Requests in flight (agent runs, action API calls), kept until they finish.
         self._requests: set[asyncio.Task[None]] = set()
         # A selection's path, rehearsed once after the first binding (pagecontext.rehearsal).
@@ -412,6 +414,12 @@ class WorkerBinding:
         elif isinstance(session, PageSession):
             effects = self._page_event(session, kind, message)
         else:
+            if kind == "stop":
+                # The stopped answer's stream is read no more: its request is aborted at
+                # once, not when the agent's next part or its silence limit comes.
+                controller = self._run_controllers.get(session.answering or "")
+                if controller is not None:
+                    controller.abort()
             effects = self._assistant_event(session, kind, message)
         self._run(effects)
 
@@ -503,6 +511,8 @@ class WorkerBinding:
             return session.remove_chip(key if isinstance(key, str) else None)
         if kind == "restore-chips":
             return session.restore_chips()
+        if kind == "stop":
+            return session.stop_answer()
         if kind == "new-conversation":
             # Nothing in the log (pressed twice in a row, say): nothing to begin again,
             # and the page's selection is not sent to yet another conversation.
@@ -812,6 +822,7 @@ class WorkerBinding:
             controller.abort()
 
         silence = _OneShot(too_silent)
+        self._run_controllers[run_id] = controller
         try:
             silence.arm(self.agent_idle_ms)
             response = await _fetch(
@@ -871,6 +882,7 @@ class WorkerBinding:
             self._run(session.on_agent_failed(run_id, INTERNAL_ERROR, message))
         finally:
             silence.clear()
+            self._run_controllers.pop(run_id, None)
             if reader is not None:
                 await _cancel(reader)
 
