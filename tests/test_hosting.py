@@ -94,6 +94,24 @@ def test_a_script_goes_as_javascript_with_the_workers_policy_in_brotli_when_take
     assert "content-encoding" not in plain.headers
 
 
+def test_a_page_is_sent_its_policy_however_its_path_is_written(client: TestClient) -> None:
+    """The rules a response's headers come from are those of the file it serves: a page
+    asked for with a trailing slash, or by a path that climbs back to it, is sent its own
+    policy, never none or the scripts' (which names no `frame-ancestors`)."""
+    for path, text, policy in (
+        ("/assistant/", "the assistant", ASSISTANT_POLICY),
+        ("/assistant.html/", "the assistant", ASSISTANT_POLICY),
+        ("/index.html/", "the page", PAGE_POLICY),
+        ("/web/..%2fassistant.html", "the assistant", ASSISTANT_POLICY),
+        ("/web/%2e%2e/assistant.html", "the assistant", ASSISTANT_POLICY),
+    ):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert text in response.text, path
+        assert response.headers.get("content-security-policy") == policy, path
+        assert response.headers.get("cache-control") == NO_CACHE, path
+
+
 def test_what_the_bundle_does_not_hold_or_keeps_to_itself_is_not_found(
     bundle: Path, client: TestClient, tmp_path: Path
 ) -> None:
@@ -115,9 +133,10 @@ def test_what_the_bundle_does_not_hold_or_keeps_to_itself_is_not_found(
         assert response.status_code == 404, path
         assert response.text == NOT_FOUND_PAGE, path
         assert response.headers["x-content-type-options"] == "nosniff", path
-    refused = client.post("/", content=b"x")
-    assert refused.status_code == 405
-    assert refused.headers["x-content-type-options"] == "nosniff"
+    for path in ("/", "/web/boot-0123.mjs"):
+        refused = client.post(path, content=b"x", headers={"Accept-Encoding": "br"})
+        assert refused.status_code == 405, path
+        assert refused.headers["x-content-type-options"] == "nosniff", path
 
 
 def test_the_rules_read_back_as_the_build_writes_them() -> None:

@@ -213,7 +213,10 @@ def _accepts_brotli(scope: Scope) -> bool:
 
 async def brotli_variant_response(files: StaticFiles, path: str, scope: Scope) -> Response | None:
     """The brotli variant `<path>.br` of `files`, sent as `path` with `Content-Encoding:
-    br`, if there is one and the browser takes br; else None."""
+    br`, if there is one, the request is a GET or a HEAD and the browser takes br; else
+    None (another method is the caller's to refuse, 405)."""
+    if scope["method"] not in ("GET", "HEAD"):
+        return None
     if path.endswith(".br") or not _accepts_brotli(scope):
         return None
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -158,9 +159,18 @@ class _BundleFiles(StaticFiles):
         return PlainTextResponse("Not Found", status_code=404)
 
 
+def _served_path(path: str) -> str:
+    """The URL path of the file a request for `path` is answered with, as StaticFiles
+    resolves it: empty, `.` and `..` segments dropped (`/assistant/` and
+    `/web/../assistant.html` are `/assistant` and `/assistant.html`)."""
+    return posixpath.normpath("/" + "/".join(part for part in path.split("/") if part))
+
+
 class _RuleHeaders:
-    """Sends with each response the headers of every rule its requested path matches,
-    in the file's order (a later rule's header replaces an earlier one's of that name)."""
+    """Sends with each response the headers of every rule the path of the file it
+    serves matches (not the path as requested: `/assistant/` is the page `/assistant`,
+    with its policy), in the file's order (a later rule's header replaces an earlier
+    one's of that name)."""
 
     def __init__(self, app: ASGIApp, rules: list[HeaderRule]) -> None:
         self.app = app
@@ -170,7 +180,8 @@ class _RuleHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        matched = [rule for rule in self.rules if rule.matches(scope["path"])]
+        served = _served_path(scope["path"])
+        matched = [rule for rule in self.rules if rule.matches(served)]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
