@@ -277,11 +277,14 @@ def test_selection_made_while_python_boots_is_not_lost(
 def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
     page: Page, origins: Origins
 ) -> None:
-    """The workbench keeps its pinned context while the page reloads: Show me then gets
-    `stale-context` (page-instance) and nothing is highlighted on the new page."""
+    """The workbench keeps its pinned context while the page reloads, and its chip says
+    the page has reloaded since: Show me then gets `stale-context` (page-instance) and
+    nothing is highlighted on the new page."""
     child = open_workbench(page, origins)
     select_and_ask(child, ROW)
-    expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    chip = page.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator(".pc-chip-note")).to_have_count(0)
     page.get_by_role("button", name="Show me").click()
     expect(page.locator("[data-pc-receipt]")).to_have_attribute(
         "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
@@ -291,6 +294,11 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
     wait_bound(page, connection=2)
     wait_bound(child)
     expect(child.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_be_visible()
+    expect(chip).to_have_attribute("data-pc-chip-page-reloaded", "true")
+    expect(chip.locator(".pc-chip-note")).to_have_text(
+        "The page has reloaded since you shared this: select it there again to use what it "
+        "shows now."
+    )
     page.get_by_role("button", name="Show me").click()
     receipt = page.locator("[data-pc-receipt]")
     expect(receipt).to_have_attribute(

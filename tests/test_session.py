@@ -330,6 +330,7 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
         # Pairs in the order the page declared the fields shareable.
         "snapshot": [["amount", {"value": 1250, "unit": "EUR"}], ["status", "open"]],
         "restored": False,
+        "pageReloaded": False,
     }
     assert pair.last_edge("page", "shared") == {"kind": "shared", "revision": 2}
     assert (
@@ -653,9 +654,11 @@ def test_a_changed_view_makes_the_command_stale() -> None:
 @pytest.mark.scenario(2)
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 def test_after_a_page_reload_show_is_stale_and_highlights_nothing(embedder: Side) -> None:
-    """A new page instance refuses the old pin with stale-context/page-instance."""
+    """A new page instance refuses the old pin with stale-context/page-instance; the
+    chip says its page has reloaded since, until the new page shares a selection."""
     pair = shared_pair(embedder)
     pinned = pair.assistant.pinned
+    assert chip(pair)["pageReloaded"] is False
     pair.reload_page("page-2")
     render_orders(pair)
     pair.handshake()
@@ -663,7 +666,9 @@ def test_after_a_page_reload_show_is_stale_and_highlights_nothing(embedder: Side
     assert pair.assistant.binding is not None
     assert pair.assistant.binding.page_instance_id == "page-2"
     assert pair.assistant.pinned == pinned
+    # The chip says its page has reloaded since.
     assert chip(pair)["pageInstanceId"] == "page-1"
+    assert chip(pair)["pageReloaded"] is True
     highlight, locate = show(pair)
     pair.pump()
     for command_id in (highlight, locate):
@@ -674,6 +679,9 @@ def test_after_a_page_reload_show_is_stale_and_highlights_nothing(embedder: Side
     assert pair.dom.highlights == {}
     assert pair.dom.located == []
     assert all(message["kind"] != "apply" for message in pair.page_edge)
+    select(pair)
+    share(pair)
+    assert (chip(pair)["pageInstanceId"], chip(pair)["pageReloaded"]) == ("page-2", False)
 
 
 def test_a_child_reload_makes_in_flight_commands_unconfirmed() -> None:

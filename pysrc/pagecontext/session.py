@@ -1720,6 +1720,10 @@ class AssistantSession:
                 "filters": [[name, value] for name, value in filters.items()],
                 "snapshot": [[name, value] for name, value in (snapshot or {}).items()],
                 "restored": self.pinned_restored,
+                # Bound to another document of the page than the one it came from: what
+                # it shows now may differ, and a command for this context is stale.
+                "pageReloaded": self._conn.binding is not None
+                and self._conn.binding.page_instance_id != pinned.page_instance_id,
                 "key": self.composer.chips()[0].key,
             }
         last = self._command_view(self.last_show, "highlight")

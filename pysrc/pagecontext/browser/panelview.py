@@ -53,6 +53,12 @@ def _scalar_text(value: Any) -> str:
     return json.dumps(value)
 
 
+# Said in a chip whose page has reloaded since it was shared.
+CHIP_PAGE_RELOADED = (
+    "The page has reloaded since you shared this: select it there again to use what it shows now."
+)
+
+
 def chip_element(chip: dict[str, Any]) -> Any:
     """Build the chip: what the user saw, as they saw it, with a remove button."""
     el = js.document.createElement("div")
@@ -83,6 +89,9 @@ def chip_element(chip: dict[str, Any]) -> Any:
     meta = "filters: " + (", ".join(parts) if parts else "none")
     meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
     el.append(text_element("div", meta, "pc-chip-meta"))
+    if chip.get("pageReloaded"):
+        el.setAttribute("data-pc-chip-page-reloaded", "true")
+        el.append(text_element("p", CHIP_PAGE_RELOADED, "pc-chip-note"))
     remove = text_element("button", "\u00d7", "pc-chip-remove")
     remove.setAttribute("type", "button")
     remove.setAttribute("aria-label", "Remove context: " + chip["resourceRef"])
