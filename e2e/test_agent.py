@@ -328,29 +328,39 @@ def test_the_panel_says_an_answer_is_running_and_keeps_a_question_sent_meanwhile
 def test_the_user_stops_a_running_answer_and_asks_again_at_once(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:
-    """Stop, on an answer whose agent has not finished: the answer ends at once as the
-    user's stop (no alert), the focus waits in the question's field, and the assistant
-    is free again: New conversation is on, and the next question is answered."""
+    """Stop, shown beside Send while an answer runs: the answer ends at once as the
+    user's stop (no alert), Stop goes, the focus waits in the question's field, and the
+    assistant is free again: New conversation is on, and the next question is answered.
+    Stop is not there before an answer runs, nor after; holding the focus as an answer
+    ends by itself, it hands the focus to the field."""
     demo, agent = agent_demo
     assistant = panel(demo)
+    stop = assistant.get_by_role("button", name="Stop")
+    expect(stop).to_be_hidden()
     pin(demo, assistant, ROW)
     agent.gate.clear()
     answer = ask(assistant, QUESTION, until="running")
-    answer.get_by_role("button", name="Stop").click()
+    stop.focus()
+    stop.press("Enter")
     expect(answer).to_have_attribute("data-pc-answer-state", "failed", timeout=STEP_TIMEOUT_MS)
     stopped = answer.locator("[data-pc-answer-error]")
     expect(stopped).to_have_attribute("data-pc-answer-error", "stopped")
     expect(stopped).to_have_text("You stopped this answer.")
     expect(stopped).not_to_have_attribute("role", "alert")
-    expect(answer.get_by_role("button", name="Stop")).to_have_count(0)
+    expect(stop).to_be_hidden()
     expect(assistant.locator("[data-pc-question]")).to_be_focused()
     expect(assistant.locator("[data-pc-new-conversation]")).not_to_have_attribute(
         "aria-disabled", "true"
     )
+    again = ask(assistant, "Once more?", until="running")
+    stop.focus()
     agent.gate.set()
-    again = ask(assistant, "Once more?")
+    expect(again).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
     expect(again.locator("[data-pc-answer-text]")).to_contain_text("External agent")
     expect(answer).to_have_attribute("data-pc-answer-state", "failed")
+    # Stop held the focus as that answer ended by itself: it waits in the field.
+    expect(stop).to_be_hidden()
+    expect(assistant.locator("[data-pc-question]")).to_be_focused()
 
 
 @pytest.mark.scenario(6)

@@ -234,6 +234,15 @@ def _show_composer() -> None:
         js.window.scrollBy(0, bottom - float(js.window.innerHeight) + 8)
 
 
+def _focus_question() -> Any:
+    """Give the question's field the focus, without the browser scrolling (which would
+    move the page around this frame too); return the field, or None if there is none."""
+    field = js.document.querySelector("[data-pc-question]")
+    if field is not None:
+        field.focus(to_js({"preventScroll": True}))
+    return field
+
+
 def _plain(value: Any, *, flat: bool = False, detail: bool = False, worker: bool = False) -> Any:
     """Return a JS value as plain Python data through JSON, or None if it is not JSON.
 
@@ -1411,6 +1420,9 @@ class Edge:
         begin = doc.querySelector("[data-pc-new-conversation]")
         if begin is not None:
             self.owner.listen(begin, "click", self._on_new_conversation)
+        stop = doc.querySelector("[data-pc-stop]")
+        if stop is not None:
+            self.owner.listen(stop, "click", self._on_stop)
         log = doc.querySelector("[data-pc-log]")
         if log is not None:
             # Mounted again in the same document: the worker posts every entry anew.
@@ -1453,19 +1465,17 @@ class Edge:
         preview = js.document.querySelector("[data-pc-preview]")
         self._to_worker({"kind": "preview", "open": bool(preview.open)})
 
+    def _on_stop(self, event: Any) -> None:
+        """Stop the answer running. The button goes with the answer's end: the focus
+        waits in the question's field, for what the user asks next."""
+        self._to_worker({"kind": "stop"})
+        _focus_question()
+
     def _on_log_click(self, event: Any) -> None:
-        """Confirm or decline a business action the agent proposed, put a failed answer's
-        question back in the field, or stop the answer running."""
+        """Confirm or decline a business action the agent proposed, or put a failed
+        answer's question back in the field."""
         if event.target.closest("[data-pc-ask-again]") is not None:
             self._ask_again(event.target.closest("[data-pc-log-id]"))
-            return
-        if event.target.closest("[data-pc-stop]") is not None:
-            self._to_worker({"kind": "stop"})
-            # The button goes with the answer's end: the focus waits in the question's
-            # field, for what the user asks next.
-            field = js.document.querySelector("[data-pc-question]")
-            if field is not None:
-                field.focus(to_js({"preventScroll": True}))
             return
         button = event.target.closest("[data-pc-action-decision]")
         if button is None or button.getAttribute("aria-disabled") == "true":
@@ -1493,12 +1503,12 @@ class Edge:
         question = answer.previousElementSibling if answer is not None else None
         while question is not None and question.getAttribute("data-pc-log-kind") != "question":
             question = question.previousElementSibling
-        field = js.document.querySelector("[data-pc-question]")
-        if question is None or field is None:
+        if question is None:
+            return
+        field = _focus_question()
+        if field is None:
             return
         field.value = question.querySelector("p").textContent
-        # Not scrolled by the browser, which would move the page around this frame too.
-        field.focus(to_js({"preventScroll": True}))
         _show_composer()
 
     def _on_ask(self, event: Any) -> None:
@@ -1592,6 +1602,14 @@ class Edge:
                 # focus, and the one who just pressed Send would land on nothing. A press
                 # then does nothing but say why (`_on_ask`, `_on_new_conversation`).
                 control.setAttribute("aria-disabled", "true" if off else "false")
+        # Stop is there while an answer runs; one that held the focus as it ends hands it
+        # to the question's field, not to the body.
+        stop = doc.querySelector("[data-pc-stop]")
+        if stop is not None and bool(stop.hidden) == bool(answering):
+            held = _holds_focus(stop)
+            stop.hidden = not answering
+            if held and not answering:
+                _focus_question()
         preview = doc.querySelector("[data-pc-preview]")
         if preview is not None:
             # textContent, never markup: the text is shown exactly as the model gets it.
@@ -1716,9 +1734,7 @@ class Edge:
         if lost:
             # The focus was on an entry that went (a new conversation, the oldest trimmed):
             # it goes to the question, never to the panel's body.
-            field = js.document.querySelector("[data-pc-question]")
-            if field is not None:
-                field.focus(to_js({"preventScroll": True}))
+            _focus_question()
         if follow:
             _show_composer()
 

@@ -174,10 +174,6 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
     if state == "running":
         el.setAttribute("aria-busy", "true")
         el.append(text_element("p", "Answering…", "pc-progress"))
-        stop = text_element("button", "Stop")
-        stop.setAttribute("type", "button")
-        stop.setAttribute("data-pc-stop", "")
-        el.append(stop)
     for call in entry.get("toolCalls") or []:
         if call.get("refused"):
             # A tool's name as the agent gave it, if it is one; other text is not shown

@@ -806,6 +806,10 @@ class WorkerBinding:
         if not isinstance(session, AssistantSession):
             return
         run_id = start.run_id
+        if session.answering != run_id:
+            # Stopped before this task began (a Stop that came as a follow-up run was
+            # started): its request is never sent.
+            return
         if not self.agent_url:
             # agentUrl "": there is no agent to ask (fetch("") would POST to this script).
             self._run(session.on_agent_failed(run_id, NO_AGENT, "no agentUrl is configured"))
