@@ -203,17 +203,13 @@ def _shown_chip(value: object) -> ShownChip | None:
     return None
 
 
-async def _fetch(
-    url: str, body: str | None, headers: dict[str, str], timeout_ms: int, signal: Any = None
-) -> Any:
-    """Call `fetch`: POST `body`, or GET when it is None, given up after `timeout_ms`
-    (its body too), or when `signal` aborts. Raises JsException when no answer came (see
-    `_timed_out`)."""
-    timeout = js.AbortSignal.timeout(timeout_ms)
+async def _fetch(url: str, body: str | None, headers: dict[str, str], signal: Any) -> Any:
+    """Call `fetch`: POST `body`, or GET when it is None, given up (its body too) when
+    `signal` aborts. Raises JsException when no answer came (see `_timed_out`)."""
     init: dict[str, Any] = {
         "method": "GET" if body is None else "POST",
         "headers": headers,
-        "signal": timeout if signal is None else js.AbortSignal.any(to_js([timeout, signal])),
+        "signal": signal,
     }
     if body is not None:
         init["body"] = body
@@ -816,22 +812,25 @@ class WorkerBinding:
             return
         headers = {"Content-Type": "application/json", "Accept": EVENT_STREAM}
         reader: Any = None
-        # The agent's silence, timed from the request and again from each part of its
-        # answer: past `timeouts.agentIdleMs`, the request is aborted.
-        silent: list[bool] = []
+        # The request is aborted once the agent has sent nothing for `timeouts.agentIdleMs`
+        # (timed from the request, and again from each part of its answer), RUN_MAX_MS
+        # after it, or by Stop; `expired` names the timer that aborted it.
+        expired: list[str] = []
         controller = js.AbortController.new()
 
-        def too_silent() -> None:
-            silent.append(True)
-            controller.abort()
+        def expiring(why: str) -> Callable[[], None]:
+            def abort() -> None:
+                expired.append(why)
+                controller.abort()
 
-        silence = _OneShot(too_silent)
+            return abort
+
+        silence, limit = _OneShot(expiring("silence")), _OneShot(expiring("limit"))
         self._run_controllers[run_id] = controller
         try:
             silence.arm(self.agent_idle_ms)
-            response = await _fetch(
-                self.agent_url, start.body, headers, RUN_MAX_MS, controller.signal
-            )
+            limit.arm(RUN_MAX_MS)
+            response = await _fetch(self.agent_url, start.body, headers, controller.signal)
             if not response.ok:
                 detail = await _error_detail(response)
                 code = f"http-{int(response.status)}"
@@ -867,12 +866,14 @@ class WorkerBinding:
         except JsException as error:
             # Once the agent's stream began, a failure cut its answer off: it was reached.
             code = "incomplete" if reader is not None else "agent-unreachable"
-            code = "timeout" if silent or _timed_out(error) else code
             detail = f"{error.name}: {error.message}"
-            if silent:
-                detail = f"the agent sent nothing for {self.agent_idle_ms / 1000:g} s"
-            elif code == "timeout":
-                detail = f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
+            if expired:
+                code = "timeout"
+                detail = (
+                    f"the agent sent nothing for {self.agent_idle_ms / 1000:g} s"
+                    if expired[0] == "silence"
+                    else f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
+                )
             if code == "agent-unreachable":
                 # The browser says no more, whichever it was.
                 detail += (
@@ -886,6 +887,7 @@ class WorkerBinding:
             self._run(session.on_agent_failed(run_id, INTERNAL_ERROR, message))
         finally:
             silence.clear()
+            limit.clear()
             self._run_controllers.pop(run_id, None)
             if reader is not None:
                 await _cancel(reader)
@@ -901,7 +903,8 @@ class WorkerBinding:
             headers["Authorization"] = session.authorization
         url = self.api_origin + request.path
         try:
-            response = await _fetch(url, request.body, headers, ACTION_TIMEOUT_MS)
+            signal = js.AbortSignal.timeout(ACTION_TIMEOUT_MS)
+            response = await _fetch(url, request.body, headers, signal)
             status = int(response.status)
             text = await _read_text(response, _ANSWER_BYTES)
         except JsException as error:
