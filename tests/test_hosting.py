@@ -156,6 +156,18 @@ def test_the_rules_read_back_as_the_build_writes_them() -> None:
     assert not rules[1].matches("/index.html/")
 
 
+def test_a_header_two_rules_name_is_sent_once_with_both_values(tmp_path: Path) -> None:
+    """Two rules that match one path and name the same header: it is sent once, their
+    values joined by a comma in the file's order, as Netlify and Cloudflare Pages do."""
+    folder = write_bundle(tmp_path / "dist", "http://127.0.0.1:8000", "http://localhost:8001")
+    with (folder / "_headers").open("a") as rules:
+        rules.write("/web/*\n  X-Robots-Tag: noindex\n/web/boot-*\n  x-robots-tag: nofollow\n")
+    client = TestClient(bundle_app(folder), base_url="http://127.0.0.1:8000")
+    response = client.get("/web/boot-0123.mjs")
+    assert response.headers.get_list("x-robots-tag") == ["noindex, nofollow"]
+    assert response.headers["content-security-policy"] == SCRIPTS_POLICY
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

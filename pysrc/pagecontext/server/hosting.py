@@ -169,8 +169,8 @@ def _served_path(path: str) -> str:
 class _RuleHeaders:
     """Sends with each response the headers of every rule the path of the file it
     serves matches (not the path as requested: `/assistant/` is the page `/assistant`,
-    with its policy), in the file's order (a later rule's header replaces an earlier
-    one's of that name)."""
+    with its policy). A header that two matching rules name is sent once, their values
+    joined by a comma in the file's order, as Netlify and Cloudflare Pages send it."""
 
     def __init__(self, app: ASGIApp, rules: list[HeaderRule]) -> None:
         self.app = app
@@ -181,14 +181,17 @@ class _RuleHeaders:
             await self.app(scope, receive, send)
             return
         served = _served_path(scope["path"])
-        matched = [rule for rule in self.rules if rule.matches(served)]
+        values: dict[str, list[str]] = {}
+        for rule in self.rules:
+            if rule.matches(served):
+                for name, value in rule.headers:
+                    values.setdefault(name.lower(), []).append(value)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                for rule in matched:
-                    for name, value in rule.headers:
-                        headers[name] = value
+                for name, given in values.items():
+                    headers[name] = ", ".join(given)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
