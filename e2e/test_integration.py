@@ -296,7 +296,9 @@ def test_a_page_whose_core_fails_still_loads_its_assistant(
     expect(child).to_have_attribute("data-pc-state", "connecting", timeout=BOOT_TIMEOUT_MS)
     assert child.get_attribute("data-pc-connection") is None
     expect(panel(page).locator("[data-pc-state-text]")).to_have_text("Waiting for the page…")
-    expect(page.locator("[data-pc-state-text]")).to_have_text("The assistant could not start")
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: reload the page to try again"
+    )
     assert _child_load_order(page)[-2:] == ["state:failed", "child-loaded"]
 
 

@@ -425,7 +425,7 @@ const STATE_WORDS = {
   ready: "Connecting…",
   connecting: "Connecting…",
   bound: "Assistant connected",
-  failed: "The assistant could not start",
+  failed: "The assistant could not start: reload the page to try again",
   closed: "",
 };
 const ASSISTANT_WAITS = "Waiting for the page…";
