@@ -325,6 +325,20 @@ def test_static_files_have_browser_mime_types(
             assert response.headers["content-type"] == content_type
 
 
+def test_a_link_out_of_the_site_is_not_followed(
+    root: Path, page: TestClient, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A symbolic link in the site that leads out of its folder is not served: 404, not
+    the file it names. A folder linked from inside the site's own folder is."""
+    outside = tmp_path_factory.mktemp("outside") / "secret.txt"
+    outside.write_text("not the site's")
+    vendor = root / "build" / "site" / "vendor"
+    (vendor / "secret.txt").symlink_to(outside)
+    (vendor / "same").symlink_to(vendor / "pyodide-0.0.0")
+    assert page.get("/vendor/secret.txt").status_code == 404
+    assert page.get("/vendor/same/pyodide.mjs").status_code == 200
+
+
 @pytest.mark.parametrize(
     ("path", "cache_control"),
     [

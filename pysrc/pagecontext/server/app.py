@@ -275,23 +275,23 @@ class _BuildStaticFiles(StaticFiles):
 def _static_routes(config: ServerConfig) -> list[BaseRoute]:
     """The static mounts both origins share."""
     site = config.site_dir
-    # (url prefix, folder, cache policy, follow symlinks). The build folders may
-    # link into node_modules or a wheel cache outside the folder, so they follow
-    # symlinks; the source tree under /web does not need to.
+    # (url prefix, folder, cache policy). The site `make` assembles holds files, not
+    # links: a link in it that leads out of its folder is not followed (one to a file
+    # the server's user can read would be served to anyone).
     mounts = (
-        ("/web", config.root / "web", NO_CACHE, False),
-        ("/py", site / "py", NO_CACHE, True),
-        ("/vendor", site / "vendor", IMMUTABLE, True),
-        ("/wheels", site / "wheels", IMMUTABLE, True),
+        ("/web", config.root / "web", NO_CACHE),
+        ("/py", site / "py", NO_CACHE),
+        ("/vendor", site / "vendor", IMMUTABLE),
+        ("/wheels", site / "wheels", IMMUTABLE),
     )
     return [
         Mount(
             prefix,
             app=_BuildStaticFiles(
-                directory=folder, cache_control=cache_control, follow_symlink=follow
+                directory=folder, cache_control=cache_control, follow_symlink=False
             ),
         )
-        for prefix, folder, cache_control, follow in mounts
+        for prefix, folder, cache_control in mounts
     ]
 
 
