@@ -347,6 +347,9 @@ def test_the_user_stops_a_running_answer_and_asks_again_at_once(
     expect(stopped).to_have_attribute("data-pc-answer-error", "stopped")
     expect(stopped).to_have_text("You stopped this answer.")
     expect(stopped).not_to_have_attribute("role", "alert")
+    # Heard all the same, once, in the panel's status (the focus is in the field).
+    expect(assistant.locator("[data-pc-announce]")).to_have_text("You stopped this answer.")
+    expect(answer.locator(".pc-note")).to_have_count(0)
     expect(stop).to_be_hidden()
     expect(assistant.locator("[data-pc-question]")).to_be_focused()
     expect(assistant.locator("[data-pc-new-conversation]")).not_to_have_attribute(

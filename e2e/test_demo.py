@@ -295,10 +295,14 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
     wait_bound(child)
     expect(child.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_be_visible()
     expect(chip).to_have_attribute("data-pc-chip-page-reloaded", "true")
-    expect(chip.locator(".pc-chip-note")).to_have_text(
+    note = (
         "The page has reloaded since you shared this: select it there again to use what it "
         "shows now."
     )
+    expect(chip.locator(".pc-chip-note")).to_have_text(note)
+    # Read with the chip, and heard as it comes: not as context added.
+    expect(chip).to_have_attribute("aria-describedby", "pc-chip-note")
+    expect(page.locator("[data-pc-announce]")).to_have_text(f"{ROW}: {note}")
     page.get_by_role("button", name="Show me").click()
     receipt = page.locator("[data-pc-receipt]")
     expect(receipt).to_have_attribute(

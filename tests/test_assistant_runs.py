@@ -19,6 +19,7 @@ from pagecontext import agui
 from pagecontext.block import parse_block
 from pagecontext.composer import Composer
 from pagecontext.conversation import tool_result
+from pagecontext.integration import STOPPED
 from pagecontext.selection_items import REFERENCE_TYPE, SNAPSHOT_TYPE
 from pagecontext.server import access
 from pagecontext.server.app import ServerConfig
@@ -27,7 +28,6 @@ from pagecontext.session import (
     ACTION_DEADLINES_MS,
     ACTION_TIMEOUT_MS,
     MAX_FOLLOW_UPS,
-    STOPPED,
     ActionRequest,
     AssistantSession,
     Effect,

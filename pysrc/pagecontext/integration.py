@@ -49,6 +49,7 @@ __all__ = [
     "SAVED_STATE_FORMAT",
     "SAVED_STATE_PREFIX",
     "SHARE_MODES",
+    "STOPPED",
     "TIMEOUTS",
     "TIMEOUT_MAX",
     "UI_REASONS",
@@ -115,6 +116,8 @@ DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
 # Timeouts in milliseconds, with their defaults.
 TIMEOUTS = {"bootMs": 60000, "childMs": 30000, "agentIdleMs": 60000}
+# The failure code of an answer the user stopped (the session's, the panel's words).
+STOPPED = "stopped"
 TIMEOUT_MAX = 600000
 UI_STATUSES = ("applied", "not-found")
 # Where a receipt layer stands (ledger.LayerState).

@@ -54,6 +54,7 @@ from pagecontext.errors import HandshakeRejected, LocalProtocolError, MessageRej
 from pagecontext.handshake import Binding, BindState, ChildBinder, EmbedderBinder, bound_message
 from pagecontext.integration import (
     SAVED_STATE_FORMAT,
+    STOPPED,
     action_checkable,
     is_layer_view,
     saved_state_readable,
@@ -96,7 +97,6 @@ __all__ = [
     "FLAG_PATH",
     "INTERNAL_ERROR",
     "MAX_FOLLOW_UPS",
-    "STOPPED",
     "UI_PENDING_MAX",
     "ActionRequest",
     "AssistantSession",
@@ -196,8 +196,6 @@ _PERSIST = Refresh("persist")
 
 # The id the assistant's agent has in the context store's per-agent scoping.
 AGENT_ID = "default"
-# The failure code of an answer the user stopped.
-STOPPED = "stopped"
 # The page origin's action API (docs/agent.md).
 FLAG_CONFIRMATIONS_PATH = "/api/actions/flag/confirmations"
 FLAG_PATH = "/api/actions/flag"

@@ -33,7 +33,9 @@ except ImportError:
     pass
 
 from pagecontext.browser.panelview import (
+    CHIP_PAGE_RELOADED,
     chip_element,
+    failure_summary,
     locate_state,
     log_element,
     receipt_summary,
@@ -41,6 +43,7 @@ from pagecontext.browser.panelview import (
 )
 from pagecontext.integration import (
     SAVED_STATE_PREFIX,
+    STOPPED,
     ConfigError,
     is_scalar,
     parse_command_done,
@@ -1567,7 +1570,16 @@ class Edge:
             show = doc.querySelector("[data-pc-show]")
             show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
+        before = self.drawn.get("chip")
         chip_changed = self._changed("chip", chip)
+        # The context drawn before, drawn again (its page reloaded since, say): no new
+        # context, though the revision moved (a new page document starts its own anew).
+        same_context = (
+            isinstance(chip, dict)
+            and isinstance(before, dict)
+            and (before.get("pageInstanceId"), before.get("revision"))
+            == (chip.get("pageInstanceId"), chip.get("revision"))
+        )
         # No chip because the user removed the pinned one (not a cleared selection while
         # an older removal stands): Ask AI on the same object keeps it out, so the empty
         # area asks for another one (Bring it back is shown under it).
@@ -1587,10 +1599,19 @@ class Edge:
         if self._changed("revision", revision) and not first:
             # What Ask AI did, said to a user who cannot see the panel change: the context
             # taken, or kept out as they asked.
-            if chip is not None and chip_changed:
+            if chip is not None and chip_changed and not same_context:
                 self._announce("Context added: " + str(chip.get("resourceRef")))
             elif chip is None and state.get("dismissed"):
                 self._announce(CONTEXT_STAYS_REMOVED)
+        if (
+            same_context
+            and isinstance(chip, dict)
+            and isinstance(before, dict)
+            and chip.get("pageReloaded")
+            and not before.get("pageReloaded")
+        ):
+            # Heard as well as seen: the chip's note.
+            self._announce(str(chip.get("resourceRef")) + ": " + CHIP_PAGE_RELOADED)
         self.root.setAttribute("data-pc-revision", str(revision))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
@@ -1703,7 +1724,11 @@ class Edge:
                 if entry.get("state") == "done":
                     self._announce(_answered(entry))
                 elif entry.get("state") == "failed":
-                    self._announce("")
+                    # A failure is an alert of its own; the user's own stop is not, and
+                    # is said here (the focus has gone to the question's field).
+                    error = entry.get("error")
+                    stopped = isinstance(error, dict) and error.get("code") == STOPPED
+                    self._announce(failure_summary(STOPPED) if stopped else "")
             before = old.querySelector("[data-pc-action-status]")
             said = None if before is None else str(before.textContent)
             # A control inside the entry held the focus (a decision pressed): the redraw

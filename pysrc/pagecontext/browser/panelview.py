@@ -11,7 +11,7 @@ import re
 
 import js
 
-from pagecontext.integration import action_checkable, command_standing, reason_listed
+from pagecontext.integration import STOPPED, action_checkable, command_standing, reason_listed
 
 # For the type checker only: MicroPython has neither typing nor contextlib, and never
 # evaluates annotations.
@@ -91,7 +91,11 @@ def chip_element(chip: dict[str, Any]) -> Any:
     el.append(text_element("div", meta, "pc-chip-meta"))
     if chip.get("pageReloaded"):
         el.setAttribute("data-pc-chip-page-reloaded", "true")
-        el.append(text_element("p", CHIP_PAGE_RELOADED, "pc-chip-note"))
+        note = text_element("p", CHIP_PAGE_RELOADED, "pc-chip-note")
+        # Read with the group's name when the focus lands on the chip.
+        note.setAttribute("id", "pc-chip-note")
+        el.setAttribute("aria-describedby", "pc-chip-note")
+        el.append(note)
     remove = text_element("button", "\u00d7", "pc-chip-remove")
     remove.setAttribute("type", "button")
     remove.setAttribute("aria-label", "Remove context: " + chip["resourceRef"])
@@ -146,7 +150,7 @@ _FAILURES = {
     "internal-error": "The assistant failed while asking or reading, so the answer was stopped.",
     "no-agent": "This assistant has no agent to ask (its agentUrl is empty).",
     "assistant-reloaded": "This answer was interrupted when the assistant reloaded.",
-    "stopped": "You stopped this answer.",
+    STOPPED: "You stopped this answer.",
 }
 
 
@@ -192,12 +196,13 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
         code = str(error.get("code") or "")
         failure = text_element("p", failure_summary(code), "pc-error")
         failure.setAttribute("data-pc-answer-error", code)
-        if not entry.get("restored") and code != "stopped":
+        if not entry.get("restored") and code != STOPPED:
             # A failure that happens now is announced; one restored with the log is not,
             # nor the user's own stop.
             failure.setAttribute("role", "alert")
         el.append(failure)
-        if error.get("message"):
+        if error.get("message") and code != STOPPED:
+            # The user's own stop needs no detail ("stopped by the user" says it again).
             el.append(text_element("p", str(error.get("message")), "pc-note"))
         # The question back in its field, for the user to send again (or change first).
         again = text_element("button", "Ask again")
