@@ -281,7 +281,8 @@ def test_a_question_sent_as_a_new_context_arrives_comes_back_unasked(
 
 
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
-    """A declined flag writes nothing, and the focus rests on the entry that says so."""
+    """A declined flag writes nothing, and the focus rests on the entry that says so; a
+    follow-up about the row does not propose it again."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     ask(assistant, QUESTION)
@@ -294,6 +295,12 @@ def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) ->
     # The pressed button is gone: the focus is on the entry, read whole with its outcome.
     expect(proposals).to_be_focused()
     expect(proposals.locator("[data-pc-action-status]")).to_have_text("Not flagged: you declined.")
+    # A follow-up about the row is answered without proposing the flag again.
+    again = ask(assistant, "And compared with May?")
+    expect(again.locator("[data-pc-answer-text]")).to_contain_text(
+        "which I proposed earlier in this conversation"
+    )
+    expect(proposals).to_have_count(1)
 
 
 # --- an external AG-UI agent (--agent-url) ------------------------------------------------

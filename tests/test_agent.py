@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from ag_ui.core import BaseEvent, UserMessage
+from ag_ui.core import AssistantMessage, BaseEvent, FunctionCall, ToolCall, UserMessage
 from starlette.testclient import TestClient
 
 from clients import assistant_client
@@ -331,6 +331,37 @@ def test_agent_streams_a_verified_run_that_explains_and_highlights(
         {"componentId": "sales-table", "resourceRef": NORTH_MARCH, "tone": "focus"},
     )
     assert [name for name, _ in calls] == ["highlight"] * 3 + ["flag_for_review"]
+
+
+def with_an_earlier_flag_proposal(arguments: str) -> dict[str, object]:
+    """The run body of a follow-up question: before it, the agent's answer that called
+    `flag_for_review` with `arguments`."""
+    body = run_body()
+    call = ToolCall(id="c0", function=FunctionCall(name="flag_for_review", arguments=arguments))
+    earlier = AssistantMessage(id="a0", content="About the row.", tool_calls=[call])
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    body["messages"] = [json.loads(earlier.model_dump_json(by_alias=True)), *messages]
+    return body
+
+
+def test_a_row_proposed_for_review_earlier_in_the_conversation_is_not_proposed_again(
+    origins: tuple[TestClient, TestClient],
+) -> None:
+    """A follow-up about a row the conversation already has a flag proposal for: the
+    answer says it was proposed earlier, and proposes nothing new (the panel shows the
+    first proposal and its outcome). A proposal for another row, or one whose arguments
+    name no row, does not count."""
+    _, assistant = origins
+    again = stream(
+        assistant, with_an_earlier_flag_proposal(json.dumps({"resourceRef": NORTH_MARCH}))
+    )
+    assert [name for name, _ in _tool_calls(again)] == ["highlight"] * 3
+    assert "which I proposed earlier in this conversation" in _text(again)
+    for arguments in (json.dumps({"resourceRef": "sales-2026-08-south"}), "not json", "[]"):
+        other = stream(assistant, with_an_earlier_flag_proposal(arguments))
+        assert [name for name, _ in _tool_calls(other)][-1] == "flag_for_review", arguments
+        assert "I propose flagging it for review" in _text(other)
 
 
 @pytest.mark.scenario(5)

@@ -160,11 +160,15 @@ def _signed_percent(new: float, old: float) -> str:
     return f"{(new - old) / old * 100:+.1f}%"
 
 
-def explain(task: TaskContext, outcome: LiveRead | ReadRefused) -> Answer:
-    """Return the answer about `task`'s row, from `outcome` alone when access was refused."""
+def explain(
+    task: TaskContext, outcome: LiveRead | ReadRefused, *, flag_proposed: bool = False
+) -> Answer:
+    """Return the answer about `task`'s row, from `outcome` alone when access was refused.
+    `flag_proposed`: this conversation proposed flagging the row already (its answer
+    says so, and does not propose it again)."""
     if isinstance(outcome, ReadRefused):
         return _refused(task, outcome)
-    return _explained(task, outcome)
+    return _explained(task, outcome, flag_proposed)
 
 
 def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
@@ -191,7 +195,7 @@ def _refused(task: TaskContext, refused: ReadRefused) -> Answer:
     return Answer((lead + said, "I will not answer from the copy your page showed earlier" + then))
 
 
-def _explained(task: TaskContext, live: LiveRead) -> Answer:
+def _explained(task: TaskContext, live: LiveRead, flag_proposed: bool) -> Answer:
     row = live.row
     chunks = [
         f"About {row.ref} ({row.region}, {row.month}), based on the live data read at "
@@ -247,9 +251,16 @@ def _explained(task: TaskContext, live: LiveRead) -> Answer:
         calls.append(_highlight(task, row.ref, "focus"))
         calls.extend(_highlight(task, r.ref, "related") for r in related)
     if ratio is not None and (ratio >= OUTLIER_HIGH or ratio <= OUTLIER_LOW):
-        chunks.append("It stands out enough that I propose flagging it for review.")
-        note = f"{ratio:.2f} times the {row.region} average of {_units(average)}"
-        calls.append(PlannedToolCall(FLAG_TOOL, {"resourceRef": row.ref, "note": note}))
+        if flag_proposed:
+            # Once per conversation: the panel still shows that proposal and its outcome.
+            chunks.append(
+                "It stands out enough to flag for review, which I proposed earlier in this "
+                "conversation."
+            )
+        else:
+            chunks.append("It stands out enough that I propose flagging it for review.")
+            note = f"{ratio:.2f} times the {row.region} average of {_units(average)}"
+            calls.append(PlannedToolCall(FLAG_TOOL, {"resourceRef": row.ref, "note": note}))
     return Answer(_paragraphs(chunks), tuple(calls))
 
 

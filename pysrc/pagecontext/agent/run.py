@@ -31,6 +31,7 @@ from ag_ui.core import (
 from pagecontext.agent.explain import Answer
 from pagecontext.agui import (
     AUTHORIZATION_PROP,
+    FLAG_TOOL,
     TaskContext,
     read_authorization,
     read_task_context,
@@ -41,6 +42,7 @@ from pagecontext.errors import PagecontextError
 __all__ = [
     "RunInputError",
     "answer_events",
+    "flag_proposed",
     "pinned_task",
     "run_error",
     "run_started",
@@ -62,6 +64,23 @@ def pinned_task(run_input: RunAgentInput) -> TaskContext | None:
         return read_task_context(run_input)
     except ValueError as error:
         raise RunInputError(str(error)) from None
+
+
+def flag_proposed(run_input: RunAgentInput, resource_ref: str) -> bool:
+    """Whether the conversation the run carries (its `messages`) holds this agent's
+    proposal to flag `resource_ref` already: a `flag_for_review` call of an assistant
+    message naming that row. Arguments that are not a JSON object name no row."""
+    for message in run_input.messages:
+        for call in getattr(message, "tool_calls", None) or ():
+            if call.function.name != FLAG_TOOL:
+                continue
+            try:
+                arguments = json.loads(call.function.arguments)
+            except ValueError:
+                continue
+            if isinstance(arguments, dict) and arguments.get("resourceRef") == resource_ref:
+                return True
+    return False
 
 
 def user_authorization(run_input: RunAgentInput) -> str:

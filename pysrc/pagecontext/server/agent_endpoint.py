@@ -48,6 +48,7 @@ from pagecontext.agent.explain import (
 from pagecontext.agent.run import (
     RunInputError,
     answer_events,
+    flag_proposed,
     pinned_task,
     run_error,
     run_started,
@@ -273,7 +274,8 @@ def agent_endpoint(
                     answer = NO_SELECTION
                 else:
                     outcome = await read(task.resource_ref, user_authorization(run_input))
-                    answer = explain(task, outcome)
+                    proposed = flag_proposed(run_input, task.resource_ref)
+                    answer = explain(task, outcome, flag_proposed=proposed)
                 answered = answer_events(run_input, answer, new_id)
             except RunInputError as error:
                 yield run_error(str(error), "bad-input")
