@@ -24,7 +24,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
-from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -135,10 +135,22 @@ class _BundleFiles(StaticFiles):
         super().__init__(directory=folder, html=True, follow_symlink=False)
         self.folder = folder
 
+    def lookup_path(self, path: str) -> tuple[str, os.stat_result | None]:
+        """StaticFiles' lookup, but not of what the host keeps to itself (the rules file,
+        hidden files), judged by the file the path resolves to: a link in the folder to
+        one of them is not served either."""
+        full, found = super().lookup_path(path)
+        if found is None:
+            return full, found
+        inside = PurePosixPath(
+            Path(os.path.realpath(full)).relative_to(os.path.realpath(self.folder)).as_posix()
+        )
+        if str(inside) == HEADERS_PATH or any(part.startswith(".") for part in inside.parts):
+            return "", None
+        return full, found
+
     async def get_response(self, path: str, scope: Scope) -> Response:
         parts = PurePosixPath(path).parts
-        if path == HEADERS_PATH or any(part.startswith(".") for part in parts):
-            return self._not_found()
         if parts and "." not in parts[-1]:
             # A page at its pretty URL (`/assistant` for `/assistant.html`).
             try:
@@ -151,12 +163,6 @@ class _BundleFiles(StaticFiles):
         if variant is not None:
             return variant
         return await super().get_response(path, scope)
-
-    def _not_found(self) -> Response:
-        page = self.folder / NOT_FOUND_PATH
-        if page.is_file():
-            return FileResponse(page, status_code=404, stat_result=os.stat(page))
-        return PlainTextResponse("Not Found", status_code=404)
 
 
 def _served_path(path: str) -> str:
