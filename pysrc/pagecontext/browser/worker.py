@@ -56,7 +56,6 @@ from pagecontext.session import (
 
 # Diagnostics after refused port messages are coalesced: at most one report this often.
 DIAGNOSTICS_EVERY_MS = 250
-# An answer that has not ended this long after it was asked for is failed as `timeout`.
 # The longest a run may go on, however steadily its agent streams: a backstop for an
 # agent that never ends. Its silences are timed by `timeouts.agentIdleMs`.
 RUN_MAX_MS = 600_000
