@@ -117,7 +117,8 @@ def test_what_the_bundle_does_not_hold_or_keeps_to_itself_is_not_found(
 ) -> None:
     """A missing file is 404.html with 404, never the page with 200; the rules file, the
     output's hidden marker (or a link in the folder to either), a path climbing out and a
-    link pointing out are not served; nothing but GET and HEAD is answered. Each answer forbids MIME sniffing."""
+    link pointing out are not served; nothing but GET and HEAD is answered. Each answer
+    forbids MIME sniffing."""
     outside = tmp_path / "secret.txt"
     outside.write_text("not the bundle's")
     (bundle / "web" / "linked.txt").symlink_to(outside)
