@@ -280,6 +280,32 @@ def test_a_question_sent_as_a_new_context_arrives_comes_back_unasked(
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
 
 
+def test_a_new_conversation_takes_its_answers_highlights_off_the_page(demo: Page) -> None:
+    """The built-in agent's answer highlights three rows; New conversation clears the
+    answer in the panel and takes those highlights, and what a screen reader hears of
+    them, off the page; the page is told once (`pagecontext:conversation`), and the
+    user's selection stays."""
+    demo.evaluate(
+        """() => { window.__pcConversations = [];
+             document.addEventListener("pagecontext:conversation",
+               (event) => window.__pcConversations.push(event.detail)); }"""
+    )
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    ask(assistant, QUESTION)
+    marked = demo.locator("[data-pc-highlight]")
+    expect(marked).to_have_count(3, timeout=STEP_TIMEOUT_MS)
+    assistant.get_by_role("button", name="New conversation").click()
+    expect(assistant.locator('[data-pc-log-kind="answer"]')).to_have_count(0)
+    expect(marked).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(demo.locator("[aria-description]")).to_have_count(0)
+    expect(demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "aria-selected", "true"
+    )
+    conversation = html(assistant).get_attribute("data-pc-conversation")
+    assert demo.evaluate("window.__pcConversations") == [{"conversationId": conversation}]
+
+
 def test_a_user_may_decline_and_nothing_is_sent(demo: Page, origins: Origins) -> None:
     """A declined flag writes nothing, and the focus rests on the entry that says so; a
     follow-up about the row does not propose it again."""

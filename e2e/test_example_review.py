@@ -64,6 +64,11 @@ def test_select_ask_and_show_a_month(page: Page, context: BrowserContext, origin
     expect(item).to_have_class("is-pointed-at")
     expect(item).to_be_focused()
     expect(page.locator("[data-pc-highlight]")).to_have_count(0)
+    # A new conversation: the page takes away the marks it drew for the answers cleared
+    # (`pagecontext:conversation`); the user's selection stays.
+    assistant.get_by_role("button", name="New conversation").click()
+    expect(page.locator(".is-pointed-at")).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(item).to_have_attribute("aria-current", "true")
     expect_no_csp_violations(page, workers)
 
 

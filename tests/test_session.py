@@ -407,6 +407,23 @@ def test_a_revision_sent_again_after_a_new_conversation_is_a_repeat(embedder: Si
     assert chip(pair)["resourceRef"] == "row:2"
 
 
+@pytest.mark.parametrize("embedder", TOPOLOGIES)
+def test_the_pages_edge_is_told_of_a_new_conversation(embedder: Side) -> None:
+    """A new conversation reaches the page's edge (`conversation`, with its id), which
+    takes the highlights of the conversation left off the page (docs/protocol.md 8.14);
+    nothing of it before."""
+    pair = shared_pair(embedder)
+    show(pair)
+    pair.pump()
+    assert pair.dom.highlights
+    assert not [m for m in pair.page_edge if m["kind"] == "conversation"]
+    pair.run("assistant", pair.assistant.new_conversation("conv-2"))
+    pair.pump()
+    told = [m for m in pair.page_edge if m["kind"] == "conversation"]
+    assert told == [{"kind": "conversation", "conversationId": "conv-2"}]
+    assert pair.dom.highlights == {}
+
+
 @pytest.mark.parametrize("bad", ["", "conv 2", "x" * 65, "conv-2\n"])
 def test_ids_that_no_peer_would_take_are_refused_before_anything_changes(bad: str) -> None:
     """A session's own ids go into every message it sends: one the protocol's models

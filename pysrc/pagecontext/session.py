@@ -799,11 +799,16 @@ class PageSession:
                 peer_instance_id=binding.peer_instance_id,
             )
             self.resolver.bind(self.page_instance_id, message.conversation_id)
+            # The highlights of the conversation left go from the page (docs/protocol.md 8.14).
+            effects: list[Effect] = [
+                ToEdge({"kind": "conversation", "conversationId": message.conversation_id})
+            ]
             if self._shared == self._share_key(binding):
                 # The selection shared last went out stamped with the conversation the
                 # assistant has left, and may have crossed this message and been refused:
                 # sent again, it is taken, or is a repeat (docs/protocol.md 8.7).
-                return self.share()
+                effects += self.share()
+            return effects
         return []
 
 

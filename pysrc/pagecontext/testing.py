@@ -389,6 +389,9 @@ class ChannelPair:
                 self._edge(side).append(_cloned(effect.message))
                 if side == "page" and effect.message.get("kind") == "apply":
                     self._apply(effect.message)
+                elif side == "page" and effect.message.get("kind") == "conversation":
+                    # A new conversation: its edge takes the highlights off the page.
+                    self.dom.highlights.clear()
             elif isinstance(effect, ClosePort):
                 self._closed(side).append(effect.reason)
                 port = self._port[side]

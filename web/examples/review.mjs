@@ -7,7 +7,9 @@
 // - `pagecontext:rendered` after every render of the list;
 // - `pagecontext:command`: the page draws the assistant's highlight itself (it marks the
 //   month it points at; the user's own selection stays as it was), and answers with
-//   `pagecontext:command-done`.
+//   `pagecontext:command-done`;
+// - `pagecontext:conversation`: a new conversation in the assistant takes those marks
+//   away with the answers that made them.
 const COMPONENT = "review-months";
 const list = document.getElementById("review-months");
 const detail = document.getElementById("review-detail");
@@ -113,6 +115,13 @@ regionSelect.addEventListener("change", load);
 // The assistant points at a month: the page marks it; locate is left to pagecontext (it
 // scrolls to the item and focuses it). The user's own selection, what the detail shows
 // and what "Ask AI" shares, stays the user's: only the user changes it.
+// A new conversation: the answers that pointed at months are cleared in the assistant,
+// and the marks they made go with them (the user's selection stays).
+document.addEventListener("pagecontext:conversation", () => {
+  state.pointedAt.clear();
+  renderMarks();
+});
+
 document.addEventListener("pagecontext:command", (event) => {
   const { commandId, action, componentId, resourceRef, tone } = event.detail;
   if (componentId !== COMPONENT || (action !== "highlight" && action !== "clear-highlight")) return;

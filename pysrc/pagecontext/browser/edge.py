@@ -865,6 +865,8 @@ class Edge:
             self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
+        elif kind == "conversation" and self.config["role"] == "page":
+            self._conversation_left(message.get("conversationId"))
         elif kind == "conversation":
             # A new conversation: the next `connect` this embedder sends names it.
             conversation_id = message.get("conversationId")
@@ -1144,6 +1146,17 @@ class Edge:
                 "shareable": _declared(component),
             }
         )
+
+    def _conversation_left(self, conversation_id: Any) -> None:
+        """The assistant began a new conversation: the highlights it asked for in the one
+        it left go (the answers they belonged to are cleared), the selection stays, and
+        the page is told (`pagecontext:conversation`), for highlights it drew itself."""
+        for objects in self.registry.values():
+            for element in objects.values():
+                if element.hasAttribute("data-pc-highlight"):
+                    _unhighlight(element)
+        detail = {"conversationId": conversation_id if isinstance(conversation_id, str) else None}
+        _dispatch(js.document, "pagecontext:conversation", detail, False)
 
     def _unmark(self, element: Any) -> None:
         """`element` no longer stands for the object it was marked for: its marks go."""
