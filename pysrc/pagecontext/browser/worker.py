@@ -248,6 +248,8 @@ class _OneShot:
         self.callback = callback
         self._timer: Any = None
         self._proxy: Any = None
+        # Whether it called since it was last armed.
+        self.fired = False
 
     @property
     def armed(self) -> bool:
@@ -255,12 +257,14 @@ class _OneShot:
 
     def arm(self, ms: float) -> None:
         self.clear()
+        self.fired = False
         self._proxy = create_once_callable(self._fire)
         self._timer = js.setTimeout(self._proxy, ms)
 
     def _fire(self) -> None:
         # The once-callable destroys itself when it runs.
         self._timer = self._proxy = None
+        self.fired = True
         self.callback()
 
     def clear(self) -> None:
@@ -813,18 +817,9 @@ class WorkerBinding:
         reader: Any = None
         # The request is aborted once the agent has sent nothing for `timeouts.agentIdleMs`
         # (timed from the request, and again from each part of its answer), RUN_MAX_MS
-        # after it, or by Stop; `expired` names the timer that aborted it.
-        expired: list[str] = []
+        # after it, or by Stop.
         controller = js.AbortController.new()
-
-        def expiring(why: str) -> Callable[[], None]:
-            def abort() -> None:
-                expired.append(why)
-                controller.abort()
-
-            return abort
-
-        silence, limit = _OneShot(expiring("silence")), _OneShot(expiring("limit"))
+        silence, limit = _OneShot(controller.abort), _OneShot(controller.abort)
         self._run_controllers[run_id] = controller
         try:
             silence.arm(self.agent_idle_ms)
@@ -866,13 +861,12 @@ class WorkerBinding:
             # Once the agent's stream began, a failure cut its answer off: it was reached.
             code = "incomplete" if reader is not None else "agent-unreachable"
             detail = f"{error.name}: {error.message}"
-            if expired:
+            if silence.fired:
                 code = "timeout"
-                detail = (
-                    f"the agent sent nothing for {self.agent_idle_ms / 1000:g} s"
-                    if expired[0] == "silence"
-                    else f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
-                )
+                detail = f"the agent sent nothing for {self.agent_idle_ms / 1000:g} s"
+            elif limit.fired:
+                code = "timeout"
+                detail = f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
             if code == "agent-unreachable":
                 # The browser says no more, whichever it was.
                 detail += (
