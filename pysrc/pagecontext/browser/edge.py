@@ -1583,13 +1583,13 @@ class Edge:
             show = doc.querySelector("[data-pc-show]")
             show.setAttribute("aria-disabled", "false" if bound else "true")
         # A receipt or an answer's progress leaves the chip as it is: not rebuilt.
-        before = self.drawn.get("chip")
+        before = self.drawn.get("chip") or {}
         chip_changed = self._changed("chip", chip)
         # The context drawn before, drawn again (its page reloaded since, say): no new
         # context, though the revision moved (a new page document starts its own anew).
         same_context = (
             isinstance(chip, dict)
-            and isinstance(before, dict)
+            and bool(before)
             and (before.get("pageInstanceId"), before.get("revision"))
             == (chip.get("pageInstanceId"), chip.get("revision"))
         )
@@ -1616,15 +1616,10 @@ class Edge:
                 self._announce("Context added: " + str(chip.get("resourceRef")))
             elif chip is None and state.get("dismissed"):
                 self._announce(CONTEXT_STAYS_REMOVED)
-        if (
-            same_context
-            and isinstance(chip, dict)
-            and isinstance(before, dict)
-            and chip.get("pageReloaded")
-            and not before.get("pageReloaded")
-        ):
+        reloaded = isinstance(chip, dict) and bool(chip.get("pageReloaded"))
+        if same_context and reloaded and not before.get("pageReloaded"):
             # Heard as well as seen: the chip's note.
-            self._announce(str(chip.get("resourceRef")) + ": " + CHIP_PAGE_RELOADED)
+            self._announce(str(before.get("resourceRef")) + ": " + CHIP_PAGE_RELOADED)
         self.root.setAttribute("data-pc-revision", str(revision))
         answering = state.get("answering")
         self.root.setAttribute("data-pc-answering", "true" if answering else "false")
