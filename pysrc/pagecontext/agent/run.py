@@ -31,8 +31,9 @@ from ag_ui.core import (
 from pagecontext.agent.explain import Answer
 from pagecontext.agui import (
     AUTHORIZATION_PROP,
-    FLAG_TOOL,
     TaskContext,
+    ToolCallError,
+    business_proposal,
     read_authorization,
     read_task_context,
 )
@@ -69,16 +70,15 @@ def pinned_task(run_input: RunAgentInput) -> TaskContext | None:
 def flag_proposed(run_input: RunAgentInput, resource_ref: str) -> bool:
     """Whether the conversation the run carries (its `messages`) holds this agent's
     proposal to flag `resource_ref` already: a `flag_for_review` call of an assistant
-    message naming that row. Arguments that are not a JSON object name no row."""
+    message naming that row, read as the assistant reads one (`business_proposal`); a
+    call it would refuse proposed nothing."""
     for message in run_input.messages:
         for call in getattr(message, "tool_calls", None) or ():
-            if call.function.name != FLAG_TOOL:
-                continue
             try:
-                arguments = json.loads(call.function.arguments)
-            except ValueError:
+                proposal = business_proposal(call.function.name, call.function.arguments)
+            except ToolCallError:
                 continue
-            if isinstance(arguments, dict) and arguments.get("resourceRef") == resource_ref:
+            if proposal.resource_ref == resource_ref:
                 return True
     return False
 
