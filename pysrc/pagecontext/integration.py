@@ -116,9 +116,9 @@ DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
 # Timeouts in milliseconds, with their defaults.
 TIMEOUTS = {"bootMs": 60000, "childMs": 30000, "agentIdleMs": 60000}
+TIMEOUT_MAX = 600000
 # The failure code of an answer the user stopped (the session's, the panel's words).
 STOPPED = "stopped"
-TIMEOUT_MAX = 600000
 UI_STATUSES = ("applied", "not-found")
 # Where a receipt layer stands (ledger.LayerState).
 LAYER_STATES = ("pending", "applied", "stale-context", "not-found", "rejected", "unconfirmed")

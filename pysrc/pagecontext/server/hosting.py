@@ -41,7 +41,6 @@ __all__ = [
 ]
 
 HEADERS_PATH: Final = "_headers"
-NOT_FOUND_PATH: Final = "404.html"
 
 
 class BundleError(ValueError):

@@ -281,13 +281,7 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
     )
 
 
-def serve_apps(
-    apps: Sequence[tuple[ASGIApp, int]],
-    *,
-    host: str,
-    started: str,
-    ready: Callable[[], None] | None = None,
-) -> int:
+def serve_apps(apps: Sequence[tuple[ASGIApp, int]], *, host: str, started: str) -> int:
     """Serve each (app, port) on `host` in the foreground until Ctrl-C or SIGTERM, as
     `serve` does, and print `started` once all accept connections; return an exit code:
     2 (after one line on stderr) if a port is taken, 1 if a server failed to start, 0
@@ -298,7 +292,7 @@ def serve_apps(
             why = "already in use" if problem.errno == errno.EADDRINUSE else problem.strerror
             print(f"pagecontext: cannot listen on {host} port {port}: {why}", file=sys.stderr)
             return EXIT_PORT_UNAVAILABLE
-    return _in_the_foreground(_Servers(apps, host), started, ready)
+    return _in_the_foreground(_Servers(apps, host), started, None)
 
 
 def _in_the_foreground(servers: _Servers, started: str, ready: Callable[[], None] | None) -> int:
