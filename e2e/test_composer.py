@@ -159,6 +159,28 @@ def test_a_question_the_assistant_does_not_take_goes_back_to_its_field_with_why(
     expect(announce).to_have_text("Not sent: a question has 1 to 4000 characters.")
 
 
+def test_a_question_typed_and_not_sent_is_back_in_its_field_after_a_reload(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench: a question typed in the panel and not sent is back in its field after
+    the assistant reloads. One that was sent is not: the field is empty after the next
+    reload. Another user's is removed with that user's saved state
+    (`test_another_users_saved_conversation_is_never_shown_and_is_removed`)."""
+    business = open_workbench(page, origins)
+    typed = "Why is this row so high?\nCompare it with March."
+    page.locator("[data-pc-question]").fill(typed)
+    page.reload()
+    wait_bound(page)
+    expect(page.locator("[data-pc-question]")).to_have_value(typed, timeout=STEP_TIMEOUT_MS)
+    pin(business, page, ROW)
+    ask(page, "Sent, so not kept")
+    expect(page.locator("[data-pc-question]")).to_have_value("")
+    page.reload()
+    wait_bound(page)
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(1, timeout=STEP_TIMEOUT_MS)
+    expect(page.locator("[data-pc-question]")).to_have_value("")
+
+
 def test_a_new_conversation_clears_the_log_and_the_page_follows_it(demo: Page) -> None:
     """Ask about a row, then press "New conversation": the log is empty, the panel names
     the new conversation, the chip stays, the focus on a cleared entry goes to the
@@ -383,6 +405,7 @@ if (location.pathname === "/workbench.html" && !sessionStorage.getItem("planted"
   for (const key of KEYS) {
     localStorage.setItem(key, STATE);
     sessionStorage.setItem(key, STATE);
+    sessionStorage.setItem(key + ":draft", "a question the other user typed");
   }
 }
 """
@@ -392,9 +415,9 @@ def test_another_users_saved_conversation_is_never_shown_and_is_removed(
     page: Page, origins: Origins
 ) -> None:
     """The browser holds a conversation saved by another user of the workbench (other
-    credentials) and one saved under the key without an owner: the assistant shows
-    neither and starts its own conversation, and both are gone from storage, which
-    holds only this user's."""
+    credentials) and one saved under the key without an owner, each with a question
+    typed and not sent: the assistant shows none of them and starts its own
+    conversation, and all are gone from storage, which holds only this user's."""
     first = open_workbench(page, origins)
     key = saved_state_key(page)
     pin(first, page, ROW)
@@ -421,6 +444,7 @@ def test_another_users_saved_conversation_is_never_shown_and_is_removed(
     expect(html(page)).to_have_attribute("data-pc-state", "bound")
     expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(0)
     expect(page.locator(f'[data-pc-chip="{ROW}"]')).to_have_count(0)
+    expect(page.locator("[data-pc-question]")).to_have_value("")
     left = page.evaluate(
         """() => [localStorage, sessionStorage].flatMap((store) =>
              Object.keys(store).filter((k) => k.startsWith("pagecontext:assistant")))"""

@@ -39,6 +39,8 @@ const wholeJson = (value) => {
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
+// After the saved state's key, the key of the question typed and not sent (host.keepDraft).
+const DRAFT = ":draft";
 // The positions a frame may take (integration.POSITIONS), published on <html>.
 const POSITIONS = ["embedder", "child"];
 globalThis.pagecontextHost = {
@@ -112,13 +114,33 @@ globalThis.pagecontextHost = {
         const store = window[name];
         for (let index = store.length - 1; index >= 0; index -= 1) {
           const other = store.key(index);
-          if (other !== null && other !== key && other.startsWith(prefix)) store.removeItem(other);
+          if (other !== null && other !== key && other !== key + DRAFT && other.startsWith(prefix)) store.removeItem(other);
         }
         const text = key ? store.getItem(key) : null;
         if (found === null && text !== null) found = text;
       } catch { /* denied */ }
     }
     return found;
+  },
+  // The question typed and not sent when the panel's document goes (a reload), kept for
+  // this tab's next one: in sessionStorage beside the saved state, under its key (so
+  // `load` removes another owner's), and read once. Nothing is kept without a key.
+  keepDraft(key, text) {
+    if (!key) return;
+    try {
+      if (text) window.sessionStorage.setItem(key + DRAFT, text);
+      else window.sessionStorage.removeItem(key + DRAFT);
+    } catch { /* denied or full: the draft is not kept */ }
+  },
+  takeDraft(key) {
+    if (!key) return "";
+    try {
+      const text = window.sessionStorage.getItem(key + DRAFT);
+      window.sessionStorage.removeItem(key + DRAFT);
+      return text || "";
+    } catch {
+      return "";
+    }
   },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },

@@ -602,6 +602,12 @@ class Edge:
         # it goes on bound as it was; a bye would leave it unbound until a reload.
         if not event.persisted:
             self._to_worker({"kind": "bye"})
+        if self.role == "assistant":
+            # A question typed and not sent comes back in its field on the next document
+            # of this tab's panel (`_start_panel`); an empty field removes an older one.
+            field = js.document.querySelector("[data-pc-question]")
+            if field is not None:
+                self.host.keepDraft(self.storage_key, str(field.value))
 
     # -- handshake: embedder ------------------------------------------------------------
 
@@ -1430,6 +1436,10 @@ class Edge:
         composer = doc.querySelector("[data-pc-composer]")
         if composer is not None:
             self.owner.listen(composer, "submit", self._on_ask)
+        field = doc.querySelector("[data-pc-question]")
+        draft = str(self.host.takeDraft(self.storage_key) or "")
+        if field is not None and draft and not str(field.value).strip():
+            field.value = draft
         restore = doc.querySelector("[data-pc-restore-chips]")
         if restore is not None:
             self.owner.listen(restore, "click", self._on_restore_chips)
