@@ -36,7 +36,7 @@ def test_both_frames_bind_and_the_nonce_leaves_the_url(demo: Page, origins: Orig
     expect(panel(demo).locator("html")).to_have_attribute("data-pc-state", "bound")
     # Said in words in each frame's status line (a live region), not only styled.
     expect(demo.locator("[data-pc-state-text]")).to_have_text("Assistant connected")
-    expect(panel(demo).locator("[data-pc-state-text]")).to_have_text("Assistant connected")
+    expect(panel(demo).locator("[data-pc-state-text]")).to_have_text("Connected to the page")
     child = demo.frames[1]
     assert child.url == origins.assistant + "/assistant.html"
     assert demo.url == origins.page + "/"

@@ -441,7 +441,8 @@ let mounted = null;
 
 // The state in words, in every element of the page marked `data-pc-state-text` (a live
 // region, so that a screen reader hears it change): written on each `pagecontext:state`,
-// by the frame's role (an assistant that is ready waits for its page).
+// by the frame's role (an assistant that is ready waits for its page, and one bound says
+// it is connected to the page: "Assistant connected" is the page's word for the same).
 const STATE_WORDS = {
   booting: "Connecting…",
   ready: "Connecting…",
@@ -451,11 +452,15 @@ const STATE_WORDS = {
   closed: "",
 };
 const ASSISTANT_WAITS = "Waiting for the page…";
+const ASSISTANT_BOUND = "Connected to the page";
 let stateRole = null;
 
 function sayState(state) {
-  const waits = stateRole === "assistant" && (state === "ready" || state === "connecting");
-  const words = waits ? ASSISTANT_WAITS : Object.hasOwn(STATE_WORDS, state) ? STATE_WORDS[state] : "";
+  const assistant = stateRole === "assistant";
+  const waits = assistant && (state === "ready" || state === "connecting");
+  const words = waits ? ASSISTANT_WAITS
+    : assistant && state === "bound" ? ASSISTANT_BOUND
+    : Object.hasOwn(STATE_WORDS, state) ? STATE_WORDS[state] : "";
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
