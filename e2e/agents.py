@@ -1,7 +1,8 @@
 """A second, independent AG-UI agent for the browser suites, and a stall for a route.
 
 `ExternalAgent` is a small AG-UI server written against the `ag_ui` package alone (no
-pagecontext code): it answers `POST /agent` for one assistant origin (CORS), reads the
+pagecontext code): it answers `POST /agent` for one assistant origin (CORS; a request
+from any other `Origin`, `null` included, is refused 403 unread), reads the
 pinned task from the run's context, and streams its answer with chunk events, the way
 third-party agents often do. The test controls it:
 
@@ -100,6 +101,14 @@ class ExternalAgent:
         return Response(status_code=204, headers=self._cors())
 
     async def run(self, request: Request) -> Response:
+        # CORS only keeps other pages from reading the answer: any page can make a
+        # browser POST here (as text/plain, without a preflight), and a sandboxed panel
+        # sends `Origin: null`. Refuse both before reading the body, so that no run
+        # (no model call, no read with a credential the request brings) starts for them.
+        # A client that sends no `Origin` is no web page (as for the built-in `/agent`).
+        origin = request.headers.get("origin")
+        if origin is not None and origin != self.assistant_origin:
+            return JSONResponse({"error": "forbidden", "reason": "foreign-origin"}, status_code=403)
         run_input = RunAgentInput.model_validate_json(await request.body())
         self.inputs.append(run_input)
         if self.mode == "forbidden":

@@ -753,3 +753,31 @@ def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
     expect(field).to_be_focused()
     agent.mode = "answer"
     ask(assistant, "Once more?")
+
+
+def test_an_agent_url_the_policy_does_not_allow_is_named_as_a_cause(
+    page: Page, agent_origins: Origins
+) -> None:
+    """An assistant page whose `agentUrl` names an origin its connect-src does not (the
+    config changed after the build, as a deployment filling the page may do) fails
+    `agent-unreachable`, and the note names the policy among the causes: the browser
+    reports the block as it reports a missing CORS answer."""
+    elsewhere = agent_origins.third + "/agent"
+
+    def move_the_agent(route: Route) -> None:
+        answer = route.fetch()
+        body = re.sub(r'"agentUrl": "[^"]*"', f'"agentUrl": "{elsewhere}"', answer.text())
+        route.fulfill(response=answer, body=body)
+
+    page.route(agent_origins.assistant + "/assistant.html*", move_the_agent)
+    page.goto(agent_origins.page + "/")
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    pin(page, assistant, ROW)
+    failed = ask(assistant, QUESTION, until="failed")
+    expect(failed.locator("[data-pc-answer-error]")).to_have_attribute(
+        "data-pc-answer-error", "agent-unreachable"
+    )
+    expect(failed.locator(".pc-note")).to_contain_text(elsewhere)
+    expect(failed.locator(".pc-note")).to_contain_text("connect-src")

@@ -868,10 +868,13 @@ class WorkerBinding:
                 code = "timeout"
                 detail = f"the answer was still running {RUN_MAX_MS // 1000} s after its request"
             if code == "agent-unreachable":
-                # The browser says no more, whichever it was.
+                # The browser says no more, whichever it was (a fetch its policy blocked
+                # fails as one refused by CORS does: only the console tells them apart).
                 detail += (
-                    f" (no server at {self.agent_url}, a network error, or no CORS answer"
-                    f" for this assistant's origin, {js.location.origin})"
+                    f" (no server at {self.agent_url}, a network error, no CORS answer"
+                    f" for this assistant's origin, {js.location.origin}, or a"
+                    f" Content-Security-Policy whose connect-src does not allow the"
+                    f" agent's origin)"
                 )
             self._run(session.on_agent_failed(run_id, code, detail))
         except Exception as error:
