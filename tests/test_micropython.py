@@ -71,3 +71,9 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
     assert len(set(keys)) == 3
     assert all(k.startswith("pagecontext:assistant:") for k in keys)
     assert nobodys == ""
+    assert cpython["panel"] == [
+        "North[U+202E]weiver rof galf[U+202C]",
+        "[U+2066]a[U+2069][U+2067]b[U+2068][U+202A][U+202B][U+202D]",
+        "a\u2400b",
+        "\u200f\u061c\u2028",
+    ]

@@ -61,6 +61,7 @@ __all__ = [
     "filters_in_page_order",
     "is_layer_view",
     "is_scalar",
+    "panel_text",
     "parse_command_done",
     "parse_config",
     "parse_filters",
@@ -436,6 +437,26 @@ def shown_text(text: str) -> str:
     for space in _COLLAPSED_SPACE:
         text = text.replace(space, " ")
     return " ".join(word for word in text.split(" ") if word)
+
+
+# The controls that embed, override or isolate a stretch of text's direction (U+202A to
+# U+202E, U+2066 to U+2069): in a page's value or an agent's answer they would show its
+# characters in another order than the one they are in ("flag" read as "galf").
+_DIRECTION_CONTROLS = tuple(
+    chr(code) for code in list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+)
+
+
+def panel_text(text: str) -> str:
+    """`text` as the assistant's panel shows it: a direction control as its code point
+    (`[U+202E]`), and a NUL as its symbol (MicroPython hands a string to JavaScript only
+    up to one), so that what the panel shows reads in the order it is in. The context
+    block escapes the same controls for the model (pagecontext.block)."""
+    text = text.replace("\x00", "\u2400")
+    for control in _DIRECTION_CONTROLS:
+        if control in text:
+            text = text.replace(control, f"[U+{ord(control):04X}]")
+    return text
 
 
 def _values(field: str, raw: object) -> dict[str, Any]:

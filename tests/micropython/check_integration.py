@@ -58,6 +58,12 @@ DONES = (
 )
 
 # Cell texts: a template's lines and indentation, a no-break space, a next line (U+0085).
+PANEL = (
+    "North\u202eweiver rof galf\u202c",
+    "\u2066a\u2069\u2067b\u2068\u202a\u202b\u202d",
+    "a\x00b",
+    "\u200f\u061c\u2028",
+)
 SHOWN = ("\n    Pallet jack\n  ", "a\t\r\n\fb", "  ", "1\u00a0000 \u20ac", "a\x85 b")
 
 
@@ -86,5 +92,6 @@ cases = {
     "savedKeys": [i.saved_state_key(i.parse_config(raw)) for raw in OWNED],
     "onOrigin": [i.url_on_origin(u, ASSISTANT) for u in (ASSISTANT + "/a", ASSISTANT + "x/")],
     "shown": [i.shown_text(t) for t in SHOWN],
+    "panel": [i.panel_text(t) for t in PANEL],
 }
 print("RESULT " + json.dumps(cases))

@@ -11,7 +11,13 @@ import re
 
 import js
 
-from pagecontext.integration import STOPPED, action_checkable, command_standing, reason_listed
+from pagecontext.integration import (
+    STOPPED,
+    action_checkable,
+    command_standing,
+    panel_text,
+    reason_listed,
+)
 
 # For the type checker only: MicroPython has neither typing nor contextlib, and never
 # evaluates annotations.
@@ -27,8 +33,7 @@ _TOOL_NAME = re.compile("^[A-Za-z0-9_.-]+$")
 
 def text_element(tag: str, text: str, cls: str | None = None) -> Any:
     el = js.document.createElement(tag)
-    # A NUL shown as its symbol: MicroPython hands a string over only up to one.
-    el.textContent = text.replace("\x00", "\u2400")
+    el.textContent = panel_text(text)
     if cls:
         el.className = cls
     return el
