@@ -238,6 +238,30 @@ def test_a_child_that_loads_before_its_nonce_binds_once_given_one(
     assert states == ["booting", "ready", "bound"], states
 
 
+def test_a_child_frame_the_page_renders_anew_binds_again(demo: Page) -> None:
+    """The page replaces its bound assistant's iframe with a new element, as a
+    framework's render does (its `data-pc-child` and `data-pc-src`, no `src`). The page
+    binds the new frame (connection 2, the new document's connection 1) and its
+    commands apply."""
+    wait_bound(panel(demo))
+    demo.evaluate(
+        """() => {
+          const old = document.querySelector("iframe[data-pc-child]");
+          const frame = document.createElement("iframe");
+          frame.setAttribute("data-pc-child", "");
+          frame.setAttribute("data-pc-src", old.getAttribute("data-pc-src"));
+          frame.title = old.title;
+          old.replaceWith(frame);
+        }"""
+    )
+    wait_bound(demo, 2)
+    assistant = panel(demo)
+    wait_bound(assistant)
+    pin(demo, assistant, ROW)
+    show_and_expect(assistant, "applied")
+    expect(demo.locator("iframe[data-pc-child]")).to_have_count(1)
+
+
 def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

@@ -613,13 +613,55 @@ class Edge:
 
     def _start_embedder(self) -> None:
         # start() checked that the frame exists and its URL is on the peer's origin.
-        self.frame = js.document.querySelector("[data-pc-child]")
+        self._take_frame(js.document.querySelector("[data-pc-child]"))
+        self.owner.observe(
+            js.document, {"childList": True, "subtree": True}, self._on_frame_replaced
+        )
+        if self.config["childLoad"] == "at-once":
+            self._navigate_child()
+
+    def _take_frame(self, frame: Any) -> None:
+        """Make `frame` (an `[data-pc-child]` element) this embedder's child frame."""
+        self.frame = frame
         # A frame this page sandboxed without allow-same-origin runs in an opaque origin.
-        sandboxed = self.frame.hasAttribute("sandbox")
-        self.opaque_child = sandboxed and not self.frame.sandbox.contains("allow-same-origin")
+        sandboxed = frame.hasAttribute("sandbox")
+        self.opaque_child = sandboxed and not frame.sandbox.contains("allow-same-origin")
         if self.opaque_child:
             self.root.setAttribute("data-pc-child-origin", "opaque")
-        if self.config["childLoad"] == "at-once":
+        else:
+            self.root.removeAttribute("data-pc-child-origin")
+
+    def _on_frame_replaced(self, records: Any, observer: Any) -> None:
+        """The page took the child frame out of its document and put another
+        `[data-pc-child]` element in (a framework rendered the frame anew): that one is
+        the child frame from now on. The binding with the old one's document is dropped,
+        and the new one is loaded with a fresh nonce; until one is in the document,
+        nothing changes. A frame taken out and put back is the same element, and reloads
+        as a frame does."""
+        frame = self.frame
+        if frame is None or frame.isConnected:
+            return
+        found = js.document.querySelector("[data-pc-child]")
+        if found is None:
+            return
+        self._take_frame(found)
+        if self.connect_sent:
+            self._to_worker({"kind": "child-reloaded"})
+        if self.nonce is None:
+            return  # its first load is still to come (`_load_child`), as it would be
+        # A copy of the old element is already loading its URL, with the spent nonce: a
+        # new nonce set in that URL's fragment could reach the document as a hashchange,
+        # after its `ready` for the spent one. The frame is emptied first, and loaded
+        # once blank (`_on_frame_blank`); until then, its `ready` binds nothing.
+        self.nonce = None
+        self.connect_sent = False
+        self.owner.listen(found, "load", self._on_frame_blank)
+        found.src = "about:blank"
+
+    def _on_frame_blank(self, event: Any) -> None:
+        """A replacing frame emptied by `_on_frame_replaced` loaded: load it with a
+        fresh nonce, unless it has been since (or is no longer the child frame)."""
+        if self.nonce is None and event.target == self.frame:
             self._navigate_child()
 
     def _load_child(self) -> None:
