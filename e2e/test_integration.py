@@ -302,6 +302,35 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
     assert reported == [None, "silent", None], states
 
 
+def test_a_bound_child_that_reloads_and_does_not_come_back_is_reported(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The bound assistant reloads and its server is down (its document's request
+    fails): the page, unbound, says past `timeouts.childMs` that the child is silent,
+    in the console and on `<html data-pc-child-state>`, as for a first load, rather than
+    "Connecting…" for good."""
+    child_url = origins.assistant + "/assistant.html"
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": child_url,
+        "timeouts": {"childMs": 500},
+    }
+    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    wait_bound(page)
+    wait_bound(panel(page))
+    context.route(child_url, lambda route: route.abort("connectionrefused"))
+    child = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    silent = lambda message: message.type == "warning" and child_url in message.text  # noqa: E731
+    with page.expect_console_message(silent, timeout=BOOT_TIMEOUT_MS):
+        child.evaluate("() => { location.reload(); }")
+        expect(html(page)).to_have_attribute(
+            "data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS
+        )
+    expect(html(page)).to_have_attribute("data-pc-state", "ready")
+    expect(html(page)).not_to_have_attribute("data-pc-error", re.compile(".*"))
+
+
 def test_a_page_whose_core_fails_still_loads_its_assistant(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

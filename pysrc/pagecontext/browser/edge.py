@@ -913,6 +913,14 @@ class Edge:
             self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
+            if self.position == "embedder" and self.frame is not None and self.child_timer is None:
+                # The bound child went away (a `bye`, a reload whose new document never
+                # announced itself: its server is down). Report it silent past
+                # `timeouts.childMs`, as for a first load (docs/integration.md), rather
+                # than say "Connecting…" for good; `_child_answered` withdraws it.
+                self.child_timer = self.owner.later(
+                    self.config["timeouts"]["childMs"], self._on_child_silent
+                )
         elif kind == "conversation" and self.config["role"] == "page":
             self._conversation_left(message.get("conversationId"))
         elif kind == "conversation":
