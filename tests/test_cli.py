@@ -6,6 +6,9 @@ import contextlib
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,10 @@ from commands import first_line, pagecontext_running, stopped
 from pagecontext.cli import demo_config, find_repo_root, main
 from pagecontext.server.app import ServerConfig
 from pagecontext.server.run import PortUnavailableError, free_port, port_problem, start_in_thread
+from pagecontext.server.site import OUTPUT_MARK, SiteError
+
+# This checkout: the repository the build commands read.
+REPOSITORY = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -433,12 +440,31 @@ def test_host_names_are_taken_in_lower_case(root: Path, capsys: pytest.CaptureFi
     assert "--assistant-host must differ from --host" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        (
+            "sales (id INTEGER PRIMARY KEY, customer TEXT, amount REAL)",
+            "table sales has no column ref, region, month, units_sold, revenue_eur"
+            " (it has id, customer, amount)",
+        ),
+        (
+            "notes (id INTEGER PRIMARY KEY, body TEXT)",
+            "it holds tables of another application (notes) and none of the demo's:"
+            " name a new file",
+        ),
+    ],
+)
 def test_a_database_of_another_shape_is_refused_untouched(
-    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    table: str,
+    said: str,
 ) -> None:
-    """--db naming another application's database, whose `sales` table is not the demo's:
-    one line naming the table and what is wrong, exit 2, and the database as it was (no
-    table added, nothing changed)."""
+    """--db naming another application's database, whose `sales` table is not the
+    demo's, or which holds tables and none named as the demo's: one line saying so, exit
+    2, and the database as it was (no table added, nothing changed)."""
 
     async def no_serving(*_args: object) -> int:
         # Were the database taken, the servers would end at once instead of serving.
@@ -447,9 +473,7 @@ def test_a_database_of_another_shape_is_refused_untouched(
     monkeypatch.setattr("pagecontext.server.run._Servers.run", no_serving)
     db = root / "dash.db"
     with sqlite3.connect(db) as connection:
-        connection.execute(
-            "CREATE TABLE sales (id INTEGER PRIMARY KEY, customer TEXT, amount REAL)"
-        )
+        connection.execute("CREATE TABLE " + table)
     connection.close()
     before = db.read_bytes()
     args = _demo_args(root, free_port(), free_port())
@@ -457,10 +481,7 @@ def test_a_database_of_another_shape_is_refused_untouched(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert (
-        f"cannot use the database {db}: table sales has no column ref, region, month, "
-        "units_sold, revenue_eur (it has id, customer, amount)"
-    ) in err
+    assert f"cannot use the database {db}: {said}" in err
     assert db.read_bytes() == before
 
 
@@ -480,3 +501,101 @@ def test_the_assistant_page_carries_the_demo_users_authorization(root: Path) -> 
     with assistant_client(ServerConfig(root=root, demo_user="ben")) as client:
         text = client.get("/assistant.html").text
     assert text == '{"authorization": "Bearer pc-demo-token-ben"}'
+
+
+# A build whose first step is ended by SIGTERM (as `timeout` or a cancelled CI job sends
+# it), after the new folder beside OUTDIR was made.
+_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    import pagecontext.server.bundle as bundle
+    from pagecontext.cli import main
+
+    def terminated(root, folder, *_args, **_kwargs):
+        (folder / "partial").write_text("half a bundle")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)
+
+    bundle.assemble_into = terminated
+    sys.exit(main(["build", sys.argv[1], "--root", sys.argv[2]]))
+    """
+)
+
+
+def test_sigterm_during_a_build_removes_what_it_wrote_and_exits_143(tmp_path: Path) -> None:
+    out = tmp_path / "work" / "dist"
+    out.parent.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(out), str(REPOSITORY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(REPOSITORY / "pysrc"), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 143, done.stderr
+    assert done.stderr == "pagecontext: terminated\n"
+    # No `.dist-new-*` folder left beside OUTDIR.
+    assert list(out.parent.iterdir()) == []
+
+
+def test_build_steps_go_to_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def first_step_then_fail(_root: Path, _folder: Path, _wheels: Path, step: object) -> None:
+        assert callable(step)
+        step("the runtimes and the wheels")
+        raise SiteError("stopped here")
+
+    monkeypatch.setattr("pagecontext.server.bundle.assemble_into", first_step_then_fail)
+    assert main(["build", str(tmp_path / "dist"), "--root", str(REPOSITORY)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "pagecontext: the runtimes and the wheels...",
+        "pagecontext: cannot build the bundle: stopped here",
+    ]
+
+
+def _output(folder: Path, *files: str) -> Path:
+    for name in (OUTPUT_MARK, *files):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+    return folder
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("command", "earlier", "said"),
+    [
+        (
+            "build",
+            ("py/runtime.json", "wheels/x.whl"),
+            "holds the site `pagecontext assemble` wrote",
+        ),
+        ("assemble", ("manifest.json", "CNAME"), "holds a bundle `pagecontext build` wrote"),
+        # The same kind: past the check, as far as the wheels.
+        ("build", ("manifest.json",), "no wheel in"),
+    ],
+)
+def test_an_output_is_replaced_only_by_the_command_that_wrote_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    earlier: tuple[str, ...],
+    said: str,
+) -> None:
+    """`build` never replaces the demo's site, nor `assemble` a bundle (both carry the
+    output mark: either would be gone, whole, after a slip in OUTDIR); each still
+    replaces its own. The output is left as it was."""
+    out = _output(tmp_path / "out", *earlier)
+    before = _listing(out)
+    # No wheels: a command that got past the check fails on them instead.
+    (tmp_path / "no-wheels").mkdir()
+    args = ["build", str(out)] if command == "build" else ["assemble", "--out", str(out)]
+    assert main([*args, "--wheels", str(tmp_path / "no-wheels"), "--root", str(REPOSITORY)]) == 1
+    assert said in capsys.readouterr().err.splitlines()[-1]
+    assert _listing(out) == before

@@ -95,7 +95,10 @@ def test_demo_db_has_every_region_and_month_with_units(tmp_path: Path) -> None:
 
 
 def test_demo_db_is_deterministic(tmp_path: Path) -> None:
-    """Two fresh databases hold identical rows, so tests and the agent can rely on them."""
+    """Two fresh databases hold identical rows, so tests and the agent can rely on them;
+    an empty SQLite file is filled as a new one is (it holds no other application's
+    tables)."""
+    sqlite3.connect(tmp_path / "b.db").close()
     create_demo_db(tmp_path / "a.db")
     create_demo_db(tmp_path / "b.db")
     assert query_sales(tmp_path / "a.db") == query_sales(tmp_path / "b.db")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -25,6 +27,8 @@ __all__ = ["demo_config", "find_repo_root", "main"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# 128 + SIGTERM, as a shell reports a process SIGTERM ended.
+EXIT_TERMINATED = 128 + signal.SIGTERM
 AGENT_URL_ENV = "PAGECONTEXT_AGENT_URL"
 
 
@@ -512,7 +516,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _step(step: str) -> None:
-    print(f"pagecontext: {step}...", flush=True)
+    # Progress, not output: on stderr, so that stdout holds the result alone (the line
+    # naming what was written) for a script or a log that keeps it.
+    print(f"pagecontext: {step}...", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -524,9 +530,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    # demo and serve stop on SIGTERM themselves (run.py). For assemble and build, SIGTERM
+    # (`timeout`, a CI job cancelled, `kill`) is Ctrl-C's exception, so that the folder
+    # being written is removed and the Node.js child is killed, not left behind.
+    previous = None
+    if command in (_assemble, _build) and threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return command(args)
     except KeyboardInterrupt:
         # assemble and build leave their output folder as it was.
         print("pagecontext: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except _Terminated:
+        print("pagecontext: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived during assemble or build (a BaseException, as KeyboardInterrupt
+    is: no `except Exception` on the way takes it for an error of its own)."""
+
+
+def _terminated(_signum: int, _frame: object) -> None:
+    raise _Terminated

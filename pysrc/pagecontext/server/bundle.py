@@ -363,7 +363,7 @@ def build_bundle(
     problem = agent_url_problem(agent_url) if agent_url else None
     if problem is not None:
         raise SiteError(f"{problem}: {agent_url!r}")
-    with replacing(out, root) as folder:
+    with replacing(out, root, "bundle") as folder:
         assemble_into(root, folder, wheels_dir, step)
         brotli_variants(folder, brotli_cache, step)
         step("content-hashed names, the pages and their headers")

@@ -182,10 +182,15 @@ def create_demo_db(path: Path) -> None:
     The database is put in write-ahead-log mode.
 
     Raises DatabaseShapeError, before anything is written, if a table of the demo's
-    exists with another shape (`table_problem`): another application's database.
+    exists with another shape (`table_problem`), or if the database holds tables and
+    none of the demo's: another application's database either way.
     """
     # Imported here: access reads the sales table through this module.
-    from pagecontext.server.access import access_tables_problem, create_access_tables
+    from pagecontext.server.access import (
+        ACCESS_COLUMNS,
+        access_tables_problem,
+        create_access_tables,
+    )
 
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = connect(path, "rwc")
@@ -197,6 +202,8 @@ def create_demo_db(path: Path) -> None:
         problem = table_problem(connection, "sales", SALES_COLUMNS) or access_tables_problem(
             connection
         )
+        if problem is None:
+            problem = _foreign_tables_problem(connection, {"sales", *ACCESS_COLUMNS})
         if problem is not None:
             raise DatabaseShapeError(problem)
         exists = connection.execute(
@@ -219,6 +226,24 @@ def create_demo_db(path: Path) -> None:
     finally:
         connection.close()
     create_access_tables(path)
+
+
+def _foreign_tables_problem(connection: sqlite3.Connection, ours: set[str]) -> str | None:
+    """Why the database is another application's (it has tables, none of them named as
+    one of `ours`), or None: a new or empty database, or one the demo made."""
+    tables = [
+        str(row[0])
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name"
+        )
+    ]
+    if not tables or any(name.lower() in ours for name in tables):
+        return None
+    listed = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+    return (
+        f"it holds tables of another application ({listed}) and none of the demo's: name a new file"
+    )
 
 
 # How much of a refused value an error message shows.

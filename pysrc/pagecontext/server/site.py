@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from pagecontext.server.compress import (
     STORED_ZIPS,
@@ -356,12 +356,31 @@ def _is_output(folder: Path) -> bool:
     return (folder / OUTPUT_MARK).is_file()
 
 
+# What each command writes, and how an earlier output shows which one wrote it.
+OutputKind = Literal["site", "bundle"]
+_KIND_NAMES: Final = {
+    "site": "the site `pagecontext assemble` wrote (the one `pagecontext demo` serves)",
+    "bundle": "a bundle `pagecontext build` wrote",
+}
+
+
+def _output_kind(folder: Path) -> OutputKind | None:
+    """Which command wrote the earlier output `folder`, from what it holds: a bundle
+    names its files in manifest.json, a site's boot reads py/runtime.json under that
+    name; None when neither."""
+    if (folder / "manifest.json").is_file():
+        return "bundle"
+    if (folder / "py" / "runtime.json").is_file():
+        return "site"
+    return None
+
+
 def _no_progress(_step: str) -> None:
     return None
 
 
 @contextmanager
-def replacing(out: Path, root: Path) -> Iterator[Path]:
+def replacing(out: Path, root: Path, kind: OutputKind) -> Iterator[Path]:
     """Yield a new, empty folder beside `out` to write an output into. When the block
     ends, the new folder takes `out`'s place (an earlier output there is removed); when
     it raises (Ctrl-C included), the new folder is removed and `out` is left as it was,
@@ -369,8 +388,10 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
 
     Raises SiteError, before anything is written, if `out` is a file or a symbolic
     link, holds the repository `root`, or is a folder that is neither empty nor an
-    earlier output (it holds no OUTPUT_MARK): nothing that is not an output is ever
-    deleted. Everything in an earlier output is replaced, also files put there since.
+    earlier output (it holds no OUTPUT_MARK), or is an output of the other `kind` (a
+    bundle is never replaced by a site, nor the demo's site by a bundle): nothing that is
+    not an output of this command is ever deleted. Everything in an earlier output is
+    replaced, also files put there since.
     """
     target = out.absolute()
     if target.is_symlink():
@@ -390,6 +411,9 @@ def replacing(out: Path, root: Path) -> Iterator[Path]:
             "write into a new or empty folder (an output of an older pagecontext, made "
             f"before the mark: `touch {out}/{OUTPUT_MARK}` to have it replaced)"
         )
+    earlier = _output_kind(target) if target.is_dir() and _is_output(target) else None
+    if earlier is not None and earlier != kind:
+        raise SiteError(f"{out} holds {_KIND_NAMES[earlier]}: write the {kind} somewhere else")
     # The folders above `out` that do not exist yet, the deepest first.
     made = list(itertools.takewhile(lambda folder: not folder.exists(), target.parents))
     new: Path | None = None
@@ -439,7 +463,7 @@ def assemble(
     never a variant half written. `progress` is told each step as it starts. Raises
     SiteError for a missing input or an `out` that must not be replaced.
     """
-    with replacing(out, root) as folder:
+    with replacing(out, root, "site") as folder:
         runtime = assemble_into(root, folder, wheels_dir, progress)
         compressed = [
             (out / path.relative_to(folder), size, packed)
