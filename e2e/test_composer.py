@@ -315,9 +315,12 @@ def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_lates
 ) -> None:
     """Workbench in two tabs: the second continues the first's conversation and asks on;
     a reload of the first shows its own conversation, not the one the second tab saved
-    after it; a new tab continues the latest saved."""
+    after it; a new tab continues the latest saved. Each tab's conversation (the agent's
+    thread) is its own: a tab that continues another's log goes on under a new id, and a
+    reload keeps its tab's."""
     first = open_workbench(page, origins)
     key = saved_state_key(page)
+    conversation = html(page).get_attribute("data-pc-conversation")
     pin(first, page, ROW)
     ask(page, "asked in the first tab")
     page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked in the first tab"])
@@ -327,18 +330,24 @@ def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_lates
     pin(second, other, OTHER_ROW)
     ask(other, "asked in the second tab")
     other.wait_for_function(SAVED_HOLDS, arg=["localStorage", key, "asked in the second tab"])
+    continued = html(other).get_attribute("data-pc-conversation")
+    assert conversation
+    assert continued
+    assert continued != conversation
 
     page.reload()
     wait_bound(page)
     questions = page.locator('[data-pc-log-kind="question"]')
     expect(questions).to_have_count(1, timeout=STEP_TIMEOUT_MS)
     expect(questions).to_contain_text("asked in the first tab")
+    expect(html(page)).to_have_attribute("data-pc-conversation", conversation)
 
     third = page.context.new_page()
     open_workbench(third, origins)
     questions = third.locator('[data-pc-log-kind="question"]')
     expect(questions).to_have_count(2, timeout=STEP_TIMEOUT_MS)
     expect(questions.last).to_contain_text("asked in the second tab")
+    assert html(third).get_attribute("data-pc-conversation") not in (conversation, continued)
 
 
 # Storage that refuses every write, as a browser blocking third-party storage does,

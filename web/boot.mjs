@@ -142,6 +142,15 @@ globalThis.pagecontextHost = {
       return "";
     }
   },
+  // Whether this tab holds a saved state of its own under `key` (sessionStorage: a reload
+  // of the tab), rather than only the latest another tab saved (localStorage).
+  ownSaved(key) {
+    try {
+      return Boolean(key) && window.sessionStorage.getItem(key) !== null;
+    } catch {
+      return false;
+    }
+  },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the

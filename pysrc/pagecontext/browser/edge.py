@@ -489,7 +489,10 @@ class Edge:
             # key order, and the core compares saved lines with what it renders.
             text = self.host.load(self.storage_key, SAVED_STATE_PREFIX) or "{}"
             conversation_id = _saved_conversation(text)
-            if conversation_id is None:
+            if conversation_id is None or not self.host.ownSaved(self.storage_key):
+                # None saved, or the state read is the latest another tab saved: this
+                # tab continues its log as a conversation of its own (the agent's
+                # thread), so that two tabs that go on apart never share one.
                 conversation_id = _random_id()
             self.conversation_id = conversation_id
             self.root.setAttribute("data-pc-conversation", conversation_id)
