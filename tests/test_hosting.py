@@ -177,12 +177,9 @@ def test_a_rules_file_of_another_shape_is_refused_naming_its_line(text: str, mes
 
 
 def test_only_a_bundle_built_for_this_machine_is_served(tmp_path: Path) -> None:
-    """The origins come from the bundle's manifest.json: none there, none named, or
-    origins on another machine, each says why and what to do."""
-    with pytest.raises(
-        BundleError, match=r"no manifest\.json\): write one with `pagecontext build"
-    ):
-        bundle_origins(tmp_path)
+    """The origins come from the bundle's manifest.json: none named, or origins on
+    another machine, each says why and what to do (none there:
+    `test_serve_refuses_a_folder_that_is_no_bundle_in_one_line`)."""
     (tmp_path / "manifest.json").write_text(json.dumps({"boot": {}}))
     with pytest.raises(BundleError, match="names no origins"):
         bundle_origins(tmp_path)
@@ -196,14 +193,27 @@ def test_only_a_bundle_built_for_this_machine_is_served(tmp_path: Path) -> None:
         bundle_app(deployed)
 
 
+@pytest.mark.parametrize(
+    ("held", "said"),
+    [
+        ((), "holds no bundle (no manifest.json)"),
+        (("py/runtime.json",), "holds the site `pagecontext assemble` wrote"),
+    ],
+)
 def test_serve_refuses_a_folder_that_is_no_bundle_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], held: tuple[str, ...], said: str
 ) -> None:
+    """A folder without a bundle, or with the demo server's site: one line saying what
+    it holds and how a bundle is written (`build` refuses the site: it is no bundle)."""
+    for name in held:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
     assert main(["serve", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pagecontext: ")
     assert err.count("\n") == 1
-    assert "no manifest.json" in err
+    assert said in err
+    assert "`pagecontext build NEWDIR` writes a bundle into a new or empty folder" in err
 
 
 def test_serve_answers_on_both_origins_and_stops_cleanly(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pagecontext.server.app import brotli_variant_response
+from pagecontext.server.site import OUTPUT_KINDS, output_kind
 
 __all__ = [
     "BundleError",
@@ -96,9 +97,11 @@ def bundle_origins(folder: Path) -> tuple[str, str]:
     try:
         listed = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
+        site = output_kind(folder) == "site"
+        what = OUTPUT_KINDS["site"] if site else "no bundle (no manifest.json)"
         raise BundleError(
-            f"{folder} holds no bundle (no manifest.json): write one with "
-            f"`pagecontext build {folder}`"
+            f"{folder} holds {what}: `pagecontext build NEWDIR` writes a bundle into a "
+            "new or empty folder"
         ) from None
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise BundleError(f"{folder}/manifest.json cannot be read: {error}") from None

@@ -358,13 +358,13 @@ def _is_output(folder: Path) -> bool:
 
 # What each command writes, and how an earlier output shows which one wrote it.
 OutputKind = Literal["site", "bundle"]
-_KIND_NAMES: Final = {
+OUTPUT_KINDS: Final = {
     "site": "the site `pagecontext assemble` wrote (the one `pagecontext demo` serves)",
     "bundle": "a bundle `pagecontext build` wrote",
 }
 
 
-def _output_kind(folder: Path) -> OutputKind | None:
+def output_kind(folder: Path) -> OutputKind | None:
     """Which command wrote the earlier output `folder`, from what it holds: a bundle
     names its files in manifest.json, a site's boot reads py/runtime.json under that
     name; None when neither."""
@@ -411,9 +411,9 @@ def replacing(out: Path, root: Path, kind: OutputKind) -> Iterator[Path]:
             "write into a new or empty folder (an output of an older pagecontext, made "
             f"before the mark: `touch {out}/{OUTPUT_MARK}` to have it replaced)"
         )
-    earlier = _output_kind(target) if target.is_dir() and _is_output(target) else None
+    earlier = output_kind(target) if target.is_dir() and _is_output(target) else None
     if earlier is not None and earlier != kind:
-        raise SiteError(f"{out} holds {_KIND_NAMES[earlier]}: write the {kind} somewhere else")
+        raise SiteError(f"{out} holds {OUTPUT_KINDS[earlier]}: write the {kind} somewhere else")
     # The folders above `out` that do not exist yet, the deepest first.
     made = list(itertools.takewhile(lambda folder: not folder.exists(), target.parents))
     new: Path | None = None
