@@ -511,7 +511,8 @@ def pinned_wheels(pins: Path, wheels_dir: Path) -> list[Path]:
     missing = [pin for digest, pin in wanted.items() if digest not in by_hash]
     if missing:
         raise SiteError(
-            f"no wheel in {wheels_dir} for {', '.join(missing)}: run `make` to download them"
+            f"no wheel in {wheels_dir} for {', '.join(missing)}: `make` downloads them "
+            "into build/wheels, where the commands look unless given --wheels"
         )
     return [by_hash[digest] for digest in wanted]
 
