@@ -372,7 +372,11 @@ def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(
     wheels = tmp_path / "no-wheels"
     wheels.mkdir()
     assert main(["build", str(out), "--wheels", str(wheels), "--root", str(ROOT)]) == 1
-    assert "no wheel in" in capsys.readouterr().err
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said.startswith(f"pagecontext: cannot build the bundle: no wheel in {wheels} for ")
+    assert said.endswith(
+        "`make` downloads them into build/wheels, where the commands look unless given --wheels"
+    )
     assert sorted(path.name for path in out.iterdir()) == [OUTPUT_MARK, "CNAME"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["no-wheels", "site"]
 
