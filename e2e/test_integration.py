@@ -238,21 +238,27 @@ def test_a_child_that_loads_before_its_nonce_binds_once_given_one(
     assert states == ["booting", "ready", "bound"], states
 
 
-def test_a_child_frame_the_page_renders_anew_binds_again(demo: Page) -> None:
+@pytest.mark.parametrize("renders", [1, 2])
+def test_a_child_frame_the_page_renders_anew_binds_again(demo: Page, renders: int) -> None:
     """The page replaces its bound assistant's iframe with a new element, as a
-    framework's render does (its `data-pc-child` and `data-pc-src`, no `src`). The page
-    binds the new frame (connection 2, the new document's connection 1) and its
+    framework's render does (its `data-pc-child` and `data-pc-src`, no `src`), once, or
+    twice in two tasks in a row (before the first new frame has loaded anything). The
+    page binds the last frame (connection 2, the new document's connection 1) and its
     commands apply."""
     wait_bound(panel(demo))
     demo.evaluate(
-        """() => {
-          const old = document.querySelector("iframe[data-pc-child]");
-          const frame = document.createElement("iframe");
-          frame.setAttribute("data-pc-child", "");
-          frame.setAttribute("data-pc-src", old.getAttribute("data-pc-src"));
-          frame.title = old.title;
-          old.replaceWith(frame);
-        }"""
+        """async (renders) => {
+          for (let render = 0; render < renders; render += 1) {
+            const old = document.querySelector("iframe[data-pc-child]");
+            const frame = document.createElement("iframe");
+            frame.setAttribute("data-pc-child", "");
+            frame.setAttribute("data-pc-src", old.getAttribute("data-pc-src"));
+            frame.title = old.title;
+            old.replaceWith(frame);
+            await new Promise((resolve) => setTimeout(resolve, 0));
+          }
+        }""",
+        renders,
     )
     wait_bound(demo, 2)
     assistant = panel(demo)
@@ -300,6 +306,48 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
         s["child"] for i, s in enumerate(states) if i == 0 or states[i - 1]["child"] != s["child"]
     ]
     assert reported == [None, "silent", None], states
+
+
+# Renders a table of `rows` rows anew `times` times, each in a task of its own, in a
+# container of its own (no component): what a page refreshing a large view does.
+RENDER_TABLES = """async ([rows, times]) => {
+  const host = document.body.appendChild(document.createElement("div"));
+  for (let render = 0; render < times; render += 1) {
+    const table = document.createElement("table");
+    for (let row = 0; row < rows; row += 1) {
+      const tr = table.appendChild(document.createElement("tr"));
+      tr.appendChild(document.createElement("td")).textContent = String(row);
+      tr.appendChild(document.createElement("td")).textContent = String(render);
+    }
+    host.replaceChildren(table);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  host.remove();
+}"""
+
+
+def dom_nodes(page: Page) -> int:
+    """The DOM nodes the page's renderer holds after a full garbage collection."""
+    session = page.context.new_cdp_session(page)
+    try:
+        session.send("HeapProfiler.collectGarbage")
+        nodes = session.send("Memory.getDOMCounters")["nodes"]
+    finally:
+        session.detach()
+    assert isinstance(nodes, int)
+    return nodes
+
+
+def test_what_the_page_takes_out_of_its_document_is_not_kept_alive(demo: Page) -> None:
+    """The page renders a 2,000-row table anew 40 times: after a full garbage
+    collection it holds no more nodes than before (each table is 10,001). The embedder
+    watches the document for its frame being replaced; what the page takes out is not
+    kept for it."""
+    before = dom_nodes(demo)
+    demo.evaluate(RENDER_TABLES, [2000, 40])
+    after = dom_nodes(demo)
+    assert after - before < 10_001, (before, after)
+    expect(html(demo)).to_have_attribute("data-pc-state", "bound")
 
 
 def test_a_bound_child_that_reloads_and_does_not_come_back_is_reported(

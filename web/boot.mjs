@@ -151,6 +151,14 @@ globalThis.pagecontextHost = {
       return false;
     }
   },
+  // A MutationObserver of `target` that calls `handler` with no arguments, so that its
+  // records (each holding every node its mutation removed) never reach MicroPython,
+  // whose proxies keep a JS object until its collector runs (ProxyOwner.observe_quietly).
+  observeQuietly(target, options, handler) {
+    const observer = new MutationObserver(() => handler());
+    observer.observe(target, options);
+    return observer;
+  },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the

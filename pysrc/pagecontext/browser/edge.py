@@ -138,6 +138,27 @@ class ProxyOwner:
         observer.observe(target, to_js(options))
         self._observers.append((observer, proxy))
 
+    def observe_quietly(self, target: Any, options: dict[str, Any], handler: Any) -> None:
+        """As `observe`, but `handler()` is called with no arguments: the records never
+        reach MicroPython. A record holds every node its mutation removed, and a
+        MicroPython proxy of a JS object keeps it until MicroPython's collector runs,
+        which an idle edge may not do for hundreds of calls: a page that re-renders a
+        large table would keep each old table's nodes alive meanwhile."""
+        proxy = create_proxy(handler)
+        observer = _HOST[0].observeQuietly(target, to_js(options), proxy)
+        self._observers.append((observer, proxy))
+
+    def unlisten(self, proxy: Any) -> None:
+        """Remove the listener `listen` returned `proxy` for, and drop it."""
+        kept = []
+        for entry in self._entries:
+            if entry[2] is proxy:
+                target, event_name, _proxy, capture = entry
+                target.removeEventListener(event_name, proxy, capture)
+            else:
+                kept.append(entry)
+        self._entries = kept
+
     def later(self, delay_ms: int, handler: Any) -> int:
         """Call `handler()` once after `delay_ms`, keeping its proxy until then; return
         the timer's id for `cancel`."""
@@ -448,6 +469,9 @@ class Edge:
         self.child_src: str = ""
         # Armed when the child is loaded with a nonce, until its `ready` comes.
         self.child_timer: int | None = None
+        # The `load` listener of a replacing frame being emptied (`_on_frame_replaced`)
+        # until its blank document loads, or None.
+        self.blanking: Any = None
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
         # The (componentId, resourceRef) of the selection held: the last one sent to the
@@ -617,7 +641,7 @@ class Edge:
     def _start_embedder(self) -> None:
         # start() checked that the frame exists and its URL is on the peer's origin.
         self._take_frame(js.document.querySelector("[data-pc-child]"))
-        self.owner.observe(
+        self.owner.observe_quietly(
             js.document, {"childList": True, "subtree": True}, self._on_frame_replaced
         )
         if self.config["childLoad"] == "at-once":
@@ -634,7 +658,7 @@ class Edge:
         else:
             self.root.removeAttribute("data-pc-child-origin")
 
-    def _on_frame_replaced(self, records: Any, observer: Any) -> None:
+    def _on_frame_replaced(self) -> None:
         """The page took the child frame out of its document and put another
         `[data-pc-child]` element in (a framework rendered the frame anew): that one is
         the child frame from now on. The binding with the old one's document is dropped,
@@ -647,10 +671,17 @@ class Edge:
         found = js.document.querySelector("[data-pc-child]")
         if found is None:
             return
+        # A frame replaced again before its blank document loaded: the new one is
+        # emptied in its turn (the listener was on the old one, and its load would
+        # never come), rather than taken for one whose first load is still to come.
+        blanking = self.blanking is not None
+        if blanking:
+            self.owner.unlisten(self.blanking)
+            self.blanking = None
         self._take_frame(found)
         if self.connect_sent:
             self._to_worker({"kind": "child-reloaded"})
-        if self.nonce is None:
+        if self.nonce is None and not blanking:
             return  # its first load is still to come (`_load_child`), as it would be
         # A copy of the old element is already loading its URL, with the spent nonce: a
         # new nonce set in that URL's fragment could reach the document as a hashchange,
@@ -658,7 +689,7 @@ class Edge:
         # once blank (`_on_frame_blank`); until then, its `ready` binds nothing.
         self.nonce = None
         self.connect_sent = False
-        self.owner.listen(found, "load", self._on_frame_blank)
+        self.blanking = self.owner.listen(found, "load", self._on_frame_blank)
         found.src = "about:blank"
 
     def _on_frame_blank(self, event: Any) -> None:
@@ -672,7 +703,8 @@ class Edge:
         this frame's runtime is instantiated, or at the latest once its core is ready or
         has failed, so that the child never waits for a core that will not come. Later
         loads go through `_on_ready`."""
-        # An embedder's nonce is set by its first navigation and never cleared.
+        # An embedder's nonce is set by its first navigation; only a replaced frame
+        # clears it, and is loaded by `_on_frame_blank`.
         if self.position == "embedder" and self.frame is not None and self.nonce is None:
             self._navigate_child()
 
@@ -696,6 +728,10 @@ class Edge:
             self._reject("child-url")
             return
         self.child_src = src
+        if self.blanking is not None:
+            # Loaded with a nonce now: the frame's later loads are its child's own.
+            self.owner.unlisten(self.blanking)
+            self.blanking = None
         self.nonce = _random_id()
         self.connect_sent = False
         self.frame.src = child_url(self.child_src, self.nonce)
@@ -916,7 +952,12 @@ class Edge:
             self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
-            if self.position == "embedder" and self.frame is not None and self.child_timer is None:
+            if (
+                self.position == "embedder"
+                and self.frame is not None
+                and self.frame.isConnected
+                and self.child_timer is None
+            ):
                 # The bound child went away (a `bye`, a reload whose new document never
                 # announced itself: its server is down). Report it silent past
                 # `timeouts.childMs`, as for a first load (docs/integration.md), rather
