@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from pathlib import Path
 
 import brotli
@@ -214,6 +215,25 @@ def test_serve_refuses_a_folder_that_is_no_bundle_in_one_line(
     assert err.count("\n") == 1
     assert said in err
     assert "`pagecontext build NEWDIR` writes a bundle into a new or empty folder" in err
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port of the bundle's origins already taken (another `serve`, the demo): exit 2,
+    one line naming the port and what to do, since `serve` takes no port of its own."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        folder = write_bundle(
+            tmp_path / "dist", f"http://127.0.0.1:{port}", f"http://localhost:{free_port()}"
+        )
+        assert main(["serve", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"pagecontext: cannot listen on 127.0.0.1 port {port}: already in use")
+    assert "build the bundle for other origins" in err
 
 
 def test_serve_answers_on_both_origins_and_stops_cleanly(tmp_path: Path) -> None:

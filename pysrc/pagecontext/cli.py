@@ -183,7 +183,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "loopback (the demo's users have published tokens); an IPv6 address names no "
         "origin here and is refused (default: %(default)s)",
     )
-    demo.add_argument("--page-port", type=_port, default=8000, help="default: %(default)s")
+    demo.add_argument(
+        "--page-port",
+        type=_port,
+        default=8000,
+        help="port of the page origin (http://HOST:PORT) (default: %(default)s)",
+    )
     demo.add_argument(
         "--assistant-host",
         default="localhost",
@@ -192,7 +197,12 @@ def _build_parser() -> argparse.ArgumentParser:
         "(--host's; a browser takes localhost and *.localhost as 127.0.0.1) "
         "(default: %(default)s)",
     )
-    demo.add_argument("--assistant-port", type=_port, default=8001, help="default: %(default)s")
+    demo.add_argument(
+        "--assistant-port",
+        type=_port,
+        default=8001,
+        help="port of the assistant origin (http://ASSISTANT-HOST:PORT) (default: %(default)s)",
+    )
     demo.add_argument(
         "--db", type=Path, default=None, help="SQLite demo database (default: ROOT/build/demo.db)"
     )
@@ -317,7 +327,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "machine: the default) on its page and assistant origins, as a static host serves "
         "it: its files, the headers its _headers file lists, brotli variants, 404.html. "
         "No API and no agent: a page of your own copied into DIR is tried under the "
-        "policies a deployment sends (docs/deploy.md).",
+        "policies a deployment sends (docs/deploy.md). The ports are the origins' own, "
+        "fixed in the bundle: to serve on others, build it for them (`pagecontext build "
+        "DIR --page-origin ... --assistant-origin ...`).",
     )
     serve.add_argument("folder", type=Path, metavar="DIR", help="the bundle's folder")
     return parser

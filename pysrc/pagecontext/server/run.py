@@ -290,7 +290,12 @@ def serve_apps(apps: Sequence[tuple[ASGIApp, int]], *, host: str, started: str) 
         problem = _bind_problem(host, port)
         if problem is not None:
             why = "already in use" if problem.errno == errno.EADDRINUSE else problem.strerror
-            print(f"pagecontext: cannot listen on {host} port {port}: {why}", file=sys.stderr)
+            print(
+                f"pagecontext: cannot listen on {host} port {port}: {why} (the port is its "
+                "origin's, fixed in the bundle: stop what listens there, or build the bundle "
+                "for other origins)",
+                file=sys.stderr,
+            )
             return EXIT_PORT_UNAVAILABLE
     return _in_the_foreground(_Servers(apps, host), started, None)
 
