@@ -217,6 +217,31 @@ def test_build_refuses_one_origin_here_and_the_other_elsewhere(
     assert built == []
 
 
+def test_a_build_says_which_files_put_into_the_earlier_bundle_it_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files put into a bundle since its build (a host's CNAME) go with it when it is
+    built again, as docs/deploy.md says: the build names them, on stderr."""
+    out = tmp_path / "dist"
+    out.mkdir()
+    for name in (OUTPUT_MARK, "index.html", "CNAME", "robots.txt"):
+        (out / name).write_text("")
+
+    def replace(_root: Path, out: Path, _wheels: Path, **kwargs: object) -> Bundle:
+        for name in ("CNAME", "robots.txt"):
+            (out / name).unlink(missing_ok=True)
+        (out / "manifest.json").write_text("{}")
+        return Bundle(out, str(kwargs["page_origin"]), str(kwargs["assistant_origin"]), {})
+
+    monkeypatch.setattr("pagecontext.server.bundle.build_bundle", replace)
+    assert main(["build", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"pagecontext: note: {out} held CNAME, robots.txt, which the build does not write" in err
+    # Built again with nothing put in since: nothing to say.
+    assert main(["build", str(out)]) == 0
+    assert "held" not in capsys.readouterr().err
+
+
 def test_no_agent_builds_an_assistant_whose_agent_url_is_empty(
     tmp_path: Path, built: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -462,6 +462,7 @@ def _build(args: argparse.Namespace) -> int:
     if root is None:
         return EXIT_USAGE
     wheels: Path = args.wheels if args.wheels is not None else root / "build" / "wheels"
+    held = _names_in(out)
     try:
         bundle = build_bundle(
             root,
@@ -486,6 +487,16 @@ def _build(args: argparse.Namespace) -> int:
             )
         else:
             print(f"pagecontext: {out} held no earlier bundle: nothing kept")
+    gone = sorted(held - _names_in(bundle.out))
+    if gone:
+        # Put there since the earlier build (a host's CNAME, say): replaced with the
+        # bundle, as docs/deploy.md says, but never without a word.
+        print(
+            f"pagecontext: note: {out} held {', '.join(gone)}, which the build does not "
+            "write: removed with the earlier bundle (keep such files elsewhere and copy "
+            "them in after each build)",
+            file=sys.stderr,
+        )
     print(
         f"pagecontext: wrote {bundle.out}: serve it on {bundle.page_origin} and "
         f"{bundle.assistant_origin} with the headers in {bundle.out / '_headers'}"
@@ -525,6 +536,11 @@ def _serve(args: argparse.Namespace) -> int:
         started=f"pagecontext serve: {folder}: page {page}/  assistant {assistant}/  "
         "(Ctrl-C to stop)",
     )
+
+
+def _names_in(folder: Path) -> set[str]:
+    """The names in `folder` (none if it is no folder)."""
+    return {entry.name for entry in folder.iterdir()} if folder.is_dir() else set()
 
 
 def _step(step: str) -> None:
