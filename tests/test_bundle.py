@@ -375,14 +375,17 @@ def test_build_never_replaces_a_folder_that_holds_no_bundle(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.parametrize("out", ["/proc/no-such-process/out", "/proc/sys/out"])
 def test_an_output_folder_that_cannot_be_made_is_one_line(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], out: str
 ) -> None:
-    """A folder the system will not create (here under /proc) is an error line, exit 1."""
-    assert main(["build", "/proc/no-such-process/out", "--root", str(ROOT)]) == 1
+    """A folder the system will not create (here under /proc), or one in a folder
+    nothing can be written into, is an error line naming the folder given, exit 1."""
+    assert main(["build", out, "--root", str(ROOT)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("pagecontext: cannot build the bundle: ")
     assert err.count("\n") == 1
+    assert "-new-" not in err
 
 
 def test_a_failed_build_leaves_the_earlier_bundle_as_it_was(

@@ -419,7 +419,13 @@ def replacing(out: Path, root: Path, kind: OutputKind) -> Iterator[Path]:
     new: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
+        try:
+            new = Path(tempfile.mkdtemp(prefix=f".{target.name}-new-", dir=target.parent))
+        except OSError as error:
+            # Named for the folder the user gave, not the one made beside it.
+            raise SiteError(
+                f"cannot write beside {out}, in {target.parent}: {error.strerror}"
+            ) from None
         umask = os.umask(0)
         os.umask(umask)
         new.chmod(0o777 & ~umask)  # as a folder made by mkdir, not mkdtemp's 0700
