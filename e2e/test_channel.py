@@ -40,6 +40,7 @@ from .helpers import (
     fetched,
     html,
     panel,
+    pin,
     select_and_ask,
     show_and_expect,
     swap_assistant,
@@ -901,6 +902,56 @@ def test_a_page_restored_from_the_back_forward_cache_stays_bound_and_works(
         browser.close()
     remote = [url for url in seen if urlsplit(url).hostname not in LOCAL_HOSTS]
     assert remote == [], f"requests left the machine: {remote}"
+
+
+# The page takes the assistant's highlight, leaves at once for a page without the
+# assistant, and answers `applied` 300 ms of its own time later: once it is shown again.
+LEAVE_WITH_A_HIGHLIGHT_PENDING = """(away) => {
+  document.addEventListener("pagecontext:command", (event) => {
+    if (event.detail.action !== "highlight") return;
+    event.preventDefault();
+    const commandId = event.detail.commandId;
+    setTimeout(() => document.dispatchEvent(new CustomEvent("pagecontext:command-done",
+      {detail: {commandId, status: "applied"}})), 300);
+    document.documentElement.setAttribute("data-left", "");
+    location.href = away;
+  });
+}"""
+
+
+def test_a_command_pending_while_the_page_is_kept_frozen_is_judged_on_the_time_it_ran(
+    playwright: Playwright, browser_type_launch_args: dict[str, Any], origins: Origins
+) -> None:
+    """The page takes a highlight and the user leaves it before it answers; the browser
+    keeps the page (both frames, both workers) frozen in its back/forward cache for
+    longer than the command's 10 s deadline. Shown again, the page answers 300 ms later:
+    the receipt is `applied`, not `unconfirmed`, since the deadline counts only the
+    time the two frames ran. (The 11 s away are the scenario itself, not a wait for
+    state.)"""
+    browser = playwright.chromium.launch(
+        **browser_type_launch_args, ignore_default_args=["--disable-back-forward-cache"]
+    )
+    try:
+        page = browser.new_context().new_page()
+        page.goto(origins.page + "/")
+        wait_bound(page)
+        assistant = panel(page)
+        wait_bound(assistant)
+        pin(page, assistant, ROW)
+        page.evaluate(LEAVE_WITH_A_HIGHLIGHT_PENDING, origins.page + "/py/runtime.json")
+        with page.expect_navigation(url=origins.page + "/py/runtime.json"):
+            assistant.get_by_role("button", name="Show me").click()
+        page.wait_for_timeout(11_000)
+        page.go_back(wait_until="commit")
+        if not page.evaluate("document.documentElement.hasAttribute('data-left')"):
+            pytest.skip("the browser did not keep the page in its back/forward cache")
+        frame = FrameByProtocol(browser, page, origins.assistant + "/")
+        frame.wait_for('[data-pc-receipt][data-pc-receipt-status="applied"]')
+        assert "unconfirmed" not in frame.evaluate(
+            "() => document.querySelector('[data-pc-receipt]').textContent", None
+        )
+    finally:
+        browser.close()
 
 
 def test_a_command_that_is_not_plain_data_gets_a_rejected_receipt(

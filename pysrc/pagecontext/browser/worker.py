@@ -316,6 +316,43 @@ def _steady() -> float:
     return float(js.performance.timeOrigin) + float(js.performance.now())
 
 
+# While a receipt is awaited, the worker beats every BEAT_MS; a gap between two beats
+# over FROZEN_MS is time it was not run: the browser froze it (with its page, kept in
+# the back/forward cache, or in a tab it froze), or something starved it.
+BEAT_MS = 500.0
+FROZEN_MS = 1000.0
+
+
+class _ActiveClock:
+    """The assistant's clock for its receipt deadlines: `_steady()` less the time this
+    worker was not run while receipts were awaited (`beat`). The page is frozen with it:
+    a command's deadline counts the time the frames ran, so a receipt the page sends as
+    it is shown again is on time, not late."""
+
+    def __init__(self) -> None:
+        self.frozen = 0.0
+        self._last: float | None = None  # the last beat, while receipts are awaited
+
+    def __call__(self) -> float:
+        return _steady() - self.frozen
+
+    @property
+    def beating(self) -> bool:
+        return self._last is not None
+
+    def beat(self) -> None:
+        """A beat, and before a receipt is judged: the time since the last one beyond a
+        beat's is not counted, if it is over FROZEN_MS."""
+        now = float(js.performance.now())
+        if self._last is not None and now - self._last > FROZEN_MS:
+            self.frozen += now - self._last - BEAT_MS
+        self._last = now
+
+    def rest(self) -> None:
+        """No receipt is awaited: no beat until the next."""
+        self._last = None
+
+
 class WorkerBinding:
     """Joins the session to the worker scope and the bound port."""
 
@@ -326,8 +363,11 @@ class WorkerBinding:
         self.port: Any = None
         self._port_proxy: Any = None
         self._port_listener: Any = None
-        # The ledger's next deadline, and the timer set for it.
+        # The ledger's next deadline, and the timer set for it; the ledger's clock, and
+        # its beat while a deadline is set.
         self._deadline_timer = _OneShot(self._on_timer)
+        self._clock = _ActiveClock()
+        self._beat = _OneShot(self._on_beat)
         self._timer_deadline: float | None = None
         self.rejected_plain = 0
         # Failures inside this worker, each caught where it happened and counted (the
@@ -437,7 +477,7 @@ class WorkerBinding:
             session = AssistantSession(
                 instance_id=message["instanceId"],
                 conversation_id=message["conversationId"],
-                clock=_steady,
+                clock=self._clock,
                 new_id=_new_id,
             )
             session.restore(_saved_state(message.get("restored")))
@@ -581,6 +621,9 @@ class WorkerBinding:
         session = self.session
         if session is None:
             return
+        if self._clock.beating:
+            # Its beat may not have run yet since the worker was frozen: counted first.
+            self._clock.beat()
         before = (session.refused, self.rejected_plain, self.internal_errors)
         for item in _each_message(batch):
             if self.port is None:
@@ -929,11 +972,27 @@ class WorkerBinding:
             return  # the timer already set is the right one
         self._timer_deadline = deadline
         timer.clear()
-        if deadline is not None:
-            timer.arm(max(0.0, deadline - _steady()) + 1)
+        if deadline is None:
+            self._beat.clear()
+            self._clock.rest()
+            return
+        timer.arm(max(0.0, deadline - self._clock()) + 1)
+        if not self._beat.armed:
+            self._clock.beat()
+            self._beat.arm(BEAT_MS)
+
+    def _on_beat(self) -> None:
+        self._clock.beat()
+        if self._timer_deadline is not None:
+            self._beat.arm(BEAT_MS)
+        else:
+            self._clock.rest()
 
     def _on_timer(self) -> None:
         self._timer_deadline = None
+        if self._clock.beating:
+            # Due at once after a freeze, maybe before the beat: the freeze counted first.
+            self._clock.beat()
         if isinstance(self.session, AssistantSession):
             try:
                 self._run(self.session.tick())
