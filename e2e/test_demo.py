@@ -275,7 +275,8 @@ def test_selection_made_while_python_boots_is_not_lost(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
     """A row selected and shared while the page's Python runtime is still loading (the
-    page `booting`, its panel not yet loaded) reaches the assistant once both are bound."""
+    page `booting`, its panel not yet loaded) reaches the assistant once both are bound;
+    meanwhile Ask AI says the assistant is starting, not to select first."""
     held = HeldWasm(context, origins)
     held.goto(page, origins.page + "/")
     row = page.locator(f'tr[data-pc-resource-ref="{ROW}"]')
@@ -284,6 +285,9 @@ def test_selection_made_while_python_boots_is_not_lost(
     # The edge took the click (it marks the selected row) before the runtime was up.
     expect(row).to_have_attribute("aria-selected", "true")
     expect(html(page)).to_have_attribute("data-pc-state", "booting")
+    expect(page.locator("#ask-hint")).to_have_text(
+        "The assistant is starting: your selection goes to it once connected."
+    )
     held.release()
     wait_bound(page)
     chip = panel(page).locator(f'[data-pc-chip="{ROW}"]')
