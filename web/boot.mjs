@@ -112,8 +112,9 @@ globalThis.pagecontextHost = {
     for (const name of ["sessionStorage", "localStorage"]) {
       try {
         const store = window[name];
-        for (let index = store.length - 1; index >= 0; index -= 1) {
-          const other = store.key(index);
+        // The keys read first, then removed: a removal may reorder what key(index) gives.
+        const names = Array.from({ length: store.length }, (_, index) => store.key(index));
+        for (const other of names) {
           if (other !== null && other !== key && other !== key + DRAFT && other.startsWith(prefix)) store.removeItem(other);
         }
         const text = key ? store.getItem(key) : null;
