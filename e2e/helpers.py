@@ -162,6 +162,20 @@ class HeldWasm:
         self.routes[0].fallback()
 
 
+def after_collection(page: Page, method: str, field: str) -> int:
+    """`field` of what the DevTools protocol's `method` answers for `page` after a full
+    garbage collection: the JS heap in use (`Runtime.getHeapUsage`, `usedSize`), the
+    DOM nodes held (`Memory.getDOMCounters`, `nodes`)."""
+    session = page.context.new_cdp_session(page)
+    try:
+        session.send("HeapProfiler.collectGarbage")
+        value = session.send(method)[field]
+    finally:
+        session.detach()
+    assert isinstance(value, int | float)
+    return int(value)
+
+
 def preview_text(assistant: Page | FrameLocator) -> Locator:
     """The text of the panel's "What the AI sees"."""
     return assistant.locator("[data-pc-preview] pre")

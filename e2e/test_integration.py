@@ -19,6 +19,7 @@ from .helpers import (
     OTHER_ROW,
     ROW,
     HeldWasm,
+    after_collection,
     diagnose_now,
     html,
     open_preview,
@@ -326,26 +327,14 @@ RENDER_TABLES = """async ([rows, times]) => {
 }"""
 
 
-def dom_nodes(page: Page) -> int:
-    """The DOM nodes the page's renderer holds after a full garbage collection."""
-    session = page.context.new_cdp_session(page)
-    try:
-        session.send("HeapProfiler.collectGarbage")
-        nodes = session.send("Memory.getDOMCounters")["nodes"]
-    finally:
-        session.detach()
-    assert isinstance(nodes, int)
-    return nodes
-
-
 def test_what_the_page_takes_out_of_its_document_is_not_kept_alive(demo: Page) -> None:
     """The page renders a 2,000-row table anew 40 times: after a full garbage
     collection it holds no more nodes than before (each table is 10,001). The embedder
     watches the document for its frame being replaced; what the page takes out is not
     kept for it."""
-    before = dom_nodes(demo)
+    before = after_collection(demo, "Memory.getDOMCounters", "nodes")
     demo.evaluate(RENDER_TABLES, [2000, 40])
-    after = dom_nodes(demo)
+    after = after_collection(demo, "Memory.getDOMCounters", "nodes")
     assert after - before < 10_001, (before, after)
     expect(html(demo)).to_have_attribute("data-pc-state", "bound")
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import get, html, open_workbench, panel, show_and_expect
+from .helpers import after_collection, get, html, open_workbench, panel, show_and_expect
 from .test_boot import MARKS
 
 ROUNDS = 100
@@ -39,18 +39,6 @@ WINDOW_MESSAGE_COUNTED = """() => new Promise((resolve) => {
 })"""
 
 
-def heap_used(page: Page) -> int:
-    """The page's JS heap in use after a full garbage collection (DevTools protocol)."""
-    session = page.context.new_cdp_session(page)
-    try:
-        session.send("HeapProfiler.collectGarbage")
-        used = session.send("Runtime.getHeapUsage")["usedSize"]
-    finally:
-        session.detach()
-    assert isinstance(used, int | float)
-    return int(used)
-
-
 def round_trip(page: Page, mounts: int) -> None:
     page.get_by_role("button", name="Sales").click()
     expect(html(page)).to_have_attribute("data-spa-mounts", str(mounts), timeout=STEP_TIMEOUT_MS)
@@ -67,10 +55,10 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
     page.goto(origins.page + "/examples/spa.html")
     expect(html(page)).to_have_attribute("data-spa-route", "home")
     round_trip(page, 1)  # MicroPython and the edge load once, on the first mount
-    before = heap_used(page)
+    before = after_collection(page, "Runtime.getHeapUsage", "usedSize")
     for mounts in range(2, ROUNDS + 2):
         round_trip(page, mounts)
-    growth = heap_used(page) - before
+    growth = after_collection(page, "Runtime.getHeapUsage", "usedSize") - before
     print(f"JS heap growth over {ROUNDS} mount/unmount rounds: {growth:,} bytes")
     assert growth < MAX_HEAP_GROWTH_BYTES, f"JS heap grew {growth:,} bytes in {ROUNDS} rounds"
     # Every worker ended with its mount, and no edge listens any more: a window message
