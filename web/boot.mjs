@@ -469,16 +469,17 @@ const STATE_WORDS = {
   failed: "The assistant could not start: reload the page to try again",
   closed: "",
 };
-const ASSISTANT_WAITS = "Waiting for the page…";
-const ASSISTANT_BOUND = "Connected to the page";
+// An assistant's own words where they differ from the page's.
+const ASSISTANT_WORDS = {
+  ready: "Waiting for the page…",
+  connecting: "Waiting for the page…",
+  bound: "Connected to the page",
+};
 let stateRole = null;
 
 function sayState(state) {
-  const assistant = stateRole === "assistant";
-  const waits = assistant && (state === "ready" || state === "connecting");
-  const words = waits ? ASSISTANT_WAITS
-    : assistant && state === "bound" ? ASSISTANT_BOUND
-    : Object.hasOwn(STATE_WORDS, state) ? STATE_WORDS[state] : "";
+  const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
+  const words = Object.hasOwn(table, state) ? table[state] : "";
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
