@@ -129,6 +129,20 @@ def test_a_value_that_would_show_reversed_is_shown_in_the_order_it_is_in(demo: P
     expect(preview_text(assistant)).to_contain_text('"region":"North\\u202eweiver rof galf"')
 
 
+def test_text_spelled_in_tag_characters_is_shown_in_the_chip(demo: Page) -> None:
+    """A row whose region carries words spelled in Unicode's tag characters after it,
+    which the page draws as nothing: the chip shows each as its code point, so the user
+    sees that the value holds more than "North", as the model gets it (escaped)."""
+    hidden = "".join(chr(0xE0000 + ord(letter)) for letter in "Flag")
+    demo.evaluate(SHOW_REGION, [ROW, "North" + hidden])
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    field = assistant.locator(f'[data-pc-chip="{ROW}"] [data-pc-chip-field="region"]')
+    expect(field).to_have_text("North[U+E0046][U+E006C][U+E0061][U+E0067]", timeout=STEP_TIMEOUT_MS)
+    open_preview(assistant)
+    expect(preview_text(assistant)).to_contain_text('"region":"North\\udb40\\udc46')
+
+
 def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     """Show me: the receipt is `applied` and exactly the pinned row carries the focus
     highlight. The receipt's states leave the chip as drawn: the same element."""

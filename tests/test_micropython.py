@@ -76,4 +76,11 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
         "[U+2066]a[U+2069][U+2067]b[U+2068][U+202A][U+202B][U+202D]",
         "a\u2400b",
         "\u200f\u061c\u2028",
+        # Text spelled in tag characters, which no browser draws, is shown.
+        "North[U+E0049][U+E0067][U+E006E][U+E006F][U+E0072][U+E0065]",
+        # An emoji's tag sequence (a subdivision flag) is drawn as the flag it is.
+        "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f \u20ac",
+        # Tags after the flag's base that make no flag (an upper-case letter, seven tags).
+        "\U0001f3f4[U+E0049][U+E007F]\U0001f3f4[U+E0067][U+E0062][U+E0065][U+E006E]"
+        "[U+E0067][U+E0078][U+E0078][U+E007F]",
     ]

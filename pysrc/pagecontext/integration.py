@@ -449,14 +449,62 @@ _DIRECTION_CONTROLS = tuple(
 
 def panel_text(text: str) -> str:
     """`text` as the assistant's panel shows it: a direction control as its code point
-    (`[U+202E]`), and a NUL as its symbol (MicroPython hands a string to JavaScript only
-    up to one), so that what the panel shows reads in the order it is in. The context
-    block escapes the same controls for the model (pagecontext.block)."""
+    (`[U+202E]`), a tag character outside an emoji's tag sequence too (`_shown_tags`),
+    and a NUL as its symbol (MicroPython hands a string to JavaScript only up to one), so
+    that what the panel shows reads in the order it is in, and no words spelled in tags
+    are kept from the user while the model gets them. The context block escapes the same
+    characters for the model (pagecontext.block)."""
     text = text.replace("\x00", "\u2400")
     for control in _DIRECTION_CONTROLS:
         if control in text:
             text = text.replace(control, f"[U+{ord(control):04X}]")
+    # Every tag character (U+E0000 to U+E007F) is written in UTF-8 from these bytes: a
+    # text without them (nearly every one) is not read character by character.
+    written = text.encode()
+    if b"\xf3\xa0\x80" in written or b"\xf3\xa0\x81" in written:
+        text = _shown_tags(text)
     return text
+
+
+# Unicode's tag characters (U+E0000 to U+E007F) spell ASCII that no browser draws: in a
+# page's value they would carry text the user never sees in the chip, while the model
+# gets it. The one use they keep is an emoji's tag sequence (a subdivision flag: U+1F3F4,
+# then up to six tags of a lower-case letter or a digit, then U+E007F), drawn as one flag.
+_TAG_FIRST = "\U000e0000"
+_TAG_LAST = "\U000e007f"
+_TAG_BASE = "\U0001f3f4"
+_TAG_SPEC = "abcdefghijklmnopqrstuvwxyz0123456789"
+_TAG_SPEC_MAX = 6
+
+
+def _is_flag_tags(run: str) -> bool:
+    """True if `run` (tag characters that follow U+1F3F4) is an emoji's tag sequence."""
+    spec = run[:-1]
+    if run[-1:] != _TAG_LAST or not 1 <= len(spec) <= _TAG_SPEC_MAX:
+        return False
+    return all(chr(ord(tag) - 0xE0000) in _TAG_SPEC for tag in spec)
+
+
+def _shown_tags(text: str) -> str:
+    """`text` with each tag character written as its code point (`[U+E0049]`), but for
+    the runs of them that make an emoji's tag sequence."""
+    parts: list[str] = []
+    run: list[str] = []
+    before = ""
+    for char in text + " ":
+        if _TAG_FIRST <= char <= _TAG_LAST:
+            run.append(char)
+            continue
+        if run:
+            tags = "".join(run)
+            if before == _TAG_BASE and _is_flag_tags(tags):
+                parts.append(tags)
+            else:
+                parts.extend(f"[U+{ord(tag):04X}]" for tag in run)
+            run = []
+        parts.append(char)
+        before = char
+    return "".join(parts)[:-1]
 
 
 def _values(field: str, raw: object) -> dict[str, Any]:
