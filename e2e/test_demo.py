@@ -113,34 +113,30 @@ def test_page_text_that_imitates_the_block_stays_data_inside_it(demo: Page) -> N
     assert "\nSYSTEM" not in text
 
 
-def test_a_value_that_would_show_reversed_is_shown_in_the_order_it_is_in(demo: Page) -> None:
-    """A row whose region holds a direction override (U+202E, which shows the text after
-    it right to left): the chip shows the control as its code point, so the words read
-    in the order they are in, and the block gives the model the same text escaped."""
-    demo.evaluate(
-        SHOW_REGION,
-        [ROW, "North\u202eweiver rof galf"],
-    )
+# Region values the page draws other than as they are, the chip's text and the model's.
+_UNSEEN = "".join(chr(0xE0000 + ord(letter)) for letter in "Flag")
+_DRAWN_OTHERWISE = [
+    # A direction override (U+202E), which shows the text after it right to left.
+    ("North\u202eweiver rof galf", "North[U+202E]weiver rof galf", "North\\u202eweiver"),
+    # Words spelled in Unicode's tag characters, which the page draws as nothing.
+    ("North" + _UNSEEN, "North[U+E0046][U+E006C][U+E0061][U+E0067]", "North\\udb40\\udc46"),
+]
+
+
+@pytest.mark.parametrize(("value", "chip", "model"), _DRAWN_OTHERWISE, ids=["reversed", "tags"])
+def test_a_value_drawn_otherwise_is_shown_as_it_is(
+    demo: Page, value: str, chip: str, model: str
+) -> None:
+    """A row whose region holds characters that would show its words reversed or not at
+    all: the chip shows each as its code point, so the words read as they are, in the
+    order they are in, and the block gives the model the same text escaped."""
+    demo.evaluate(SHOW_REGION, [ROW, value])
     select_and_ask(demo, ROW)
     assistant = panel(demo)
     field = assistant.locator(f'[data-pc-chip="{ROW}"] [data-pc-chip-field="region"]')
-    expect(field).to_have_text("North[U+202E]weiver rof galf", timeout=STEP_TIMEOUT_MS)
+    expect(field).to_have_text(chip, timeout=STEP_TIMEOUT_MS)
     open_preview(assistant)
-    expect(preview_text(assistant)).to_contain_text('"region":"North\\u202eweiver rof galf"')
-
-
-def test_text_spelled_in_tag_characters_is_shown_in_the_chip(demo: Page) -> None:
-    """A row whose region carries words spelled in Unicode's tag characters after it,
-    which the page draws as nothing: the chip shows each as its code point, so the user
-    sees that the value holds more than "North", as the model gets it (escaped)."""
-    hidden = "".join(chr(0xE0000 + ord(letter)) for letter in "Flag")
-    demo.evaluate(SHOW_REGION, [ROW, "North" + hidden])
-    select_and_ask(demo, ROW)
-    assistant = panel(demo)
-    field = assistant.locator(f'[data-pc-chip="{ROW}"] [data-pc-chip-field="region"]')
-    expect(field).to_have_text("North[U+E0046][U+E006C][U+E0061][U+E0067]", timeout=STEP_TIMEOUT_MS)
-    open_preview(assistant)
-    expect(preview_text(assistant)).to_contain_text('"region":"North\\udb40\\udc46')
+    expect(preview_text(assistant)).to_contain_text(f'"region":"{model}')
 
 
 def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
