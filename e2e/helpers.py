@@ -162,6 +162,26 @@ class HeldWasm:
         self.routes[0].fallback()
 
 
+class ChildNonces:
+    """The URLs with a nonce that `page`'s child frames were loaded with, in order: each
+    URL the browser reports a frame below the top one navigated to (the page's edge
+    loads a frame again by replacing its URL, so its `src` keeps the first one)."""
+
+    def __init__(self, page: Page) -> None:
+        self.urls: list[str] = []
+        page.on("framenavigated", self._record)
+
+    def _record(self, frame: Frame) -> None:
+        url = frame.url
+        if frame.parent_frame is not None and "#pc-nonce=" in url and self.urls[-1:] != [url]:
+            self.urls.append(url)
+
+    @property
+    def seen(self) -> list[str]:
+        """The nonces, in order."""
+        return [url.partition("#pc-nonce=")[2] for url in self.urls]
+
+
 def after_collection(page: Page, method: str, field: str) -> int:
     """`field` of what the DevTools protocol's `method` answers for `page` after a full
     garbage collection: the JS heap in use (`Runtime.getHeapUsage`, `usedSize`), the

@@ -36,6 +36,7 @@ from .conftest import (
 from .helpers import (
     OTHER_ROW,
     ROW,
+    ChildNonces,
     diagnose_now,
     fetched,
     html,
@@ -423,24 +424,60 @@ def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
     """The sandboxed panel reloads (its nonce is spent): the page answers with a fresh
     navigation and a new nonce, never a second connect. Loading it again with the used
     nonce in its URL (a replay) binds only after yet another fresh nonce."""
+    nonces = ChildNonces(page)
     page.goto(sandboxed_origins.page + "/")
     wait_bound(page)
-    frame = page.locator("iframe[data-pc-child]")
-    first = frame.get_attribute("src") or ""
+    [first] = nonces.seen
     page.frames[1].evaluate("location.reload()")
     wait_bound(page, connection=2)
-    second = frame.get_attribute("src") or ""
-    assert second.split("#pc-nonce=")[1] != first.split("#pc-nonce=")[1]
+    [_, second] = nonces.seen
+    assert second != first
 
-    page.evaluate("url => { document.querySelector('iframe[data-pc-child]').src = url; }", second)
+    replay = nonces.urls[-1]
+    page.evaluate("url => { document.querySelector('iframe[data-pc-child]').src = url; }", replay)
     wait_bound(page, connection=3)
-    third = frame.get_attribute("src") or ""
+    third = nonces.seen[-1]
     assert len({first, second, third}) == 3
     # The used nonce never got a connect, so nothing was refused: it was never in play.
     assert (
         page.evaluate("document.documentElement.hasAttribute('data-pc-window-rejected')") is False
     )
     expect_working(page)
+
+
+def test_an_assistant_loaded_again_adds_nothing_to_the_pages_history(
+    page: Page, origins: Origins
+) -> None:
+    """The assistant's frame reloads and the page loads it again with a fresh nonce: the
+    browser's history gains no entry, so Back leaves the page at once, for the page the
+    user came from, rather than stopping at the frame's earlier load."""
+    before = origins.page + "/py/runtime.json"
+    page.goto(before)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    length = page.evaluate("history.length")
+    page.frames[1].evaluate("location.reload()")
+    wait_bound(page, connection=2)
+    wait_bound(panel(page))
+    assert page.evaluate("history.length") == length
+    page.evaluate("history.back()")
+    expect(page).to_have_url(before, timeout=STEP_TIMEOUT_MS)
+
+
+def test_back_to_the_page_keeps_the_way_forward(page: Page, origins: Origins) -> None:
+    """The user leaves the page and comes back to it with Back: the page is loaded anew,
+    its assistant's frame restored by the browser from its history, and loaded again
+    with a fresh nonce. That load replaces the frame's entry: Forward still goes to the
+    page the user had gone on to."""
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    after = origins.page + "/py/runtime.json"
+    page.goto(after)
+    page.go_back()
+    wait_bound(page)
+    wait_bound(panel(page))
+    page.evaluate("history.forward()")
+    expect(page).to_have_url(after, timeout=STEP_TIMEOUT_MS)
 
 
 @BEYOND_FRAME_SRC
@@ -456,19 +493,19 @@ def test_a_sandboxed_assistant_that_navigates_away_is_loaded_again_not_bound(
     assistant on a new connection, which works; nothing is refused. (The newcomer could
     not bind in any case: the nonce it would have to answer with is in a URL it never
     had.)"""
+    nonces = ChildNonces(page)
     page.goto(sandboxed_origins.page + "/")
     wait_bound(page)
-    frame = page.locator("iframe[data-pc-child]")
-    first = frame.get_attribute("src") or ""
+    [first] = nonces.seen
     page.frames[1].evaluate(
         "url => { location.href = url; }", sandboxed_origins.third + "/e2e/attacker.html?mode=ready"
     )
     wait_bound(page, connection=2)
-    second = frame.get_attribute("src") or ""
-    assert second.startswith(sandboxed_origins.assistant + "/"), second
-    assert second.split("#pc-nonce=")[1] != first.split("#pc-nonce=")[1]
+    second = nonces.seen[-1]
+    assert second != first
+    assert nonces.urls[-1].startswith(sandboxed_origins.assistant + "/"), nonces.urls
     # The assistant's document, which took its nonce out of its URL.
-    assert page.frames[1].url == second.split("#")[0]
+    assert page.frames[1].url == nonces.urls[-1].split("#")[0]
     assert (
         page.evaluate("document.documentElement.hasAttribute('data-pc-window-rejected')") is False
     )

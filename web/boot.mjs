@@ -160,6 +160,22 @@ globalThis.pagecontextHost = {
     observer.observe(target, options);
     return observer;
   },
+  // Load `url` in the child `frame`. Its first load, into the empty document a frame
+  // without `src` starts with, sets `src` (a frame put back into the document loads it
+  // again); any other load replaces the frame's entry in the session history, so that
+  // neither a nonce sent anew nor a frame emptied adds an entry the browser's Back would
+  // stop at, or drops the ones Forward would go to. A frame holding a document of
+  // another origin (the child's, or one restored from the session history) cannot be
+  // read from here: it holds a document.
+  navigate(frame, url) {
+    const inside = frame.contentWindow;
+    let empty = false;
+    try {
+      empty = !frame.hasAttribute("src") && inside !== null && inside.location.href === "about:blank";
+    } catch { /* another origin's document */ }
+    if (empty || inside === null) frame.src = url;
+    else inside.location.replace(url);
+  },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the

@@ -690,7 +690,7 @@ class Edge:
         self.nonce = None
         self.connect_sent = False
         self.blanking = self.owner.listen(found, "load", self._on_frame_blank)
-        found.src = "about:blank"
+        self.host.navigate(found, "about:blank")
 
     def _on_frame_blank(self, event: Any) -> None:
         """A replacing frame emptied by `_on_frame_replaced` loaded: load it with a
@@ -734,7 +734,7 @@ class Edge:
             self.blanking = None
         self.nonce = _random_id()
         self.connect_sent = False
-        self.frame.src = child_url(self.child_src, self.nonce)
+        self.host.navigate(self.frame, child_url(self.child_src, self.nonce))
         if self.child_timer is not None:
             self.owner.cancel(self.child_timer)
         self.child_timer = self.owner.later(
