@@ -81,6 +81,25 @@ def test_the_answer_streams_in_explains_the_row_and_highlights_it(demo: Page) ->
     expect(html(assistant)).to_have_attribute("data-pc-answering", "false")
 
 
+def test_an_answer_about_another_row_takes_the_earlier_answers_marks_away(demo: Page) -> None:
+    """Two questions about two rows: once the second answer's highlights are drawn, the
+    page shows its three marks only, one of them `focus`, and none of the first answer's
+    (docs/protocol.md 8.15)."""
+    assistant = panel(demo)
+    marks = demo.locator("[data-pc-highlight]")
+    pin(demo, assistant, ROW)
+    ask(assistant, QUESTION)
+    expect(marks).to_have_count(3, timeout=STEP_TIMEOUT_MS)
+    pin(demo, assistant, OTHER_ROW)
+    ask(assistant, QUESTION)
+    expect(demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')).to_have_attribute(
+        "data-pc-highlight", "focus", timeout=STEP_TIMEOUT_MS
+    )
+    expect(marks).to_have_count(3, timeout=STEP_TIMEOUT_MS)
+    expect(demo.locator('[data-pc-highlight="focus"]')).to_have_count(1)
+    expect(demo.locator(f'[data-pc-resource-ref="{ROW}"][data-pc-highlight]')).to_have_count(0)
+
+
 @pytest.mark.scenario(5)
 def test_after_a_revoke_the_answer_says_access_revoked_without_the_snapshot(
     demo: Page, origins: Origins

@@ -103,6 +103,29 @@ def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
 
 
+def test_a_mark_for_a_newer_selection_takes_the_older_marks_away(
+    page: Page, origins: Origins
+) -> None:
+    """The page draws the assistant's marks itself: a highlight for a newer selection
+    revision (the command's `basisRevision`) takes the marks for older ones away, one
+    for the same revision adds to them (docs/protocol.md 8.15)."""
+    open_review(page, origins)
+    months = page.locator(f"{MONTHS} [data-pc-resource-ref]")
+    expect(months).to_have_count(12)
+    refs = [str(months.nth(index).get_attribute("data-pc-resource-ref")) for index in (1, 2, 3)]
+    point = """([id, ref, revision]) => document.dispatchEvent(new CustomEvent(
+         "pagecontext:command", {cancelable: true, detail: {commandId: id,
+         action: "highlight", componentId: "review-months", resourceRef: ref,
+         tone: "related", basisRevision: revision}}))"""
+    page.evaluate(point, ["first", refs[0], 1])
+    page.evaluate(point, ["newer", refs[1], 2])
+    page.evaluate(point, ["same", refs[2], 2])
+    pointed = page.locator(f"{MONTHS} .is-pointed-at")
+    expect(pointed).to_have_count(2)
+    expect(pointed.nth(0)).to_have_attribute("data-pc-resource-ref", refs[1])
+    expect(pointed.nth(1)).to_have_attribute("data-pc-resource-ref", refs[2])
+
+
 def test_the_keyboard_selection_reaches_the_assistant_and_a_filter_makes_it_stale(
     page: Page, origins: Origins
 ) -> None:

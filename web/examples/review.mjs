@@ -14,7 +14,7 @@ const COMPONENT = "review-months";
 const list = document.getElementById("review-months");
 const detail = document.getElementById("review-detail");
 const regionSelect = document.getElementById("review-region");
-const state = { rows: [], selected: null, pointedAt: new Map(), generation: 0 };
+const state = { rows: [], selected: null, pointedAt: new Map(), marksRevision: -1, generation: 0 };
 const euros = new Intl.NumberFormat("en", { style: "currency", currency: "EUR" });
 const count = new Intl.NumberFormat("en");
 
@@ -123,13 +123,19 @@ document.addEventListener("pagecontext:conversation", () => {
 });
 
 document.addEventListener("pagecontext:command", (event) => {
-  const { commandId, action, componentId, resourceRef, tone } = event.detail;
+  const { commandId, action, componentId, resourceRef, tone, basisRevision } = event.detail;
   if (componentId !== COMPONENT || (action !== "highlight" && action !== "clear-highlight")) return;
   event.preventDefault();
   let status = "applied";
   if (action === "clear-highlight") {
     state.pointedAt.clear();
   } else if (state.rows.some((r) => r.ref === resourceRef)) {
+    // The first mark for a newer selection takes the older ones away, as pagecontext
+    // does with the marks it draws (docs/protocol.md 8.15).
+    if (basisRevision > state.marksRevision) {
+      state.pointedAt.clear();
+      state.marksRevision = basisRevision;
+    }
     // One month the answer is about (`focus`), as the demo's table keeps one.
     if (tone !== "related") {
       for (const [ref, was] of state.pointedAt) if (was !== "related") state.pointedAt.delete(ref);

@@ -480,6 +480,8 @@ class Edge:
         self.components: dict[str, Any] = {}  # componentId -> component element
         self.generations: dict[str, int] = {}  # componentId -> generation last reported
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
+        # The newest selection revision a highlight on the page was drawn for.
+        self.marks_revision = -1
         # The component whose pagecontext:refresh is being dispatched, and whether it
         # rendered during the dispatch (which counts only if a listener took the event).
         self.refreshing: str | None = None
@@ -1251,12 +1253,16 @@ class Edge:
         """The assistant began a new conversation: the highlights it asked for in the one
         it left go (the answers they belonged to are cleared), the selection stays, and
         the page is told (`pagecontext:conversation`), for highlights it drew itself."""
+        self._take_marks_off()
+        detail = {"conversationId": conversation_id if isinstance(conversation_id, str) else None}
+        _dispatch(js.document, "pagecontext:conversation", detail, False)
+
+    def _take_marks_off(self) -> None:
+        """Take every highlight the assistant's commands drew off the page."""
         for objects in self.registry.values():
             for element in objects.values():
                 if element.hasAttribute("data-pc-highlight"):
                     _unhighlight(element)
-        detail = {"conversationId": conversation_id if isinstance(conversation_id, str) else None}
-        _dispatch(js.document, "pagecontext:conversation", detail, False)
 
     def _unmark(self, element: Any) -> None:
         """`element` no longer stands for the object it was marked for: its marks go."""
@@ -1389,6 +1395,7 @@ class Edge:
             "componentId": component_id,
             "resourceRef": message.get("resourceRef"),
             "tone": message.get("tone"),
+            "basisRevision": message.get("basisRevision"),
         }
         cancelled, early = self._dispatch_answered(component, "pagecontext:command", detail)
         if cancelled:
@@ -1465,6 +1472,12 @@ class Edge:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "highlight":
+            revision = message.get("basisRevision")
+            if isinstance(revision, int) and revision > self.marks_revision:
+                # The first highlight for a newer selection: the marks drawn for older
+                # ones (earlier answers, an earlier Show me) go, in every component.
+                self._take_marks_off()
+                self.marks_revision = revision
             tone = message.get("tone")
             if tone == "focus":
                 for el in objects.values():
