@@ -139,6 +139,19 @@ def test_a_value_drawn_otherwise_is_shown_as_it_is(
     expect(preview_text(assistant)).to_contain_text(f'"region":"{model}')
 
 
+def test_a_double_click_on_show_me_sends_its_commands_once(demo: Page) -> None:
+    """A double click on Show me is one press: its highlight and locate are sent once.
+    A question asked after it is logged after all that the clicks sent."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    assistant.get_by_role("button", name="Show me").dblclick()
+    ask(assistant, "Why is this row so high?")
+    kinds = assistant.locator("[data-pc-log-kind]").evaluate_all(
+        "entries => entries.map((entry) => entry.getAttribute('data-pc-log-kind'))"
+    )
+    assert kinds[: kinds.index("question")] == ["command", "command"], kinds
+
+
 def test_show_me_highlights_the_row_with_an_applied_receipt(demo: Page) -> None:
     """Show me: the receipt is `applied` and exactly the pinned row carries the focus
     highlight. The receipt's states leave the chip as drawn: the same element."""

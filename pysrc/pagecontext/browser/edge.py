@@ -1568,6 +1568,11 @@ class Edge:
                 self._on_preview_toggle()
 
     def _on_show(self, event: Any) -> None:
+        # The second click of a double click (the browser counts a mouse's quick clicks
+        # in `detail`; a key press has 0) is the same press: its commands are not sent
+        # again.
+        if event.detail > 1:
+            return
         # Unbound, nobody would answer its commands: it is off (`_render_panel`), and a
         # press says why, as Send and New conversation do.
         if not self.state.get("bound"):
