@@ -310,6 +310,44 @@ def test_a_reloaded_assistant_restores_its_conversation_and_sends_nothing(
 SAVED_HOLDS = """([storage, key, text]) => (window[storage].getItem(key) || "").includes(text)"""
 
 
+# At the start of each document: this tab's saved state under `key`, as saved by a log
+# that no longer keeps the conversation's earliest entries.
+SAVED_WITH_EARLIER = """
+(() => {
+  const key = %s;
+  const text = sessionStorage.getItem(key);
+  if (text === null) return;
+  const saved = JSON.parse(text);
+  saved.composer.earlier = true;
+  sessionStorage.setItem(key, JSON.stringify(saved));
+})();
+"""
+
+
+def test_a_log_that_no_longer_keeps_its_earliest_entries_says_so(
+    page: Page, origins: Origins
+) -> None:
+    """Workbench: a conversation whose log no longer keeps its earliest entries (its
+    saved state says so) says it above the log once restored, and a new conversation
+    starts without it."""
+    business = open_workbench(page, origins)
+    key = saved_state_key(page)
+    note = page.locator("[data-pc-log-earlier]")
+    pin(business, page, ROW)
+    ask(page, "asked before")
+    expect(note).to_be_hidden()
+    page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked before"])
+    page.add_init_script(SAVED_WITH_EARLIER % json.dumps(key))
+    page.reload()
+    wait_bound(page)
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(1, timeout=STEP_TIMEOUT_MS)
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("Earlier parts of this conversation are no longer kept")
+    page.get_by_role("button", name="New conversation").click()
+    expect(page.locator('[data-pc-log-kind="question"]')).to_have_count(0, timeout=STEP_TIMEOUT_MS)
+    expect(note).to_be_hidden()
+
+
 def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_latest(
     page: Page, origins: Origins
 ) -> None:

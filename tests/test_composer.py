@@ -368,6 +368,30 @@ def test_the_log_is_bounded_and_garbage_in_saved_state_is_dropped() -> None:
     assert len(reloaded.log) == MAX_LOG_ENTRIES
 
 
+def test_the_log_says_when_it_no_longer_keeps_the_conversations_earlier_entries() -> None:
+    """Once the log drops its oldest entries, `earlier` says so; it is saved, restored
+    (from a saved state that says it, or holds more than the log keeps), and a new
+    conversation starts without it."""
+    composer = composer_with()
+    for index in range(MAX_LOG_ENTRIES):
+        composer.send(f"q{index}", entry_id=f"q{index}", at="t")
+    assert composer.earlier is False
+    assert json.loads(composer.saved_text())["earlier"] is False
+    composer.send("one more", entry_id="more", at="t")
+    assert composer.log[0]["id"] == "q1"
+    assert composer.earlier is True
+    saved = json.loads(composer.saved_text())
+    assert saved["earlier"] is True
+    reloaded = Composer()
+    reloaded.restore(saved)
+    assert reloaded.earlier is True
+    untold = Composer()
+    untold.restore({"log": [*saved["log"], *saved["log"][:1]]})
+    assert untold.earlier is True
+    composer.clear_log()
+    assert composer.earlier is False
+
+
 def test_the_saved_log_stays_within_its_size_and_keeps_the_latest_entries() -> None:
     """Long answers would outgrow browser storage: the saved copy drops the oldest
     entries first, and the log in memory keeps everything."""
@@ -385,6 +409,10 @@ def test_the_saved_log_stays_within_its_size_and_keeps_the_latest_entries() -> N
     reloaded = Composer()
     reloaded.restore(saved)
     assert [entry["id"] for entry in reloaded.log] == [entry["id"] for entry in log]
+    # What the saved copy left out is no longer kept once restored: the panel says so.
+    assert composer.earlier is False
+    assert saved["earlier"] is True
+    assert reloaded.earlier is True
 
 
 @pytest.mark.parametrize("question", ["", "   ", "x" * 4001])

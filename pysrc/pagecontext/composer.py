@@ -117,6 +117,9 @@ class Composer:
         self._schemas: dict[str, ItemSchema] = {REFERENCE_TYPE: reference_schema()}
         self._task = NO_TASK
         self.log: list[dict[str, JsonValue]] = []
+        # Whether the conversation had entries before the log's first, no longer kept
+        # (neither shown nor sent to the agent): the panel says so above the log.
+        self.earlier = False
         # Counts changes to the log, so the panel redraws it only when it changed.
         self.log_version = 0
         # Each log entry's JSON text as last built, by id() of the entry (held, so the
@@ -501,6 +504,7 @@ class Composer:
         receipt of it is shown, saved or sent to the agent again, and the task's items
         go again with its first question. The dismissals stay."""
         self.log = []
+        self.earlier = False
         self._texts = {}
         self._text_message = None
         self._preview = None
@@ -553,7 +557,9 @@ class Composer:
             total -= len(texts[start]) + 2
             start += 1
         dismissed = json.dumps(self._registry.dismissals.to_json())
-        return f'{{"dismissed": {dismissed}, "log": [{", ".join(texts[start:])}]}}'
+        earlier = json.dumps(self.earlier or start > 0)
+        log = ", ".join(texts[start:])
+        return f'{{"dismissed": {dismissed}, "earlier": {earlier}, "log": [{log}]}}'
 
     def restore(self, saved: Mapping[str, object]) -> None:
         """Restore what `saved_text` saved (parsed). Pending receipts become unconfirmed:
@@ -566,6 +572,7 @@ class Composer:
         if not isinstance(log, list):
             return
         self.log = [_restored(entry) for entry in log[-MAX_LOG_ENTRIES:] if _valid(entry)]
+        self.earlier = saved.get("earlier") is True or len(log) > MAX_LOG_ENTRIES
         self.log_version += 1
 
     def _changed(self, entry: dict[str, JsonValue], *, preview: bool = True) -> None:
@@ -587,8 +594,10 @@ class Composer:
             # Never the question the runs answer, nor the earliest it relies on: a turn's
             # answers and commands may take the log past its size until the next question,
             # but never past MAX_LOG_HELD (Show me adds commands without a question).
-            cut = min(excess, kept_from(self.log))
-            del self.log[: max(cut, len(self.log) - MAX_LOG_HELD)]
+            cut = max(min(excess, kept_from(self.log)), len(self.log) - MAX_LOG_HELD)
+            if cut > 0:
+                del self.log[:cut]
+                self.earlier = True
 
 
 def _has_instructions(text: str) -> bool:

@@ -1005,6 +1005,9 @@ class Edge:
             self._render_panel(message)
         elif kind == "log":
             self._render_log(message.get("ids") or [], message.get("changed") or [])
+            earlier = js.document.querySelector("[data-pc-log-earlier]")
+            if earlier is not None:
+                earlier.hidden = message.get("earlier") is not True
         elif kind == "ask-refused":
             not_asked = message.get("reason") == "not-asked"
             said = "Not sent: " + str(message.get("why")) + "." if not_asked else ASK_REFUSED

@@ -696,12 +696,13 @@ class WorkerBinding:
                     self._post_log_changes(self.session.composer)
 
     def _post_log_changes(self, composer: Composer) -> None:
-        """Post the conversation log's entries that changed since the last post, and the
-        ids of all entries in order: the panel redraws only those (the log can be long,
-        and a receipt changes one entry)."""
+        """Post the conversation log's entries that changed since the last post, the ids
+        of all entries in order (the panel redraws only those: the log can be long, and a
+        receipt changes one entry), and whether earlier entries are no longer kept."""
         shown, changed = composer.log_changes(self._shown_log)
         self._shown_log = shown
-        self.scope.postMessage(_js({"kind": "log", "ids": list(shown), "changed": changed}))
+        message = {"kind": "log", "ids": list(shown), "changed": changed}
+        self.scope.postMessage(_js({**message, "earlier": composer.earlier}))
 
     # -- diagnostics --------------------------------------------------------------------
 
