@@ -83,4 +83,8 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
         # Tags after the flag's base that make no flag (an upper-case letter, seven tags).
         "\U0001f3f4[U+E0049][U+E007F]\U0001f3f4[U+E0067][U+E0062][U+E0065][U+E006E]"
         "[U+E0067][U+E0078][U+E0078][U+E007F]",
+        # Lower-case words after the flag's base that name no flag Unicode recommends:
+        # drawn as a black flag, their tags unseen ("ignore"); Wales stays a flag.
+        "\U0001f3f4[U+E0069][U+E0067][U+E006E][U+E006F][U+E0072][U+E0065][U+E007F]"
+        "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",
     ]

@@ -468,26 +468,22 @@ def panel_text(text: str) -> str:
 
 # Unicode's tag characters (U+E0000 to U+E007F) spell ASCII that no browser draws: in a
 # page's value they would carry text the user never sees in the chip, while the model
-# gets it. The one use they keep is an emoji's tag sequence (a subdivision flag: U+1F3F4,
-# then up to six tags of a lower-case letter or a digit, then U+E007F), drawn as one flag.
+# gets it. The one use they keep is the emoji tag sequences Unicode recommends (RGI):
+# the flags of England, Scotland and Wales (U+1F3F4, the tags of "gbeng", "gbsct" or
+# "gbwls", U+E007F), each drawn as its flag. Any other run after U+1F3F4 is drawn as a
+# black flag with its tags unseen, so it is shown as code points too.
 _TAG_FIRST = "\U000e0000"
 _TAG_LAST = "\U000e007f"
 _TAG_BASE = "\U0001f3f4"
-_TAG_SPEC = "abcdefghijklmnopqrstuvwxyz0123456789"
-_TAG_SPEC_MAX = 6
-
-
-def _is_flag_tags(run: str) -> bool:
-    """True if `run` (tag characters that follow U+1F3F4) is an emoji's tag sequence."""
-    spec = run[:-1]
-    if run[-1:] != _TAG_LAST or not 1 <= len(spec) <= _TAG_SPEC_MAX:
-        return False
-    return all(chr(ord(tag) - 0xE0000) in _TAG_SPEC for tag in spec)
+_FLAG_TAGS = tuple(
+    "".join(chr(0xE0000 + ord(letter)) for letter in name) + _TAG_LAST
+    for name in ("gbeng", "gbsct", "gbwls")
+)
 
 
 def _shown_tags(text: str) -> str:
     """`text` with each tag character written as its code point (`[U+E0049]`), but for
-    the runs of them that make an emoji's tag sequence."""
+    the runs of them that make a flag's tag sequence (`_FLAG_TAGS`)."""
     parts: list[str] = []
     run: list[str] = []
     before = ""
@@ -497,7 +493,7 @@ def _shown_tags(text: str) -> str:
             continue
         if run:
             tags = "".join(run)
-            if before == _TAG_BASE and _is_flag_tags(tags):
+            if before == _TAG_BASE and tags in _FLAG_TAGS:
                 parts.append(tags)
             else:
                 parts.extend(f"[U+{ord(tag):04X}]" for tag in run)
