@@ -162,6 +162,22 @@ class HeldWasm:
         self.routes[0].fallback()
 
 
+# The page renders its assistant's iframe anew, as a framework does (a new element with
+# its `data-pc-child` and `data-pc-src`, no `src`), the given number of times, each in a
+# task of its own.
+RENDER_CHILD_FRAME_ANEW = """async (renders) => {
+  for (let render = 0; render < renders; render += 1) {
+    const old = document.querySelector("iframe[data-pc-child]");
+    const frame = document.createElement("iframe");
+    frame.setAttribute("data-pc-child", "");
+    frame.setAttribute("data-pc-src", old.getAttribute("data-pc-src"));
+    frame.title = old.title;
+    old.replaceWith(frame);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+}"""
+
+
 class ChildNonces:
     """The URLs with a nonce that `page`'s child frames were loaded with, in order: each
     URL the browser reports a frame below the top one navigated to (the page's edge

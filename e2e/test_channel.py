@@ -35,6 +35,7 @@ from .conftest import (
 )
 from .helpers import (
     OTHER_ROW,
+    RENDER_CHILD_FRAME_ANEW,
     ROW,
     ChildNonces,
     diagnose_now,
@@ -478,6 +479,31 @@ def test_back_to_the_page_keeps_the_way_forward(page: Page, origins: Origins) ->
     wait_bound(panel(page))
     page.evaluate("history.forward()")
     expect(page).to_have_url(after, timeout=STEP_TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("layout", ["sandboxed-panel", "rendered-anew"])
+def test_an_assistant_frame_moved_in_the_page_binds_again(
+    page: Page, request: pytest.FixtureRequest, layout: str
+) -> None:
+    """The page moves its bound assistant's iframe to another place in its document (a
+    sandboxed one, or one a framework rendered anew): the frame loads its `src` again,
+    and the page binds it on a new connection. A frame that had loaded its child
+    without a `src` would load an empty document and never bind again."""
+    sandboxed = layout == "sandboxed-panel"
+    origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    connection = 1
+    if not sandboxed:
+        page.evaluate(RENDER_CHILD_FRAME_ANEW, 1)
+        connection = 2
+        wait_bound(page, connection=connection)
+    page.evaluate(
+        "() => { const f = document.querySelector('iframe[data-pc-child]');"
+        " f.parentElement.append(f); }"
+    )
+    wait_bound(page, connection=connection + 1)
+    expect_working(page)
 
 
 @BEYOND_FRAME_SRC

@@ -17,6 +17,7 @@ from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
     EDGE_STARTED,
     OTHER_ROW,
+    RENDER_CHILD_FRAME_ANEW,
     ROW,
     HeldWasm,
     after_collection,
@@ -247,20 +248,7 @@ def test_a_child_frame_the_page_renders_anew_binds_again(demo: Page, renders: in
     page binds the last frame (connection 2, the new document's connection 1) and its
     commands apply."""
     wait_bound(panel(demo))
-    demo.evaluate(
-        """async (renders) => {
-          for (let render = 0; render < renders; render += 1) {
-            const old = document.querySelector("iframe[data-pc-child]");
-            const frame = document.createElement("iframe");
-            frame.setAttribute("data-pc-child", "");
-            frame.setAttribute("data-pc-src", old.getAttribute("data-pc-src"));
-            frame.title = old.title;
-            old.replaceWith(frame);
-            await new Promise((resolve) => setTimeout(resolve, 0));
-          }
-        }""",
-        renders,
-    )
+    demo.evaluate(RENDER_CHILD_FRAME_ANEW, renders)
     wait_bound(demo, 2)
     assistant = panel(demo)
     wait_bound(assistant)

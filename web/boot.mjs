@@ -160,20 +160,19 @@ globalThis.pagecontextHost = {
     observer.observe(target, options);
     return observer;
   },
-  // Load `url` in the child `frame`. Its first load, into the empty document a frame
-  // without `src` starts with, sets `src` (a frame put back into the document loads it
-  // again); any other load replaces the frame's entry in the session history, so that
-  // neither a nonce sent anew nor a frame emptied adds an entry the browser's Back would
-  // stop at, or drops the ones Forward would go to. A frame holding a document of
-  // another origin (the child's, or one restored from the session history) cannot be
-  // read from here: it holds a document.
+  // Load `url` in the child `frame`. A frame whose `src` names no document of its own
+  // (none, or the empty one the edge empties a replacing frame to) is loaded by setting
+  // `src`, which a frame taken out of the document and put back loads again (its child
+  // then announces itself and is given a fresh nonce). Any other load replaces the
+  // frame's entry in the session history, so that neither a nonce sent anew nor a frame
+  // emptied adds an entry the browser's Back would stop at, or drops the ones Forward
+  // would go to. So does a first load in a page the browser loaded by Back or Forward:
+  // its frame may hold the document it restored from the session history.
   navigate(frame, url) {
     const inside = frame.contentWindow;
-    let empty = false;
-    try {
-      empty = !frame.hasAttribute("src") && inside !== null && inside.location.href === "about:blank";
-    } catch { /* another origin's document */ }
-    if (empty || inside === null) frame.src = url;
+    const src = frame.getAttribute("src");
+    const restored = performance.getEntriesByType("navigation")[0]?.type === "back_forward";
+    if (inside === null || ((src === null || src === "about:blank") && !restored)) frame.src = url;
     else inside.location.replace(url);
   },
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
