@@ -1067,20 +1067,24 @@ NESTED = """() => {
 }"""
 
 
-def test_a_nested_component_keeps_its_objects_to_itself(demo: Page) -> None:
+def test_a_nested_component_keeps_its_objects_to_itself(demo: Page, origins: Origins) -> None:
     """A component inside another: its objects are its own, so a focus highlight in the
-    outer component leaves the inner one's focus alone."""
+    outer component, for the same selection, leaves the inner one's focus alone."""
     demo.evaluate(NESTED)
-    assistant = panel(demo)
-    outer, inner = (
-        demo.locator('[data-pc-resource-ref="o:1"]'),
-        demo.locator('[data-pc-resource-ref="i:1"]'),
-    )
-    for element, ref in ((inner, "i:1"), (outer, "o:1")):
-        element.click()
-        demo.get_by_role("button", name="Ask AI").click()
-        expect(assistant.locator(f'[data-pc-chip="{ref}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
-        show_and_expect(assistant, "applied")
+    assistant = use_scripted_assistant(demo, origins)
+    select_and_ask(demo, ROW)
+    expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
+    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
+    inner = demo.locator('[data-pc-resource-ref="i:1"]')
+    outer = demo.locator('[data-pc-resource-ref="o:1"]')
+    for command_id, component, element in (("in", "inner", inner), ("out", "outer", outer)):
+        scripted.evaluate(
+            "([id, component, ref]) => sendCommand(id, 'highlight', component, ref, 1)",
+            [command_id, component, element.get_attribute("data-pc-resource-ref")],
+        )
+        expect(html(assistant)).to_have_attribute(
+            f"data-ui-{command_id}", "applied:ok", timeout=STEP_TIMEOUT_MS
+        )
         expect(element).to_have_attribute("data-pc-highlight", "focus")
     expect(inner).to_have_attribute("data-pc-highlight", "focus")
 
