@@ -449,7 +449,7 @@ _DIRECTION_CONTROLS = tuple(
 
 def panel_text(text: str) -> str:
     """`text` as the assistant's panel shows it: a direction control as its code point
-    (`[U+202E]`), a tag character outside an emoji's tag sequence too (`_shown_tags`),
+    (`[U+202E]`), a tag character outside a flag's tag sequence too (`_shown_tags`),
     and a NUL as its symbol (MicroPython hands a string to JavaScript only up to one), so
     that what the panel shows reads in the order it is in, and no words spelled in tags
     are kept from the user while the model gets them. The context block escapes the same
