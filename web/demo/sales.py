@@ -301,15 +301,15 @@ def on_ask(event):
     user has selected something, and the page's style hides the hint from then on.
     A narrow window puts the assistant under the page, out of sight: Ask AI then
     scrolls to it, where the chip shows what was taken."""
-    root = doc.documentElement
-    # While Python boots, data-pc-revision is not set yet, but the edge has already
-    # marked a row or segment the user selected: that selection is kept and shared
-    # once the two frames are bound, so the page says so rather than "select first".
-    marked = doc.querySelector('[data-pc-resource-ref][aria-selected="true"]')
-    if root.getAttribute("data-pc-revision") is None and marked is not None:
-        say(hint, "The assistant is starting: your selection goes to it once connected.")
-    elif root.getAttribute("data-pc-revision") is None:
-        say(hint, "Select a row or a chart segment first.")
+    if doc.documentElement.getAttribute("data-pc-revision") is None:
+        # While Python boots, data-pc-revision is not set yet, but the edge has already
+        # marked a row or segment the user selected: that selection is kept and shared
+        # once the two frames are bound, so the page says so rather than "select first".
+        marked = doc.querySelector('[data-pc-resource-ref][aria-selected="true"]')
+        if marked is not None:
+            say(hint, "The assistant is starting: your selection goes to it once connected.")
+        else:
+            say(hint, "Select a row or a chart segment first.")
     elif panel is not None and panel.getBoundingClientRect().top >= js.window.innerHeight:
         panel.scrollIntoView(True)
 

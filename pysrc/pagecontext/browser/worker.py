@@ -336,9 +336,11 @@ class _ActiveClock:
     def __call__(self) -> float:
         return _steady() - self.frozen
 
-    @property
-    def beating(self) -> bool:
-        return self._last is not None
+    def catch_up(self) -> None:
+        """While receipts are awaited, beat now: the worker may run again after a freeze
+        before its beat does, and what is judged next must not count the freeze."""
+        if self._last is not None:
+            self.beat()
 
     def beat(self) -> None:
         """A beat, and before a receipt is judged: the time since the last one beyond a
@@ -621,9 +623,7 @@ class WorkerBinding:
         session = self.session
         if session is None:
             return
-        if self._clock.beating:
-            # Its beat may not have run yet since the worker was frozen: counted first.
-            self._clock.beat()
+        self._clock.catch_up()
         before = (session.refused, self.rejected_plain, self.internal_errors)
         for item in _each_message(batch):
             if self.port is None:
@@ -701,8 +701,11 @@ class WorkerBinding:
         receipt changes one entry), and whether earlier entries are no longer kept."""
         shown, changed = composer.log_changes(self._shown_log)
         self._shown_log = shown
-        message = {"kind": "log", "ids": list(shown), "changed": changed}
-        self.scope.postMessage(_js({**message, "earlier": composer.earlier}))
+        self.scope.postMessage(
+            _js(
+                {"kind": "log", "ids": list(shown), "changed": changed, "earlier": composer.earlier}
+            )
+        )
 
     # -- diagnostics --------------------------------------------------------------------
 
@@ -991,9 +994,7 @@ class WorkerBinding:
 
     def _on_timer(self) -> None:
         self._timer_deadline = None
-        if self._clock.beating:
-            # Due at once after a freeze, maybe before the beat: the freeze counted first.
-            self._clock.beat()
+        self._clock.catch_up()
         if isinstance(self.session, AssistantSession):
             try:
                 self._run(self.session.tick())
