@@ -42,6 +42,18 @@ document.addEventListener("pagecontext:state", (event) => window.__pcStates.push
 """
 
 
+def quick_child_report(origins: Origins, child_url: str) -> str:
+    """A configured page of the page's origin framing `child_url`, which reports its
+    child `silent` past 500 ms."""
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": child_url,
+        "timeouts": {"childMs": 500},
+    }
+    return f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}"
+
+
 def assert_last_state_failed(page: Page, error: str) -> None:
     """The last `pagecontext:state` detail the page recorded is `failed` with `error`,
     every other key null."""
@@ -268,16 +280,9 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
     documents: list[Route] = []
     child_url = origins.assistant + "/assistant.html"
     context.route(child_url, lambda route: documents.append(route))
-    config = {
-        "role": "page",
-        "peerOrigin": origins.assistant,
-        "childUrl": child_url,
-        "timeouts": {"childMs": 500},
-    }
-    query = quote(json.dumps(config))
     silent = lambda message: message.type == "warning" and child_url in message.text  # noqa: E731
     with page.expect_console_message(silent, timeout=BOOT_TIMEOUT_MS):
-        page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={query}", wait_until="commit")
+        page.goto(quick_child_report(origins, child_url), wait_until="commit")
         expect(html(page)).to_have_attribute(
             "data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS
         )
@@ -295,6 +300,37 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
         s["child"] for i, s in enumerate(states) if i == 0 or states[i - 1]["child"] != s["child"]
     ]
     assert reported == [None, "silent", None], states
+
+
+def test_a_child_whose_handshake_is_refused_is_reported_refused_not_silent(
+    page: Page, origins: Origins
+) -> None:
+    """The child answers, and its first message on the port is not a `connected` (a
+    Map): the page's worker refuses the handshake and unbinds. The page says so at once,
+    in the console (naming the frame's URL and the reason) and on
+    `<html data-pc-child-state="refused">`, and still says so past `timeouts.childMs`:
+    the child did answer, so it is never reported `silent`."""
+    page.add_init_script(RECORD_STATES)
+    child_url = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}&first=map"
+    refused = lambda message: (  # noqa: E731
+        message.type == "error" and "handshake was refused (not-connected)" in message.text
+    )
+    with page.expect_console_message(refused, timeout=BOOT_TIMEOUT_MS):
+        page.goto(quick_child_report(origins, child_url), wait_until="commit")
+        expect(html(page)).to_have_attribute(
+            "data-pc-child-state", "refused", timeout=BOOT_TIMEOUT_MS
+        )
+    expect(html(page)).to_have_attribute("data-pc-rejected-handshake-not-connected", "1")
+    # Absence over the timeout takes the timeout: the page's own clock, twice childMs
+    # after the refusal, past the edge's timer had it been armed.
+    page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 1000))")
+    expect(html(page)).to_have_attribute("data-pc-child-state", "refused")
+    expect(html(page)).to_have_attribute("data-pc-state", "ready")
+    states = page.evaluate("window.__pcStates")
+    reported = [
+        s["child"] for i, s in enumerate(states) if i == 0 or states[i - 1]["child"] != s["child"]
+    ]
+    assert reported == [None, "refused"], states
 
 
 # Renders a table of `rows` rows anew `times` times, each in a task of its own, in a
@@ -335,13 +371,7 @@ def test_a_bound_child_that_reloads_and_does_not_come_back_is_reported(
     in the console and on `<html data-pc-child-state>`, as for a first load, rather than
     "Connecting…" for good."""
     child_url = origins.assistant + "/assistant.html"
-    config = {
-        "role": "page",
-        "peerOrigin": origins.assistant,
-        "childUrl": child_url,
-        "timeouts": {"childMs": 500},
-    }
-    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    page.goto(quick_child_report(origins, child_url))
     wait_bound(page)
     wait_bound(panel(page))
     context.route(child_url, lambda route: route.abort("connectionrefused"))

@@ -766,6 +766,25 @@ class Edge:
         self.root.setAttribute("data-pc-child-state", "silent")
         self._publish(child="silent")
 
+    def _child_refused(self, reason: str) -> None:
+        """The child loaded with a nonce answered, and this frame's worker refused its
+        handshake (`reason`) and unbound: said at once, loudly, and never reported
+        `silent`, since it did answer. It is not loaded again (a child that fails its
+        handshake would fail it again); loaded again by its page or its user, it binds
+        as usual (`_child_answered`)."""
+        if self.child_timer is not None:
+            self.owner.cancel(self.child_timer)
+            self.child_timer = None
+        js.console.error(
+            "pagecontext: the child frame "
+            + str(self.child_src)
+            + " answered, but its handshake was refused ("
+            + reason
+            + "): it stays unbound until it loads again"
+        )
+        self.root.setAttribute("data-pc-child-state", "refused")
+        self._publish(child="refused")
+
     def _child_answered(self) -> None:
         """The child loaded with a nonce announced itself (`ready`)."""
         if self.child_timer is not None:
@@ -959,6 +978,7 @@ class Edge:
                 and self.frame is not None
                 and self.frame.isConnected
                 and self.child_timer is None
+                and self.public["child"] != "refused"
             ):
                 # The bound child went away (a `bye`, a reload whose new document never
                 # announced itself: its server is down). Report it silent past
@@ -980,7 +1000,10 @@ class Edge:
             self._on_diagnostics(message)
         elif kind == "refused":
             # The worker closed a port whose handshake failed (nonce, role, identity).
-            self._reject("handshake-" + str(message.get("reason")))
+            reason = str(message.get("reason"))
+            self._reject("handshake-" + reason)
+            if self.position == "embedder":
+                self._child_refused(reason)
         elif kind == "failed":
             self.worker_failed(str(message.get("error")))
         elif kind == "apply":
