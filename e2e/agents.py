@@ -14,8 +14,8 @@ third-party agents often do. The test controls it:
   browser cannot read it), or "slow" (its answer in `SLOW_PARTS` deltas, each
   `pace` seconds after the one before: an answer that streams for a while);
 - `inputs`: every `RunAgentInput` it received, in order;
-- `tool`: the page tool its answer calls on the pinned object ("highlight", or "refresh"
-  of its component).
+- `tool`: the page tool its answer calls on the pinned object ("highlight", "locate",
+  or "refresh" of its component).
 
 `Stall` holds POST requests to one path while armed, as a server that does not answer.
 """
@@ -78,7 +78,7 @@ class ExternalAgent:
         self.gate = threading.Event()
         self.gate.set()
         self.inputs: list[RunAgentInput] = []
-        self.tool: Literal["highlight", "refresh"] = "highlight"
+        self.tool: Literal["highlight", "locate", "refresh"] = "highlight"
         self.pace = 0.5
 
     def reset(self) -> None:
@@ -171,8 +171,10 @@ class ExternalAgent:
             )
         if task is not None:
             arguments = {"componentId": task["componentId"]}
+            if self.tool != "refresh":
+                arguments |= {"resourceRef": task["resourceRef"]}
             if self.tool == "highlight":
-                arguments |= {"resourceRef": task["resourceRef"], "tone": "focus"}
+                arguments |= {"tone": "focus"}
             yield encoder.encode(
                 ToolCallChunkEvent(
                     tool_call_id=f"{run}-c",

@@ -25,6 +25,7 @@ from .helpers import (
     pin,
     preview_text,
     select_and_ask,
+    show_and_expect,
     worker_report,
 )
 
@@ -643,6 +644,35 @@ def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAg
     demo.get_by_role("button", name="Ask AI").click()
     expect(assistant.locator('[data-pc-chip="n:1"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
     asked_to_refresh(assistant, agent, "not-found", "no-refresh")
+
+
+def test_the_agents_locate_leaves_the_focus_in_the_question_being_typed(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """The user types the next question while the answer runs, and the answer locates
+    the pinned row: the row is shown (`applied`), and the keyboard's focus stays in the
+    panel's field, where the rest of the question goes (docs/protocol.md 8.16). Show me,
+    the user's own press, still moves it to the row."""
+    demo, agent = agent_demo
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.tool = "locate"
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    field = assistant.locator("[data-pc-question]")
+    field.press_sequentially("And the")
+    agent.gate.set()
+    expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS)
+    expect(command.locator("p")).to_contain_text("Shown on the page [locate: applied (ok)]")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).not_to_be_focused()
+    expect(field).to_be_focused()
+    field.press_sequentially(" others?")
+    expect(field).to_have_value("And the others?")
+    show_and_expect(assistant, "applied")
+    expect(row).to_be_focused()
 
 
 def test_a_character_cut_between_two_deltas_is_shown_whole(

@@ -127,7 +127,7 @@ def test_editing_a_returned_tool_does_not_change_the_next_one() -> None:
             {"componentId": "sales", "resourceRef": "r"},
             "locate",
             Target(component_id="sales", resource_ref="r"),
-            {},
+            {"focus": "keep"},
         ),
         ("refresh", {"componentId": "sales"}, "refresh", Target(component_id="sales"), {}),
     ],

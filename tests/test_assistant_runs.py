@@ -369,6 +369,22 @@ def test_an_answers_command_after_the_page_reloaded_is_for_the_page_it_was_asked
     assert pair.dom.highlights == {}
 
 
+def test_the_agents_locate_scrolls_to_the_row_and_leaves_the_keyboards_focus(db: Path) -> None:
+    """A `locate` the agent asks for is sent with `{"focus": "keep"}` (docs/protocol.md
+    8.16): the page scrolls the row into view and answers `applied`, and the focus stays
+    where the user has it (perhaps in the next question); only Show me moves it."""
+    pair = sales_pair(db)
+    select_and_share(pair, db, NORTH_MARCH)
+    located = json.dumps({"componentId": TABLE, "resourceRef": NORTH_MARCH})
+    scripted_run(pair, ask(pair), [("call_0", "locate", located)])
+    [command] = [m for side, m in pair.sent if side == "assistant" and m["type"] == "command"]
+    assert (command["action"], command["params"]) == ("locate", {"focus": "keep"})
+    [entry] = log(pair, "command")
+    assert (entry["ui"]["state"], entry["ui"]["reason"]) == ("applied", "ok")
+    assert pair.dom.located == [(TABLE, NORTH_MARCH)]
+    assert pair.dom.focused is None
+
+
 def test_a_question_asked_after_the_chip_was_removed_has_no_task(db: Path) -> None:
     """The user removed the chip, then asked: the question has no task (docs/protocol.md
     8.9), so the run carries no `pagecontext.task`, and a page tool the agent calls is

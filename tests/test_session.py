@@ -621,6 +621,8 @@ def test_show_highlights_and_locates_the_pinned_row(embedder: Side) -> None:
         }
     assert pair.dom.highlights == {"orders": {"row:3": "related", "row:2": "focus"}}
     assert pair.dom.located == [("orders", "row:2")]
+    # The user's own press: the keyboard's focus moves to the row.
+    assert pair.dom.focused == ("orders", "row:2")
     command = state(pair)["command"]
     assert command["commandId"] == highlight
     assert command["received"]["state"] == "applied"

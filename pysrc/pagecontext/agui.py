@@ -67,6 +67,9 @@ from pydantic import Field, TypeAdapter, ValidationError
 from pagecontext.block import safe_json, without_untrusted
 from pagecontext.errors import LocalProtocolError, PagecontextError
 from pagecontext.models import (
+    KEEP_FOCUS as _KEEP_FOCUS,
+)
+from pagecontext.models import (
     ObservedAt,
     Revision,
     SnapshotValue,
@@ -162,7 +165,7 @@ class HighlightArgs(_ToolArgs):
 
 
 class LocateArgs(_ToolArgs):
-    """Arguments of `locate`: scroll an object into view and focus it."""
+    """Arguments of `locate`: scroll an object into view (the keyboard's focus stays)."""
 
     component_id: _Id = Field(description="The page component that renders the object.")
     resource_ref: _Id = Field(description="The object's resource reference.")
@@ -197,7 +200,7 @@ class ListContextItemsArgs(_ToolArgs):
 
 _TOOL_DESCRIPTIONS: Final[Mapping[str, tuple[type[_ToolArgs], str]]] = {
     "highlight": (HighlightArgs, "Highlight an object on the user's page."),
-    "locate": (LocateArgs, "Scroll an object on the user's page into view and focus it."),
+    "locate": (LocateArgs, "Scroll an object on the user's page into view."),
     "refresh": (RefreshArgs, "Ask a component of the user's page to reload its data."),
     GET_CONTEXT_TOOL: (
         GetContextItemArgs,
@@ -346,7 +349,9 @@ def tool_call_command(name: str, arguments: str) -> PageCommandCall:
         return PageCommandCall("highlight", target, {"tone": args.tone})
     if isinstance(args, LocateArgs):
         target = Target(component_id=args.component_id, resource_ref=args.resource_ref)
-        return PageCommandCall("locate", target)
+        # No press of the user's asked for it: the keyboard's focus stays where they have
+        # it, perhaps in the question they are typing (docs/protocol.md 8.16).
+        return PageCommandCall("locate", target, _KEEP_FOCUS)
     if isinstance(args, RefreshArgs):
         return PageCommandCall("refresh", Target(component_id=args.component_id))
     if isinstance(args, GetContextItemArgs | ListContextItemsArgs):

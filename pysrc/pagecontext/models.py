@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import Annotated, Final, Literal, Self, TypeAlias, TypeGuard
 
 import pydantic_core
@@ -299,6 +301,11 @@ class ConversationMessage(_Envelope):
     type: Literal["conversation"] = "conversation"
 
 
+# A `locate`'s params that leave the keyboard's focus where it is: the assistant sends
+# them for a locate the user did not ask for with a press of their own (an agent's).
+KEEP_FOCUS: Final[Mapping[str, str]] = MappingProxyType({"focus": "keep"})
+
+
 class CommandMessage(_Envelope):
     """assistant -> page: one UI command from the closed set, bound to a revision."""
 
@@ -322,6 +329,11 @@ class CommandMessage(_Envelope):
         if self.action == "highlight":
             if set(self.params) != {"tone"} or self.params["tone"] not in ("focus", "related"):
                 raise ValueError('highlight takes exactly {"tone": "focus" | "related"}')
+        elif self.action == "locate":
+            # `{}` moves the keyboard's focus to the object; `{"focus": "keep"}` leaves it
+            # where the user has it (docs/protocol.md 8.16).
+            if self.params and self.params != KEEP_FOCUS:
+                raise ValueError('locate takes {} or exactly {"focus": "keep"}')
         elif self.params:
             raise ValueError(f"{self.action} takes no params")
         return self

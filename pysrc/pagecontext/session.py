@@ -822,6 +822,7 @@ def _apply_instruction(command: CommandMessage, view: ComponentView | None) -> d
         "componentId": command.target.component_id,
         "resourceRef": command.target.resource_ref,
         "tone": command.params.get("tone"),
+        "focus": command.params.get("focus"),
         "basisRevision": command.basis_revision,
         "generation": view.generation if view is not None else None,
     }

@@ -89,6 +89,8 @@ class FakeDom(RenderedObjects):
         self._rendered: dict[str, set[str]] = {}
         self.highlights: dict[str, dict[str, str]] = {}
         self.located: list[tuple[str, str]] = []
+        # The object the keyboard's focus moved to last (a `locate` that does not keep it).
+        self.focused: tuple[str, str] | None = None
         self.refreshes: Counter[str] = Counter()
 
     def render(self, component_id: str, refs: Iterable[str]) -> None:
@@ -111,13 +113,15 @@ class FakeDom(RenderedObjects):
         """Do the command's UI work; return the `ui`-layer (status, reason).
 
         highlight and locate need a rendered resourceRef; `focus` is exclusive within
-        the component; clear-highlight clears the component; refresh counts a reload.
+        the component; locate moves the focus unless its params keep it; clear-highlight
+        clears the component; refresh counts a reload.
         """
         return self._do(
             command.action,
             command.target.component_id,
             command.target.resource_ref,
             command.params.get("tone"),
+            command.params.get("focus"),
         )
 
     def apply_instruction(self, instruction: Mapping[str, object]) -> tuple[ReceiptStatus, str]:
@@ -129,6 +133,7 @@ class FakeDom(RenderedObjects):
         component_id = instruction.get("componentId")
         ref = instruction.get("resourceRef")
         tone = instruction.get("tone")
+        focus = instruction.get("focus")
         if (
             instruction.get("kind") != "apply"
             or action not in ("highlight", "locate", "refresh", "clear-highlight")
@@ -136,12 +141,18 @@ class FakeDom(RenderedObjects):
             or not (ref is None or isinstance(ref, str))
             or not (tone is None or isinstance(tone, str))
             or (action == "highlight") != isinstance(tone, str)
+            or focus not in (None, "keep")
         ):
             raise ValueError(f"not an apply instruction: {instruction!r}")
-        return self._do(action, component_id, ref, tone)
+        return self._do(action, component_id, ref, tone, focus)
 
     def _do(
-        self, action: object, component_id: str, ref: str | None, tone: str | None
+        self,
+        action: object,
+        component_id: str,
+        ref: str | None,
+        tone: str | None,
+        focus: object = None,
     ) -> tuple[ReceiptStatus, str]:
         if not self.is_rendered(component_id, ref):
             return "not-found", "not-rendered"
@@ -156,6 +167,8 @@ class FakeDom(RenderedObjects):
             marks[ref] = tone
         elif action == "locate" and ref is not None:
             self.located.append((component_id, ref))
+            if focus != "keep":
+                self.focused = (component_id, ref)
         elif action == "clear-highlight":
             self.highlights.pop(component_id, None)
         elif action == "refresh":

@@ -1421,6 +1421,7 @@ class Edge:
             "componentId": component_id,
             "resourceRef": message.get("resourceRef"),
             "tone": message.get("tone"),
+            "focus": message.get("focus"),
             "basisRevision": message.get("basisRevision"),
         }
         cancelled, early = self._dispatch_answered(component, "pagecontext:command", detail)
@@ -1512,12 +1513,15 @@ class Edge:
             _highlight(element, str(tone))
         elif action == "locate":
             element.scrollIntoView(to_js({"block": "nearest"}))
-            element.focus(to_js({"preventScroll": True}))
-            if js.document.activeElement != element:
-                # Scrolled to, but the keyboard's focus did not move: an element that
-                # cannot take it (no `tabindex`), so `locate` did not do all it says.
-                self._ui_done(command_id, "not-found", "not-focusable")
-                return
+            # `{"focus": "keep"}`: not asked for by a press of the user's (an agent's),
+            # so the keyboard's focus stays where the user has it (docs/protocol.md 8.16).
+            if message.get("focus") != "keep":
+                element.focus(to_js({"preventScroll": True}))
+                if js.document.activeElement != element:
+                    # Scrolled to, but the keyboard's focus did not move: an element that
+                    # cannot take it (no `tabindex`), so `locate` did not do all it says.
+                    self._ui_done(command_id, "not-found", "not-focusable")
+                    return
         self._ui_done(command_id, "applied", "ok")
 
     def _on_command_done(self, event: Any) -> None:

@@ -313,7 +313,7 @@ def locate_state(command: dict[str, Any]) -> str | None:
 # What a command's receipt says in words, before its codes: what was done, by action...
 _DONE = {
     "highlight": "Highlighted on the page",
-    "locate": "Shown on the page, with the keyboard's focus",
+    "locate": "Shown on the page",
     "refresh": "Refreshed on the page",
     "clear-highlight": "Highlights cleared on the page",
 }
