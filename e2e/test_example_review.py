@@ -106,9 +106,9 @@ def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays
 def test_a_mark_for_a_newer_selection_takes_the_older_marks_away(
     page: Page, origins: Origins
 ) -> None:
-    """The page draws the assistant's marks itself: a highlight for a newer selection
-    revision (the command's `basisRevision`) takes the marks for older ones away, one
-    for the same revision adds to them (docs/protocol.md 8.15)."""
+    """The page draws the assistant's marks itself: a highlight for another selection
+    revision than its marks' (the command's `basisRevision`), newer or older, takes them
+    away, one for the same revision adds to them (docs/protocol.md 8.15)."""
     open_review(page, origins)
     months = page.locator(f"{MONTHS} [data-pc-resource-ref]")
     expect(months).to_have_count(12)
@@ -124,6 +124,9 @@ def test_a_mark_for_a_newer_selection_takes_the_older_marks_away(
     expect(pointed).to_have_count(2)
     expect(pointed.nth(0)).to_have_attribute("data-pc-resource-ref", refs[1])
     expect(pointed.nth(1)).to_have_attribute("data-pc-resource-ref", refs[2])
+    page.evaluate(point, ["older", refs[0], 1])
+    expect(pointed).to_have_count(1)
+    expect(pointed).to_have_attribute("data-pc-resource-ref", refs[0])
 
 
 def test_the_keyboard_selection_reaches_the_assistant_and_a_filter_makes_it_stale(

@@ -1119,6 +1119,32 @@ def test_a_nested_component_keeps_its_objects_to_itself(demo: Page, origins: Ori
     expect(inner).to_have_attribute("data-pc-highlight", "focus")
 
 
+def test_a_highlight_for_an_older_selection_takes_the_newer_marks_away(
+    demo: Page, origins: Origins
+) -> None:
+    """Two selections, then a highlight for the second and one for the first (a Show me
+    for a chip brought back): the page shows the last one's mark only, whichever
+    revision is the greater (docs/protocol.md 8.15)."""
+    assistant = use_scripted_assistant(demo, origins)
+    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
+    for revision, ref in enumerate((ROW, OTHER_ROW), start=1):
+        select_and_ask(demo, ref)
+        expect(html(assistant)).to_have_attribute(
+            "data-context-revision", str(revision), timeout=STEP_TIMEOUT_MS
+        )
+    marks = demo.locator("[data-pc-highlight]")
+    for command_id, ref, revision in (("newer", OTHER_ROW, 2), ("older", ROW, 1)):
+        scripted.evaluate(
+            "([id, ref, basis]) => sendCommand(id, 'highlight', 'sales-table', ref, basis)",
+            [command_id, ref, revision],
+        )
+        expect(html(assistant)).to_have_attribute(
+            f"data-ui-{command_id}", "applied:ok", timeout=STEP_TIMEOUT_MS
+        )
+        expect(marks).to_have_count(1)
+        expect(marks).to_have_attribute("data-pc-resource-ref", ref)
+
+
 def test_a_row_selected_and_asked_about_before_the_edge_listens_is_shared(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

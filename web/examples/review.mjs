@@ -130,9 +130,9 @@ document.addEventListener("pagecontext:command", (event) => {
   if (action === "clear-highlight") {
     state.pointedAt.clear();
   } else if (state.rows.some((r) => r.ref === resourceRef)) {
-    // The first mark for a newer selection takes the older ones away, as pagecontext
+    // The first mark for another selection takes the other ones away, as pagecontext
     // does with the marks it draws (docs/protocol.md 8.15).
-    if (basisRevision > state.marksRevision) {
+    if (basisRevision !== state.marksRevision) {
       state.pointedAt.clear();
       state.marksRevision = basisRevision;
     }

@@ -1500,9 +1500,9 @@ class Edge:
             return
         if action == "highlight":
             revision = message.get("basisRevision")
-            if isinstance(revision, int) and revision > self.marks_revision:
-                # The first highlight for a newer selection: the marks drawn for older
-                # ones (earlier answers, an earlier Show me) go, in every component.
+            if isinstance(revision, int) and revision != self.marks_revision:
+                # The first highlight for another selection (a newer one, or an older
+                # chip's Show me): the marks drawn for the one before go, everywhere.
                 self._take_marks_off()
                 self.marks_revision = revision
             tone = message.get("tone")
