@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, Route, expect
+from playwright.sync_api import BrowserContext, FrameLocator, Page, Route, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
@@ -918,6 +918,15 @@ def test_a_rendered_event_off_its_component_is_refused_and_counted(demo: Page) -
     expect(panel(demo).locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
 
 
+def share_two_rows(demo: Page, assistant: FrameLocator) -> None:
+    """Select and share ROW, then OTHER_ROW: the scripted `assistant` holds revision 2."""
+    for revision, ref in enumerate((ROW, OTHER_ROW), start=1):
+        select_and_ask(demo, ref)
+        expect(html(assistant)).to_have_attribute(
+            "data-context-revision", str(revision), timeout=STEP_TIMEOUT_MS
+        )
+
+
 TAKE_HIGHLIGHTS = """answer => {
   window.__pcCommands = [];
   document.addEventListener("pagecontext:command", (event) => {
@@ -955,6 +964,43 @@ def test_a_page_that_highlights_itself_answers_and_gets_an_applied_receipt(demo:
              {detail: {commandId: "never-sent", status: "applied"}}))"""
     )
     expect(html(demo)).to_have_attribute("data-pc-refused-command-done", "1")
+
+
+def test_a_highlight_the_page_draws_for_another_selection_takes_pagecontexts_marks_away(
+    demo: Page, origins: Origins
+) -> None:
+    """pagecontext marks a row of the table for the first selection; then a component
+    that draws the assistant's highlights itself (it takes `pagecontext:command` and
+    answers `applied`) draws one for the second: pagecontext's mark in the table goes,
+    as it would for a highlight it drew itself (docs/protocol.md 8.15)."""
+    demo.evaluate(NESTED)
+    demo.evaluate(
+        """() => document.querySelector('[data-pc-component="inner"]').addEventListener(
+          "pagecontext:command", (event) => {
+            event.preventDefault();
+            event.target.closest('[data-pc-component]').querySelector(
+              `[data-pc-resource-ref="${CSS.escape(event.detail.resourceRef)}"]`
+            ).classList.add("page-highlight");
+            document.dispatchEvent(new CustomEvent("pagecontext:command-done",
+              {detail: {commandId: event.detail.commandId, status: "applied"}}));
+          })"""
+    )
+    assistant = use_scripted_assistant(demo, origins)
+    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
+    share_two_rows(demo, assistant)
+    send = "([id, component, ref, basis]) => sendCommand(id, 'highlight', component, ref, basis)"
+    scripted.evaluate(send, ["table", "sales-table", ROW, 1])
+    expect(html(assistant)).to_have_attribute(
+        "data-ui-table", "applied:ok", timeout=STEP_TIMEOUT_MS
+    )
+    marks = demo.locator("[data-pc-highlight]")
+    expect(marks).to_have_count(1)
+    scripted.evaluate(send, ["inner", "inner", "i:1", 2])
+    expect(html(assistant)).to_have_attribute(
+        "data-ui-inner", "applied:ok", timeout=STEP_TIMEOUT_MS
+    )
+    expect(demo.locator('[data-pc-resource-ref="i:1"]')).to_have_class("page-highlight")
+    expect(marks).to_have_count(0)
 
 
 def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
@@ -1127,11 +1173,7 @@ def test_a_highlight_for_an_older_selection_takes_the_newer_marks_away(
     revision is the greater (docs/protocol.md 8.15)."""
     assistant = use_scripted_assistant(demo, origins)
     scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
-    for revision, ref in enumerate((ROW, OTHER_ROW), start=1):
-        select_and_ask(demo, ref)
-        expect(html(assistant)).to_have_attribute(
-            "data-context-revision", str(revision), timeout=STEP_TIMEOUT_MS
-        )
+    share_two_rows(demo, assistant)
     marks = demo.locator("[data-pc-highlight]")
     for command_id, ref, revision in (("newer", OTHER_ROW, 2), ("older", ROW, 1)):
         scripted.evaluate(

@@ -432,7 +432,7 @@ def _unhighlight(element: Any) -> None:
         element.removeAttribute("aria-description")
 
 
-def _keep_last(waiting: list[str], command_id: str) -> None:
+def _keep_last(waiting: list[Any], command_id: Any) -> None:
     waiting.append(command_id)
     if len(waiting) > WAITING_MAX:
         waiting.pop(0)
@@ -486,8 +486,9 @@ class Edge:
         # rendered during the dispatch (which counts only if a listener took the event).
         self.refreshing: str | None = None
         self.rendered_while_refreshing = False
-        # Commands the page carries out itself (it cancelled `pagecontext:command`).
-        self.delegated: list[str] = []
+        # The commands the page took (`pagecontext:command` cancelled), with the selection
+        # revision of each highlight among them (None for other actions).
+        self.delegated: list[tuple[str, Any]] = []
         # The command whose pagecontext:command is being dispatched, and an answer the
         # page gave for it during the dispatch.
         self.dispatching: str | None = None
@@ -1428,10 +1429,11 @@ class Edge:
         if cancelled:
             # The page carries it out itself and answers with pagecontext:command-done;
             # until then (or if it never does) no UI receipt is sent.
+            marks = message.get("basisRevision") if action == "highlight" else None
             if early is not None:
-                self._ui_done(command_id, early[0], early[1])
+                self._page_done(command_id, marks, early[0], early[1])
                 return
-            _keep_last(self.delegated, command_id)
+            _keep_last(self.delegated, (command_id, marks))
             return
         if early is not None:
             self._refuse_event("command-done", command_id + " was not cancelled by the page")
@@ -1499,12 +1501,7 @@ class Edge:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "highlight":
-            revision = message.get("basisRevision")
-            if isinstance(revision, int) and revision != self.marks_revision:
-                # The first highlight for another selection (a newer one, or an older
-                # chip's Show me): the marks drawn for the one before go, everywhere.
-                self._take_marks_off()
-                self.marks_revision = revision
+            self._marks_for(message.get("basisRevision"))
             tone = message.get("tone")
             if tone == "focus":
                 for el in objects.values():
@@ -1540,11 +1537,27 @@ class Edge:
                 waiting.remove(command_id)
                 self._ui_done(command_id, status, reason)
                 return
-        if command_id not in self.delegated:
+        taken = [entry for entry in self.delegated if entry[0] == command_id]
+        if not taken:
             self._refuse_event("command-done", command_id + " is not a command the page took")
             return
-        self.delegated.remove(command_id)
+        self.delegated.remove(taken[0])
+        self._page_done(command_id, taken[0][1], status, reason)
+
+    def _page_done(self, command_id: str, marks: Any, status: str, reason: str) -> None:
+        """The page answered a command it took: its `ui` receipt. A highlight it drew
+        (`marks`: its selection revision) counts as one pagecontext drew (`_marks_for`)."""
+        if status == "applied" and marks is not None:
+            self._marks_for(marks)
         self._ui_done(command_id, status, reason)
+
+    def _marks_for(self, revision: Any) -> None:
+        """A highlight for selection `revision` is drawn: if the marks are for another
+        (a newer selection, or an older chip's Show me), they go first, in every
+        component (docs/protocol.md 8.15)."""
+        if isinstance(revision, int) and revision != self.marks_revision:
+            self._take_marks_off()
+            self.marks_revision = revision
 
     def _dispatch_answered(
         self, component: Any, name: str, detail: dict[str, Any], bubbles: bool = True
