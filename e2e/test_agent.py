@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import FrameLocator, Page, Route, expect
+from playwright.sync_api import FrameLocator, Locator, Page, Route, expect
 
 from .agents import SLOW_PARTS, ExternalAgent
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
@@ -646,6 +646,23 @@ def test_a_refresh_is_for_its_component_alone(agent_demo: tuple[Page, ExternalAg
     asked_to_refresh(assistant, agent, "not-found", "no-refresh")
 
 
+def typing_as_the_agent_locates(
+    demo: Page, agent: ExternalAgent
+) -> tuple[FrameLocator, Locator, Locator]:
+    """Pin ROW and ask; the agent's answer, held until `agent.gate` is set, will locate
+    it. The user types "And the" in the panel's field meanwhile. Returns the panel, its
+    field and the answer's entry."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    agent.tool = "locate"
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    field = assistant.locator("[data-pc-question]")
+    field.scroll_into_view_if_needed()
+    field.press_sequentially("And the")
+    return assistant, field, answer
+
+
 def test_the_agents_locate_leaves_the_focus_in_the_question_being_typed(
     agent_demo: tuple[Page, ExternalAgent],
 ) -> None:
@@ -654,13 +671,13 @@ def test_the_agents_locate_leaves_the_focus_in_the_question_being_typed(
     panel's field, where the rest of the question goes (docs/protocol.md 8.16). Show me,
     the user's own press, still moves it to the row."""
     demo, agent = agent_demo
-    assistant = panel(demo)
-    pin(demo, assistant, ROW)
-    agent.tool = "locate"
-    agent.gate.clear()
-    answer = ask(assistant, QUESTION, until="running")
-    field = assistant.locator("[data-pc-question]")
-    field.press_sequentially("And the")
+    demo.evaluate(
+        """() => { window.__pcLocates = [];
+          document.addEventListener("pagecontext:command", (event) => {
+            if (event.detail.action === "locate") window.__pcLocates.push(event.detail.focus);
+          }); }"""
+    )
+    assistant, field, answer = typing_as_the_agent_locates(demo, agent)
     agent.gate.set()
     expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
     command = assistant.locator('[data-pc-log-kind="command"]')
@@ -673,6 +690,32 @@ def test_the_agents_locate_leaves_the_focus_in_the_question_being_typed(
     expect(field).to_have_value("And the others?")
     show_and_expect(assistant, "applied")
     expect(row).to_be_focused()
+    # What a page that carries out commands itself is told of each (`focus`).
+    assert demo.evaluate("window.__pcLocates") == ["keep", None]
+
+
+def test_the_agents_locate_does_not_scroll_the_question_being_typed_out_of_view(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """On a narrow screen the panel is below the table: the user types the next question
+    while the answer runs, and the answer locates the pinned row, far above. Scrolling
+    to it would take the field out of view, so nothing scrolls: the `ui` receipt is
+    `not-found` (`not-scrolled`), and the field stays in view, with the focus
+    (docs/protocol.md 8.16)."""
+    demo, agent = agent_demo
+    demo.set_viewport_size({"width": 390, "height": 720})
+    assistant, field, answer = typing_as_the_agent_locates(demo, agent)
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).not_to_be_in_viewport()
+    scrolled = demo.evaluate("scrollY")
+    agent.gate.set()
+    expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
+    command = assistant.locator('[data-pc-log-kind="command"]')
+    expect(command).to_have_attribute("data-pc-log-status", "not-found", timeout=STEP_TIMEOUT_MS)
+    expect(command.locator("p")).to_contain_text("[locate: not-found (not-scrolled)]")
+    assert demo.evaluate("scrollY") == scrolled
+    expect(field).to_be_in_viewport()
+    expect(field).to_be_focused()
 
 
 def test_a_character_cut_between_two_deltas_is_shown_whole(

@@ -103,7 +103,7 @@ def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
 
 
-def test_a_mark_for_a_newer_selection_takes_the_older_marks_away(
+def test_a_mark_for_another_selection_takes_the_other_marks_away(
     page: Page, origins: Origins
 ) -> None:
     """The page draws the assistant's marks itself: a highlight for another selection

@@ -83,6 +83,27 @@ globalThis.pagecontextHost = {
     if (typeof element.checkVisibility !== "function") return true;
     return element.checkVisibility({ visibilityProperty: true, opacityProperty: true, checkVisibilityCSS: true, checkOpacity: true });
   },
+  // Scroll `element` into view (a `locate` that leaves the keyboard's focus), unless that
+  // takes the element holding the focus out of view (the assistant's frame where the
+  // user types, below the table on a narrow screen; a field of the page's): then every
+  // scroll goes back as it was. Returns whether it stayed scrolled (docs/protocol.md 8.16).
+  scrollKeepingFocus(element) {
+    const focused = document.activeElement;
+    const inView = (el) => {
+      const box = el.getBoundingClientRect();
+      return box.bottom > 0 && box.right > 0 && box.top < innerHeight && box.left < innerWidth;
+    };
+    const held = focused && focused !== document.body && inView(focused);
+    const scrolled = [];
+    for (let node = element.parentElement; held && node; node = node.parentElement) {
+      scrolled.push([node, node.scrollTop, node.scrollLeft]);
+    }
+    // Instantly: a smooth scroll would move the focused element after this looked.
+    element.scrollIntoView({ block: "nearest", behavior: "instant" });
+    if (!held || inView(focused)) return true;
+    for (const [node, top, left] of scrolled) node.scrollTo({ top, left, behavior: "instant" });
+    return false;
+  },
   // A page event's detail as JSON text; null if it holds a number JSON cannot write or
   // half a character (`wholeJson`).
   detail(value) {

@@ -132,7 +132,7 @@ UI_REASONS = {"applied": "ok", "not-found": "not-rendered"}
 LISTED_REASONS = {
     "applied": ("ok",),
     "stale-context": ("page-instance", "revision-evicted", "view-changed"),
-    "not-found": ("not-rendered", "not-focusable", "no-refresh"),
+    "not-found": ("not-rendered", "not-focusable", "not-scrolled", "no-refresh"),
     "rejected": (
         "malformed",
         "unsupported-version",

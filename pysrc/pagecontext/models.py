@@ -93,6 +93,7 @@ RECEIPT_REASONS: Final = frozenset(
         "not-rendered",
         "no-refresh",
         "not-focusable",
+        "not-scrolled",
     }
 )
 # Every reason a port message may be refused with (docs/protocol.md section 8.3): those

@@ -113,8 +113,9 @@ list.addEventListener("keydown", (event) => {
 regionSelect.addEventListener("change", load);
 
 // The assistant points at a month: the page marks it; locate is left to pagecontext (it
-// scrolls to the item and focuses it). The user's own selection, what the detail shows
-// and what "Ask AI" shares, stays the user's: only the user changes it.
+// scrolls to the item, and focuses it for a Show me: docs/protocol.md 8.16). The user's
+// own selection, what the detail shows and what "Ask AI" shares, stays the user's: only
+// the user changes it.
 // A new conversation: the answers that pointed at months are cleared in the assistant,
 // and the marks they made go with them (the user's selection stays).
 document.addEventListener("pagecontext:conversation", () => {

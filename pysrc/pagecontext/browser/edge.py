@@ -769,13 +769,10 @@ class Edge:
 
     def _child_refused(self, reason: str) -> None:
         """The child loaded with a nonce answered, and this frame's worker refused its
-        handshake (`reason`) and unbound: said at once, loudly, and never reported
-        `silent`, since it did answer. It is not loaded again (a child that fails its
-        handshake would fail it again); loaded again by its page or its user, it binds
-        as usual (`_child_answered`)."""
-        if self.child_timer is not None:
-            self.owner.cancel(self.child_timer)
-            self.child_timer = None
+        handshake (`reason`): said at once, loudly. It is not loaded again (a child that
+        fails its handshake would fail it again); one that answers again, its user having
+        reloaded it, binds as usual (`_child_answered`). A timer running now is a later
+        load's (`_navigate_child`), and stays."""
         js.console.error(
             "pagecontext: the child frame "
             + str(self.child_src)
@@ -979,7 +976,6 @@ class Edge:
                 and self.frame is not None
                 and self.frame.isConnected
                 and self.child_timer is None
-                and self.public["child"] != "refused"
             ):
                 # The bound child went away (a `bye`, a reload whose new document never
                 # announced itself: its server is down). Report it silent past
@@ -1508,17 +1504,21 @@ class Edge:
                     if el.getAttribute("data-pc-highlight") == "focus":
                         _unhighlight(el)
             _highlight(element, str(tone))
+        elif action == "locate" and message.get("focus") == "keep":
+            # Not asked for by a press of the user's (an agent's): the keyboard's focus
+            # stays where the user has it, and so does what holds it (docs/protocol.md
+            # 8.16), or the object is not scrolled to.
+            if not self.host.scrollKeepingFocus(element):
+                self._ui_done(command_id, "not-found", "not-scrolled")
+                return
         elif action == "locate":
             element.scrollIntoView(to_js({"block": "nearest"}))
-            # `{"focus": "keep"}`: not asked for by a press of the user's (an agent's),
-            # so the keyboard's focus stays where the user has it (docs/protocol.md 8.16).
-            if message.get("focus") != "keep":
-                element.focus(to_js({"preventScroll": True}))
-                if js.document.activeElement != element:
-                    # Scrolled to, but the keyboard's focus did not move: an element that
-                    # cannot take it (no `tabindex`), so `locate` did not do all it says.
-                    self._ui_done(command_id, "not-found", "not-focusable")
-                    return
+            element.focus(to_js({"preventScroll": True}))
+            if js.document.activeElement != element:
+                # Scrolled to, but the keyboard's focus did not move: an element that
+                # cannot take it (no `tabindex`), so `locate` did not do all it says.
+                self._ui_done(command_id, "not-found", "not-focusable")
+                return
         self._ui_done(command_id, "applied", "ok")
 
     def _on_command_done(self, event: Any) -> None:

@@ -321,6 +321,7 @@ _DONE = {
 _NOT_DONE_WHY = {
     "not-rendered": "Not done: the page does not show it now",
     "not-focusable": "The keyboard's focus could not move to it",
+    "not-scrolled": "Not scrolled to: that would have moved what you are typing in",
     "no-refresh": "Not done: the page does not refresh it",
     "view-changed": "Not done: the page shows other data since",
     "page-instance": "Not done: the page was reloaded since",
