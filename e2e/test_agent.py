@@ -678,12 +678,16 @@ def test_the_agents_locate_leaves_the_focus_in_the_question_being_typed(
           }); }"""
     )
     assistant, field, answer = typing_as_the_agent_locates(demo, agent)
+    # The page scrolled to its end: the row is out of view, the panel (sticky) in it.
+    demo.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).not_to_be_in_viewport()
     agent.gate.set()
     expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
     command = assistant.locator('[data-pc-log-kind="command"]')
     expect(command).to_have_attribute("data-pc-log-status", "applied", timeout=STEP_TIMEOUT_MS)
     expect(command.locator("p")).to_contain_text("Shown on the page [locate: applied (ok)]")
-    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_be_in_viewport()
     expect(row).not_to_be_focused()
     expect(field).to_be_focused()
     field.press_sequentially(" others?")
