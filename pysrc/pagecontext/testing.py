@@ -152,7 +152,7 @@ class FakeDom(RenderedObjects):
         component_id: str,
         ref: str | None,
         tone: str | None,
-        focus: object = None,
+        focus: object,
     ) -> tuple[ReceiptStatus, str]:
         if not self.is_rendered(component_id, ref):
             return "not-found", "not-rendered"

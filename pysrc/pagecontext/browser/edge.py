@@ -432,8 +432,8 @@ def _unhighlight(element: Any) -> None:
         element.removeAttribute("aria-description")
 
 
-def _keep_last(waiting: list[Any], command_id: Any) -> None:
-    waiting.append(command_id)
+def _keep_last(waiting: list[Any], entry: Any) -> None:
+    waiting.append(entry)
     if len(waiting) > WAITING_MAX:
         waiting.pop(0)
 
@@ -1547,7 +1547,7 @@ class Edge:
     def _page_done(self, command_id: str, marks: Any, status: str, reason: str) -> None:
         """The page answered a command it took: its `ui` receipt. A highlight it drew
         (`marks`: its selection revision) counts as one pagecontext drew (`_marks_for`)."""
-        if status == "applied" and marks is not None:
+        if status == "applied":
             self._marks_for(marks)
         self._ui_done(command_id, status, reason)
 
