@@ -413,6 +413,21 @@ def use_scripted_assistant(demo: Page, origins: Origins) -> FrameLocator:
     return child
 
 
+def scripted_command(
+    assistant: FrameLocator,
+    command_id: str,
+    action: str,
+    component_id: str,
+    ref: str | None,
+    basis: int,
+) -> None:
+    """Have the scripted assistant (`use_scripted_assistant`) send the command
+    `command_id`: `action` on `ref` of `component_id`, based on revision `basis`."""
+    html(assistant).evaluate(
+        "(_, args) => window.sendCommand(...args)", [command_id, action, component_id, ref, basis]
+    )
+
+
 def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
     """Point the demo's panel frame at `url` (on the assistant's origin), reload it, wait
     until the page binds it as connection `connection`, and return it."""

@@ -17,6 +17,7 @@ from .helpers import (
     open_preview,
     panel,
     preview_text,
+    scripted_command,
     show_and_expect,
     use_scripted_assistant,
 )
@@ -100,12 +101,9 @@ def share_mark(demo: Page, assistant: FrameLocator, ref: str, revision: int) -> 
     )
 
 
-def send(assistant: FrameLocator, demo: Page, command_id: str, ref: str, basis: int) -> None:
+def send(assistant: FrameLocator, command_id: str, ref: str, basis: int) -> None:
     """Send a highlight of the chart mark `ref` based on revision `basis`."""
-    demo.frames[1].evaluate(
-        "([id, ref, basis]) => sendCommand(id, 'highlight', 'sales-chart', ref, basis)",
-        [command_id, ref, basis],
-    )
+    scripted_command(assistant, command_id, "highlight", "sales-chart", ref, basis)
 
 
 def test_a_command_for_a_mark_no_longer_drawn_is_not_found(demo: Page, origins: Origins) -> None:
@@ -127,15 +125,15 @@ def test_a_command_for_a_mark_no_longer_drawn_is_not_found(demo: Page, origins: 
     assert description is None, description
     share_mark(demo, assistant, EAST_ROW, 2)
 
-    send(assistant, demo, "gone", ROW, 2)
+    send(assistant, "gone", ROW, 2)
     expect(html(assistant)).to_have_attribute(
         "data-received-gone", "not-found:not-rendered", timeout=STEP_TIMEOUT_MS
     )
-    send(assistant, demo, "drawn", EAST_ROW, 2)
+    send(assistant, "drawn", EAST_ROW, 2)
     expect(html(assistant)).to_have_attribute(
         "data-ui-drawn", "applied:ok", timeout=STEP_TIMEOUT_MS
     )
-    send(assistant, demo, "old", ROW, 1)
+    send(assistant, "old", ROW, 1)
     expect(html(assistant)).to_have_attribute(
         "data-received-old", "stale-context:view-changed", timeout=STEP_TIMEOUT_MS
     )

@@ -28,6 +28,7 @@ from .helpers import (
     pin,
     preview_text,
     receipt,
+    scripted_command,
     select_and_ask,
     show_and_expect,
     use_scripted_assistant,
@@ -993,16 +994,14 @@ def test_a_highlight_the_page_draws_for_another_selection_takes_pagecontexts_mar
           })"""
     )
     assistant = use_scripted_assistant(demo, origins)
-    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
     share_two_rows(demo, assistant)
-    send = "([id, component, ref, basis]) => sendCommand(id, 'highlight', component, ref, basis)"
-    scripted.evaluate(send, ["table", "sales-table", ROW, 1])
+    scripted_command(assistant, "table", "highlight", "sales-table", ROW, 1)
     expect(html(assistant)).to_have_attribute(
         "data-ui-table", "applied:ok", timeout=STEP_TIMEOUT_MS
     )
     marks = demo.locator("[data-pc-highlight]")
     expect(marks).to_have_count(1)
-    scripted.evaluate(send, ["inner", "inner", "i:1", 2])
+    scripted_command(assistant, "inner", "highlight", "inner", "i:1", 2)
     expect(html(assistant)).to_have_attribute(
         "data-ui-inner", "applied:ok", timeout=STEP_TIMEOUT_MS
     )
@@ -1157,14 +1156,11 @@ def test_a_nested_component_keeps_its_objects_to_itself(demo: Page, origins: Ori
     assistant = use_scripted_assistant(demo, origins)
     select_and_ask(demo, ROW)
     expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
-    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
     inner = demo.locator('[data-pc-resource-ref="i:1"]')
     outer = demo.locator('[data-pc-resource-ref="o:1"]')
     for command_id, component, element in (("in", "inner", inner), ("out", "outer", outer)):
-        scripted.evaluate(
-            "([id, component, ref]) => sendCommand(id, 'highlight', component, ref, 1)",
-            [command_id, component, element.get_attribute("data-pc-resource-ref")],
-        )
+        ref = element.get_attribute("data-pc-resource-ref")
+        scripted_command(assistant, command_id, "highlight", component, ref, 1)
         expect(html(assistant)).to_have_attribute(
             f"data-ui-{command_id}", "applied:ok", timeout=STEP_TIMEOUT_MS
         )
@@ -1179,14 +1175,10 @@ def test_a_highlight_for_an_older_selection_takes_the_newer_marks_away(
     for a chip brought back): the page shows the last one's mark only, whichever
     revision is the greater (docs/protocol.md 8.15)."""
     assistant = use_scripted_assistant(demo, origins)
-    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
     share_two_rows(demo, assistant)
     marks = demo.locator("[data-pc-highlight]")
     for command_id, ref, revision in (("newer", OTHER_ROW, 2), ("older", ROW, 1)):
-        scripted.evaluate(
-            "([id, ref, basis]) => sendCommand(id, 'highlight', 'sales-table', ref, basis)",
-            [command_id, ref, revision],
-        )
+        scripted_command(assistant, command_id, "highlight", "sales-table", ref, revision)
         expect(html(assistant)).to_have_attribute(
             f"data-ui-{command_id}", "applied:ok", timeout=STEP_TIMEOUT_MS
         )
@@ -1264,13 +1256,9 @@ def test_a_ui_receipt_says_applied_only_for_what_the_user_can_see(
     select_and_ask(demo, ROW)
     expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
     row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
-    scripted = next(f for f in demo.frames if f.url.startswith(origins.assistant))
 
     def send(command_id: str, action: str) -> None:
-        scripted.evaluate(
-            "([id, action, ref]) => sendCommand(id, action, 'sales-table', ref, 1)",
-            [command_id, action, ROW],
-        )
+        scripted_command(assistant, command_id, action, "sales-table", ROW, 1)
 
     def receipts(command_id: str, received: str, ui: str) -> None:
         root = html(assistant)
