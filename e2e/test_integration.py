@@ -308,6 +308,24 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
     assert child_reports(page) == [None, "silent", None]
 
 
+def refuse_child(page: Page, origins: Origins, child_ms: int) -> str:
+    """Load a page (reporting its child silent past `child_ms`) whose child answers and
+    sends a Map first on the port, which the page's worker refuses; wait for the page to
+    report it refused, in its console and on `<html data-pc-child-state>`. Return the
+    child's URL."""
+    page.add_init_script(RECORD_STATES)
+    child_url = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}&first=map"
+    refused = lambda message: (  # noqa: E731
+        message.type == "error" and "handshake was refused (not-connected)" in message.text
+    )
+    with page.expect_console_message(refused, timeout=BOOT_TIMEOUT_MS):
+        page.goto(quick_child_report(origins, child_url, child_ms), wait_until="commit")
+        expect(html(page)).to_have_attribute(
+            "data-pc-child-state", "refused", timeout=BOOT_TIMEOUT_MS
+        )
+    return child_url
+
+
 def test_a_child_whose_handshake_is_refused_is_reported_refused(
     page: Page, origins: Origins
 ) -> None:
@@ -316,18 +334,9 @@ def test_a_child_whose_handshake_is_refused_is_reported_refused(
     console (naming the frame's URL and the reason), on
     `<html data-pc-child-state="refused">` and in `pagecontext:state`. Reloaded as an
     assistant that binds, the child answers again, and the report is withdrawn."""
-    page.add_init_script(RECORD_STATES)
-    child_url = f"{origins.assistant}/e2e/scripted-assistant.html?page={origins.page}&first=map"
-    refused = lambda message: (  # noqa: E731
-        message.type == "error" and "handshake was refused (not-connected)" in message.text
-    )
-    with page.expect_console_message(refused, timeout=BOOT_TIMEOUT_MS):
-        # Reported silent only past the boot timeout: not while the assistant that
-        # replaces it below boots.
-        page.goto(quick_child_report(origins, child_url, BOOT_TIMEOUT_MS), wait_until="commit")
-        expect(html(page)).to_have_attribute(
-            "data-pc-child-state", "refused", timeout=BOOT_TIMEOUT_MS
-        )
+    # Reported silent only past the boot timeout: not while the assistant that replaces
+    # it below boots.
+    refuse_child(page, origins, BOOT_TIMEOUT_MS)
     expect(html(page)).to_have_attribute("data-pc-rejected-handshake-not-connected", "1")
     expect(html(page)).to_have_attribute("data-pc-state", "ready")
     assert child_reports(page) == [None, "refused"]
@@ -339,6 +348,24 @@ def test_a_child_whose_handshake_is_refused_is_reported_refused(
     wait_bound(page)
     expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
     assert child_reports(page) == [None, "refused", None]
+
+
+def test_a_refused_child_reloaded_while_its_server_is_down_is_reported_silent(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The refused child's user reloads it, and its server is down: the refused document
+    is gone, and the page reports the frame silent past `timeouts.childMs`, as for a
+    first load, not refused for good."""
+    child_url = refuse_child(page, origins, 500)
+    document = child_url.split("?")[0]
+    context.route(
+        lambda url: url.startswith(document), lambda route: route.abort("connectionrefused")
+    )
+    child = next(frame for frame in page.frames if frame.url.startswith(document))
+    child.evaluate("() => { location.reload(); }")
+    expect(html(page)).to_have_attribute("data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS)
+    assert child_reports(page)[-2:] == ["refused", "silent"]
+    expect(html(page)).to_have_attribute("data-pc-state", "ready")
 
 
 # Renders a table of `rows` rows anew `times` times, each in a task of its own, in a

@@ -472,6 +472,10 @@ class Edge:
         # The `load` listener of a replacing frame being emptied (`_on_frame_replaced`)
         # until its blank document loads, or None.
         self.blanking: Any = None
+        # The child frame's `load` listener (`_on_child_load`), and how many documents
+        # loaded in it since it was last loaded with a nonce.
+        self.child_load: Any = None
+        self.child_loads = 0
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
         # The (componentId, resourceRef) of the selection held: the last one sent to the
@@ -652,7 +656,10 @@ class Edge:
 
     def _take_frame(self, frame: Any) -> None:
         """Make `frame` (an `[data-pc-child]` element) this embedder's child frame."""
+        if self.child_load is not None:
+            self.owner.unlisten(self.child_load)
         self.frame = frame
+        self.child_load = self.owner.listen(frame, "load", self._on_child_load)
         # A frame this page sandboxed without allow-same-origin runs in an opaque origin.
         sandboxed = frame.hasAttribute("sandbox")
         self.opaque_child = sandboxed and not frame.sandbox.contains("allow-same-origin")
@@ -737,6 +744,7 @@ class Edge:
             self.blanking = None
         self.nonce = _random_id()
         self.connect_sent = False
+        self.child_loads = 0
         self.host.navigate(self.frame, child_url(self.child_src, self.nonce))
         if self.child_timer is not None:
             self.owner.cancel(self.child_timer)
@@ -771,7 +779,8 @@ class Edge:
         """The child loaded with a nonce answered, and this frame's worker refused its
         handshake (`reason`): said at once, loudly. It is not loaded again (a child that
         fails its handshake would fail it again); one that answers again, its user having
-        reloaded it, binds as usual (`_child_answered`). A timer running now is a later
+        reloaded it, binds as usual (`_child_answered`), and one reloaded that never
+        answers is reported silent (`_on_child_load`). A timer running now is a later
         load's (`_navigate_child`), and stays."""
         js.console.error(
             "pagecontext: the child frame "
@@ -782,6 +791,18 @@ class Edge:
         )
         self.root.setAttribute("data-pc-child-state", "refused")
         self._publish(child="refused")
+
+    def _on_child_load(self, _event: Any) -> None:
+        """A document loaded in the child frame. The first since it was loaded with a
+        nonce is the one that answers; a later one, while the answer was refused, is its
+        user's reload: the refused document is gone, and the new one is awaited as a first
+        load is, reported silent past `timeouts.childMs` if it never answers (its server
+        is down) rather than refused for good."""
+        self.child_loads += 1
+        if self.child_loads > 1 and self.public["child"] == "refused" and self.child_timer is None:
+            self.child_timer = self.owner.later(
+                self.config["timeouts"]["childMs"], self._on_child_silent
+            )
 
     def _child_answered(self) -> None:
         """The child loaded with a nonce announced itself (`ready`)."""
