@@ -101,7 +101,8 @@ def test_a_bad_config_fails_loudly_naming_the_field(
 ) -> None:
     """The page publishes data-pc-state="failed" with the reason naming the option, the
     same in `pagecontext:state`, and logs it as an error; `data-pc-position` holds a
-    position a frame takes, or nothing."""
+    position a frame takes, or nothing. The user reads that the page is not set up for
+    the assistant, not that a reload would help."""
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.add_init_script(RECORD_STATES)
@@ -113,6 +114,9 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     assert any(error in message for message in errors), errors
     position = page.evaluate("() => document.documentElement.dataset.pcPosition ?? null")
     assert position in (None, "embedder"), position
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: this page is not set up for it"
+    )
 
 
 @pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])

@@ -511,16 +511,19 @@ const ASSISTANT_WORDS = {
   connecting: "Waiting for the page…",
   bound: "Connected to the page",
 };
+// A config the edge refused (`config:`) is the page's setup, which a reload does not mend.
+const CONFIG_FAILED = "The assistant could not start: this page is not set up for it";
 let stateRole = null;
 
-function sayState(state) {
+function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
-  const words = Object.hasOwn(table, state) ? table[state] : "";
+  let words = Object.hasOwn(table, state) ? table[state] : "";
+  if (state === "failed" && typeof error === "string" && error.startsWith("config:")) words = CONFIG_FAILED;
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
 }
-document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state));
+document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state, event.detail?.error));
 
 // What the user does on a page before its edge listens (MicroPython loads meanwhile):
 // its clicks and selection events, kept in order, the last EARLY_MAX of them, and handed
