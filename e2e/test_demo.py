@@ -8,7 +8,7 @@ import re
 from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from .conftest import BOOT_TIMEOUT_MS, STEP_TIMEOUT_MS, Origins, wait_bound
 from .helpers import (
@@ -233,13 +233,28 @@ def test_the_panel_stays_in_view_while_the_page_scrolls(demo: Page) -> None:
 
 def test_the_diagnostics_ask_for_a_report_when_opened(demo: Page) -> None:
     """Opened by the user, the diagnostics panel asks its worker for a report and shows
-    it (it showed "…" until a test asked for one)."""
+    it (it showed "…" until a test asked for one): the heap, the components the page's
+    worker knows (the demo's chart and table), and the page's own events it refused."""
+    demo.evaluate(
+        """() => {
+      document.dispatchEvent(new CustomEvent("pagecontext:select", { detail: 1 }));
+      document.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+    }"""
+    )
     diagnostics = demo.locator("[data-pc-diagnostics]")
     diagnostics.locator("summary").click()
-    heap = diagnostics.locator("dt", has_text="Pyodide heap").locator(
-        "xpath=following-sibling::dd[1]"
+
+    def value(name: str) -> Locator:
+        row = diagnostics.locator("dt", has_text=re.compile("^" + re.escape(name) + "$"))
+        return row.locator("xpath=following-sibling::dd[1]")
+
+    expect(value("Pyodide heap")).to_have_text(
+        re.compile(r"^[0-9]+ bytes$"), timeout=STEP_TIMEOUT_MS
     )
-    expect(heap).to_have_text(re.compile(r"^[0-9]+ bytes$"), timeout=STEP_TIMEOUT_MS)
+    expect(value("components")).to_have_text("2")
+    expect(value("pagecontext:select refused")).to_have_text("1")
+    expect(value("pagecontext:rendered refused")).to_have_text("1")
+    expect(value("pagecontext:command-done refused")).to_have_count(0)
 
 
 def test_the_tables_tab_stop_follows_a_click(demo: Page) -> None:

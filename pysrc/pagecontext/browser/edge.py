@@ -1096,6 +1096,14 @@ class Edge:
             counts = report.get(group) or {}
             for reason in sorted(counts):
                 rows.append(("  " + reason, str(counts[reason])))
+        if "components" in report:
+            # A page's core: the components it knows (docs/integration.md).
+            rows.append(("components", str(report["components"])))
+        # The page's integration events refused here (`_refuse_event`).
+        for name in ("select", "rendered", "command-done"):
+            refused = self.root.getAttribute("data-pc-refused-" + name)
+            if refused:
+                rows.append(("pagecontext:" + name + " refused", refused))
         rows.append(("not plain data", str(report.get("notPlainData", "…"))))
         rows.append(("Pyodide heap", str(report.get("heapBytes", "…")) + " bytes"))
         rows.append(("  in use", str(report.get("heapInUse", "…")) + " bytes"))
@@ -1560,7 +1568,11 @@ class Edge:
                 return
         taken = [entry for entry in self.delegated if entry[0] == command_id]
         if not taken:
-            self._refuse_event("command-done", command_id + " is not a command the page took")
+            self._refuse_event(
+                "command-done",
+                command_id + " is not a command the page took, or it was answered already"
+                " (cancel its pagecontext:command, then answer it once)",
+            )
             return
         self.delegated.remove(taken[0])
         self._page_done(command_id, taken[0][1], status, reason)
