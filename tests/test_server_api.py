@@ -242,6 +242,10 @@ def test_a_request_for_another_host_name_is_refused(config: ServerConfig) -> Non
         refused = page.get("/admin/flags", headers={"Content-Type": "application/json"})
         assert refused.status_code == 400
         assert "flags" not in refused.text
+        # It names the origin to open instead.
+        assert refused.text == "Invalid host header: this server answers only as " + (
+            config.page_origin
+        )
     with TestClient(create_assistant_app(config), base_url=rebound.assistant_origin) as panel:
         refused = panel.get("/assistant.html")
         assert refused.status_code == 400
@@ -249,6 +253,22 @@ def test_a_request_for_another_host_name_is_refused(config: ServerConfig) -> Non
     with page_client(config, app, client=LOOPBACK) as page:
         allowed = page.get("/admin/flags", headers={"Content-Type": "application/json"})
         assert allowed.status_code == 200
+    # A host name is the same written in capitals; a Host without one is refused.
+    host = config.assistant_host
+    assert host.isalpha(), host
+    shouted = config.assistant_origin.replace(host, host.upper())
+    assistant_app = create_assistant_app(config)
+    with (
+        TestClient(assistant_app, base_url=shouted) as panel,
+        TestClient(assistant_app, base_url=config.assistant_origin) as own,
+    ):
+        answer = panel.get("/assistant.html")
+        assert answer.status_code != 400
+        assert (answer.status_code, answer.text) == (
+            own.get("/assistant.html").status_code,
+            own.get("/assistant.html").text,
+        )
+        assert panel.get("/assistant.html", headers={"Host": ""}).status_code == 400
 
 
 def test_a_refused_host_name_is_answered_nosniff_too(config: ServerConfig) -> None:

@@ -25,15 +25,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.applications import Starlette
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import PathLike, StaticFiles
 from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
@@ -380,6 +380,27 @@ class _NoSniffMiddleware:
         await self.app(scope, receive, send_with_header)
 
 
+class _OwnHostMiddleware:
+    """Answers only requests whose Host names `origin`'s host (any other gets a 400 that
+    names the origin to open, so that a page opened under another name for the same
+    machine, `localhost` for `127.0.0.1`, says what to use instead)."""
+
+    def __init__(self, app: ASGIApp, origin: str) -> None:
+        self.app = app
+        self.host = (urlsplit(origin).hostname or "").lower()
+        self.refusal = PlainTextResponse(
+            "Invalid host header: this server answers only as " + origin, status_code=400
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = urlsplit("//" + Headers(scope=scope).get("host", "")).hostname
+            if not host or host != self.host:
+                await self.refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _epoch_ms() -> float:
     return time.time() * 1000
 
@@ -399,7 +420,7 @@ def _confirmation_token() -> str:
 def _build_app(
     routes: Sequence[BaseRoute],
     *,
-    host: str,
+    origin: str,
     csp: Callable[[str], str],
     scripts: str,
     lifespan: Lifespan[Starlette] | None = None,
@@ -413,7 +434,7 @@ def _build_app(
     middleware = [
         Middleware(RefusedBodyMiddleware),
         Middleware(_NoSniffMiddleware),
-        Middleware(TrustedHostMiddleware, allowed_hosts=[host]),
+        Middleware(_OwnHostMiddleware, origin=origin),
         Middleware(CspMiddleware, policy_for=csp, scripts=scripts),
         Middleware(GZipMiddleware, minimum_size=1000),
     ]
@@ -483,7 +504,7 @@ def create_page_app(
     policy = page_policy(config.assistant_origin)
     return _build_app(
         routes,
-        host=config.page_host,
+        origin=config.page_origin,
         csp=lambda _path: policy,
         scripts=worker_policy(),
         lifespan=lifespan,
@@ -532,7 +553,7 @@ def create_assistant_app(
     panel_policy = assistant_policy(*origins, sandboxed=config.sandboxed_panel)
     return _build_app(
         routes,
-        host=config.assistant_host,
+        origin=config.assistant_origin,
         csp=lambda path: panel_policy if path == "/assistant.html" else policy,
         scripts=worker_policy(*assistant_connects(*origins)),
     )
