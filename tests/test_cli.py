@@ -179,6 +179,9 @@ def test_demo_stops_cleanly_on_signal(root: Path, signum: signal.Signals, stalle
             f"pagecontext demo: page http://127.0.0.1:{page_port}/  "
             f"assistant http://localhost:{assistant_port}/  (Ctrl-C to stop)\n"
         )
+        # The checkout it serves, web/examples/ included (`--root`, else the package's).
+        assert process.stdout is not None
+        assert process.stdout.readline() == f"serving {root}\n"
         assert httpx.get(f"http://127.0.0.1:{page_port}/", timeout=5).status_code == 200
         with contextlib.ExitStack() as stack:
             if stalled:

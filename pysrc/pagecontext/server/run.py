@@ -276,7 +276,8 @@ def serve(config: ServerConfig, *, ready: Callable[[], None] | None = None) -> i
     return _in_the_foreground(
         _Servers(_demo_apps(config), config.bind_host),
         f"pagecontext demo: page {config.page_origin}/  "
-        f"assistant {config.assistant_origin}/  (Ctrl-C to stop)",
+        f"assistant {config.assistant_origin}/  (Ctrl-C to stop)\n"
+        f"serving {config.root}",
         ready,
     )
 
