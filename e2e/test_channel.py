@@ -257,6 +257,25 @@ def test_a_message_event_made_by_script_acts_on_nothing_whatever_its_origin(
     expect_working(demo)
 
 
+def test_a_window_message_with_a_string_longer_than_any_handshakes_is_not_read(
+    demo: Page,
+) -> None:
+    """The edge reads a window message only as a flat object whose keys and strings are
+    at most 256 characters (no handshake's is over 64): a longer one, which MicroPython
+    would take seconds to read on the main thread, is not turned into text at all."""
+    read = demo.evaluate(
+        """() => {
+          const ready = {protocol: "pagecontext", version: 1, type: "ready", role: "assistant"};
+          const flat = (extra) => globalThis.pagecontextHost.flat({...ready, ...extra});
+          return [
+            flat({}), flat({x: "a".repeat(256)}), flat({x: "a".repeat(257)}),
+            flat({["k".repeat(257)]: 1}), flat({x: "a".repeat(2_000_000)}),
+          ].map((text) => (text === null ? null : JSON.parse(text).x?.length ?? 0));
+        }"""
+    )
+    assert read == [0, 256, None, None, None]
+
+
 @BEYOND_FRAME_SRC
 @pytest.mark.scenario(19)
 def test_a_flood_of_refused_messages_leaves_the_channel_working(
@@ -800,7 +819,8 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     (Map, Date, ArrayBuffer, NaN, deep nesting, __proto__, oversize, wrong conversation or
     page, future revision, unknown action, extra params, a selector as resourceRef, a
     float revision), and first a message of shared references that reads as 8^40
-    values, on the port and to the page's window, and one that reads as 50 MB of text:
+    values, on the port and to the page's window, one that reads as 50 MB of text, and
+    to the page's window a flat one holding 2 MB of text:
     each is refused with its reason or dropped, its valid command after the flood is
     applied, the Pyodide heap grows by less than 32 MiB and the Python objects alive by
     less than 60,000 (the receipts the page remembers are bounded)."""
@@ -814,8 +834,9 @@ def test_a_bound_peer_flooding_the_port_is_refused_and_memory_stays_bounded(
     child = swap_assistant(demo, hostile)
     expect(html(child)).to_have_attribute("data-final", "applied", timeout=BOOT_TIMEOUT_MS)
     expect(demo.locator("[data-pc-highlight]")).to_have_attribute("data-pc-resource-ref", ROW)
-    # The window message: not a flat object of scalars, so not read, and refused.
-    expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", "1")
+    # The window messages: one not a flat object of scalars, one whose string is longer
+    # than any handshake's, so not read, and refused.
+    expect(html(demo)).to_have_attribute("data-pc-rejected-malformed", "2")
     receipts = json.loads(html(child).get_attribute("data-receipts") or "{}")
     for key in (
         "received:rejected:not-json",

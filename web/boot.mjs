@@ -18,6 +18,8 @@ const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 // also the one place the edge posts to another window (tests spy on it there).
 const toJson = (value, replacer) => { try { const text = JSON.stringify(value, replacer); return typeof text === "string" ? text : null; } catch { return null; } };
 const SCALARS = new Set(["string", "number", "boolean"]);
+// The longest key or string a flat window message may hold (no handshake's is over 64).
+const FLAT_CHARS = 256;
 const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 // Half a character (a surrogate without its other half) as JSON.stringify writes it:
 // `\udXXX`, the only characters it writes as such escapes.
@@ -52,16 +54,23 @@ globalThis.pagecontextHost = {
   worker(value) {
     return toJson(value) ?? toJson(value, (key, item) => (typeof item === "bigint" && item >= -SAFE && item <= SAFE ? Number(item) : item));
   },
-  // A window message as JSON text if it is a flat object of at most 16 scalars, as every
-  // handshake message is; null for anything else, unread: structured clone keeps shared
-  // references, so the JSON of a message of a few hundred bytes can be gigabytes.
+  // A window message as JSON text if it is a flat object of at most 16 scalars, none of
+  // its keys and strings over FLAT_CHARS characters, as every handshake message is; null
+  // for anything else, unread: structured clone keeps shared references, so the JSON of
+  // a message of a few hundred bytes can be gigabytes, and a long string, handed to
+  // MicroPython and parsed there, holds the main thread some 5 microseconds a character
+  // (one of 2 MB from the peer frame held it 10 s).
   flat(value) {
     if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) return null;
     const keys = Object.keys(value);
     if (keys.length > 16) return null;
-    for (const key of keys) if (value[key] !== null && !SCALARS.has(typeof value[key])) return null;
+    for (const key of keys) {
+      const item = value[key];
+      if (item !== null && !SCALARS.has(typeof item)) return null;
+      if (key.length > FLAT_CHARS || (typeof item === "string" && item.length > FLAT_CHARS)) return null;
+    }
     return toJson(value);
   },
   // True for exactly the request a child's boot script posts for the runtime's files:
