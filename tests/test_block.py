@@ -280,6 +280,10 @@ LOOKALIKE_TAGS = [
     "\u3380gecontext-data",  # squared pa
     "pagecontext-\u217eata",  # small Roman numeral five hundred (d)
     "pageconte\u02e3t-data",  # modifier letter small x
+    "\u33cbagecontext-data",  # squared hp: a letter more, then the name's first
+    "\u3371gecontext-data",  # squared hpa
+    "pagecontext-dat\u3373",  # squared au: the name's last, then a letter more
+    "pagecontext-dat\u1e9a",  # a with right half ring: folds to a and a ring
 ]
 
 
@@ -316,6 +320,7 @@ def test_a_tag_name_in_lookalike_letters_is_defanged(name: str) -> None:
             ["pagecontext", "-", "data", "instructions", "<", ">", "/", "\uff50", "\uff0d"]
             + [chr(code) for code in (0xFF1C, 0xFF1E, 0xFE64, 0x2010, 0x1D429, 0x24DF, 0x2212)]
             + ["page", "context", "\u3380", "\u3372", "\ufb06", "\u2170", "\u217e", "ta"]
+            + ["agecontext", "\u33cb", "\u3373", "dat", "gecontext"]
         )
         | st.text(max_size=3),
         max_size=12,

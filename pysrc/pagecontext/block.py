@@ -136,8 +136,10 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
     """The tag names, each letter and hyphen also in every form that Unicode's
     compatibility folding (NFKC, then case folding) makes it: fullwidth, mathematical,
     enclosed, superscript, Roman numerals and the like (matched in any case, so also the
-    letters Python folds to them, as K to the Kelvin sign), and the characters that fold
-    to two or more of its letters at once (the ligature st, the squared da). Hyphens also
+    letters Python folds to them, as K to the Kelvin sign), the characters that fold
+    to two or more of its letters at once (the ligature st, the squared da), and those
+    that fold to other letters and then the name's first (the squared hp, before
+    "agecontext"), or to its last and then others (the squared au). Hyphens also
     match dashes, and every form that folds to one. Every code point below U+20000 is
     folded once, at import (the planes above hold no compatibility form of a Latin
     letter)."""
@@ -152,6 +154,14 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
         for end in range(start + 2, min(len(name), start + 4) + 1)
     }
     joined: dict[str, set[str]] = {}  # two to four letters -> the characters folding to them
+    # A character that folds to more than the letters it stands for: "\u33cb" (SQUARE HP)
+    # folds to "hp", so "\u33cbagecontext-data" folds to a text that holds the name. One
+    # that folds to something and then a start of a name can only open it (`heads`), one
+    # that folds to an end of a name and then something can only close it (`tails`).
+    starts = {name[:size] for name in names for size in range(1, len(name))}
+    ends = {name[-size:] for name in names for size in range(1, len(name))}
+    heads: dict[str, set[str]] = {}
+    tails: dict[str, set[str]] = {}
     for code in range(0x80, 0x20000):
         folded = unicodedata.normalize("NFKC", chr(code)).casefold()
         if folded in wanted:
@@ -160,6 +170,11 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
             forms["-"].add(chr(code))
         elif folded in runs:
             joined.setdefault(folded, set()).add(chr(code))
+        for cut in range(1, len(folded)):
+            if folded[cut:] in starts:
+                heads.setdefault(folded[cut:], set()).add(chr(code))
+            if folded[:cut] in ends:
+                tails.setdefault(folded[:cut], set()).add(chr(code))
 
     def one_of(chars: set[str]) -> str:
         return "[" + re.escape("".join(sorted(chars))) + "]"
@@ -173,9 +188,20 @@ def _tag_name_pattern(names: Sequence[str]) -> str:
             for size in (2, 3, 4)
             if size <= len(rest) and rest[:size] in joined
         ]
+        if rest in tails:
+            ways.append(one_of(tails[rest]))
         return ways[0] if len(ways) == 1 else "(?:" + "|".join(ways) + ")"
 
-    return "|".join(spelled(name) for name in names)
+    def whole(name: str) -> str:
+        ways = [spelled(name)]
+        ways += [
+            one_of(heads[name[:size]]) + spelled(name[size:])
+            for size in range(1, len(name))
+            if name[:size] in heads
+        ]
+        return "|".join(ways)
+
+    return "|".join(whole(name) for name in names)
 
 
 # Letters and hyphens occur in the JSON text only inside strings, and the first letter
