@@ -304,26 +304,32 @@ def test_a_quantity_unit_over_the_string_limit_is_refused_on_both_paths(length: 
         assert rejection(raw) == ("over-limit", "msg-1")
 
 
-def test_the_fast_context_path_measures_the_size_as_parse_message_does() -> None:
-    """JavaScript writes small exponents with one digit fewer than Python (1e-7 for
-    1e-07): a text at the size limit as JSON.stringify wrote it, which parse_message
-    refuses as too large once written by Python, is no context on the fast path either."""
-    snapshot: dict[str, object] = {f"f{index}": 1e-7 for index in range(60)}
+@pytest.mark.parametrize(
+    ("value", "spelled"),
+    # As JSON.stringify writes it, and as other serializers may: shorter than Python's.
+    [(1e-7, "1e-7"), (100000.0, "1e5"), (1e-7, "1E-7")],
+)
+def test_the_fast_context_path_measures_the_size_as_parse_message_does(
+    value: float, spelled: str
+) -> None:
+    """A number written shorter than Python writes it (1e-7 for 1e-07, 1e5 for
+    100000.0): a text just under the size limit so written, which parse_message refuses
+    as too large once written by Python, is no context on the fast path either."""
+    snapshot: dict[str, object] = {f"f{index}": value for index in range(60)}
     filters: dict[str, object] = {}
 
     def javascript(raw: dict[str, Any]) -> str:
-        return json.dumps(raw, separators=(",", ":")).replace("1e-07", "1e-7")
+        return json.dumps(raw, separators=(",", ":")).replace(json.dumps(value), spelled)
 
-    room = DEFAULT_LIMITS.max_message_bytes - len(
-        javascript(with_selection(filters=filters, snapshot=snapshot))
-    )
+    size = DEFAULT_LIMITS.max_message_bytes - 32
+    room = size - len(javascript(with_selection(filters=filters, snapshot=snapshot)))
     while room > 0:
         key = f"k{len(filters)}"
         overhead = len(key) + 5 + (1 if filters else 0)  # "key":"…" and a comma
         filters[key] = "x" * min(1000, room - overhead)
         room -= len(filters[key]) + overhead  # type: ignore[arg-type]
     text = javascript(with_selection(filters=filters, snapshot=snapshot))
-    assert len(text.encode()) == DEFAULT_LIMITS.max_message_bytes
+    assert len(text.encode()) == size
     with pytest.raises(MessageRejected) as refused:
         parse_message(json.loads(text))
     assert refused.value.reason == "too-large"

@@ -409,6 +409,9 @@ def parse_message(raw: object, limits: Limits = DEFAULT_LIMITS) -> Message:
     return message
 
 
+# An exponent JavaScript's JSON.stringify does not write: an upper-case E, or one with
+# no sign (it writes 1e-7 and, past 1e21, 1e+21).
+_NOT_JS_EXPONENT: Final = re.compile(r"[0-9]E|[0-9]e[0-9]")
 # The deepest a valid context message nests (message, selection, filters, a list in
 # them); with a smaller depth limit the fast path below is not taken.
 _CONTEXT_DEPTH: Final = 4
@@ -436,9 +439,12 @@ def parse_context_json(text: str, limits: Limits = DEFAULT_LIMITS) -> ContextMes
     ):
         return None
     # The size limit is on the message as Python writes it (parse_message), which can
-    # be a byte longer per small exponent than JavaScript's text: 1e-07 for 1e-7.
+    # be a byte longer per small exponent than JavaScript's text: 1e-07 for 1e-7. Other
+    # spellings of a number (1e5, 1E-7, which JavaScript never writes) can be longer
+    # still as Python writes them (100000.0): near the limit, parse_message decides.
     if len(text) * 4 > limits.max_message_bytes and (
         len(text.encode("utf-8")) + text.count("e-") > limits.max_message_bytes
+        or _NOT_JS_EXPONENT.search(text) is not None
     ):
         return None
     try:
