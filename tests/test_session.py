@@ -993,6 +993,19 @@ def test_a_conversation_message_for_another_page_instance_is_ignored() -> None:
     assert pair.page.binding.conversation_id == "conv-9"
 
 
+@pytest.mark.parametrize("conversation_id", ["a b", "x" * 65, "conv\u2028two", ""])
+def test_a_conversation_id_no_handshake_could_name_is_refused(conversation_id: str) -> None:
+    """A new conversation's id follows `connect`'s rule (1-64 characters of
+    [A-Za-z0-9_-], docs/protocol.md 8.1): another is refused as malformed, counted under
+    control, and the page keeps its conversation."""
+    pair = shared_pair("page")
+    pair.post("page", {**envelope(pair, "conversation"), "conversationId": conversation_id})
+    pair.pump()
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == "conv-1"
+    assert pair.page.diagnostics()["control"] == {"malformed": 1}
+
+
 @pytest.mark.parametrize("embedder", TOPOLOGIES)
 @pytest.mark.parametrize("receiver", TOPOLOGIES)
 def test_bye_unbinds_the_side_that_receives_it(embedder: Side, receiver: Side) -> None:

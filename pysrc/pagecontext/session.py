@@ -792,6 +792,10 @@ class PageSession:
             self._conn.drop()
             return [ClosePort("bye"), ToEdge({"kind": "unbound"})]
         if isinstance(message, ConversationMessage):
+            if not is_instance_id(message.conversation_id):
+                # A conversation id follows connect's rule (docs/protocol.md 8.1, 8.3): one
+                # the page could not name in a later handshake is no conversation of it.
+                return self._conn.refuse("malformed")
             self._conn.binding = Binding(
                 connection_id=binding.connection_id,
                 page_instance_id=binding.page_instance_id,
