@@ -172,7 +172,8 @@ def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
 ) -> None:
     """A page that enforces Trusted Types and allows other policy names only: the worker
     cannot start, and the page says why and how to allow it (failed, data-pc-error,
-    console.error) instead of staying `booting`; its own apps still draw its rows."""
+    console.error) instead of staying `booting`, and tells its user the page is not set up
+    for the assistant; its own apps still draw its rows."""
     url = origins.page + "/"
 
     def other_policy_names(route: Route) -> None:
@@ -195,6 +196,10 @@ def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
     assert reason.startswith("worker: the browser refused to start the worker")
     assert "its trusted-types directive must allow the name pagecontext" in reason
     assert f"pagecontext: {reason}" in errors
+    # Its user reads that the page is not set up for the assistant: a reload would not help.
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: it is not set up correctly on this page"
+    )
     expect(page.locator("tbody [data-pc-resource-ref]")).to_have_count(60, timeout=STEP_TIMEOUT_MS)
 
 

@@ -115,7 +115,7 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     position = page.evaluate("() => document.documentElement.dataset.pcPosition ?? null")
     assert position in (None, "embedder"), position
     expect(page.locator("[data-pc-state-text]")).to_have_text(
-        "The assistant could not start: this page is not set up for it"
+        "The assistant could not start: it is not set up correctly on this page"
     )
 
 

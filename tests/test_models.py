@@ -336,6 +336,21 @@ def test_the_fast_context_path_measures_the_size_as_parse_message_does(
     assert parse_context_json(text) is None
 
 
+def test_an_exponent_like_string_keeps_a_long_context_on_the_fast_path() -> None:
+    """Strings such as a UUID's "550e8400" or "SKU 3E" are no numbers: a long context
+    holding them is taken on the fast path, as parse_message takes it."""
+    filters: dict[str, object] = {
+        f"k{index}": f"550e8400-e29b-41d4-a716-44665544{index:04d} SKU 3E " + "x" * 800
+        for index in range(10)
+    }
+    raw = with_selection(filters=filters)
+    text = json.dumps(raw, separators=(",", ":"))
+    assert len(text) * 4 > DEFAULT_LIMITS.max_message_bytes
+    fast = parse_context_json(text)
+    assert isinstance(fast, ContextMessage)
+    assert fast == parse_message(raw)
+
+
 def test_snapshot_values_keep_their_json_types_on_both_paths() -> None:
     """An integer stays an int and 1.0 a float, true a bool, "1" a string, an object a
     Quantity: from a dict (parse_message) and from JSON text (the fast path) alike."""

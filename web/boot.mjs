@@ -58,8 +58,8 @@ globalThis.pagecontextHost = {
   // its keys and strings over FLAT_CHARS characters, as every handshake message is; null
   // for anything else, unread: structured clone keeps shared references, so the JSON of
   // a message of a few hundred bytes can be gigabytes, and a long string, handed to
-  // MicroPython and parsed there, holds the main thread some 5 microseconds a character
-  // (one of 2 MB from the peer frame held it 10 s).
+  // MicroPython and parsed there, would hold the main thread some 5 microseconds a
+  // character (10 s for 2 MB).
   flat(value) {
     if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
     const proto = Object.getPrototypeOf(value);
@@ -375,11 +375,10 @@ function startWorker(role, position, onError) {
 }
 
 // Why a worker could not be started, and what the page's author can do about it.
+const TRUSTED_TYPES_HINT = "; the page requires Trusted Types: its trusted-types directive must allow the name pagecontext, and no other script may take it";
 function workerRefused(error) {
   const enforced = globalThis.trustedTypes && scriptURLPolicy === null;
-  const hint = enforced
-    ? "; the page requires Trusted Types: its trusted-types directive must allow the name pagecontext, and no other script may take it"
-    : "";
+  const hint = enforced ? TRUSTED_TYPES_HINT : "";
   return `worker: the browser refused to start the worker (${error && error.message})${hint}`;
 }
 
@@ -520,14 +519,16 @@ const ASSISTANT_WORDS = {
   connecting: "Waiting for the page…",
   bound: "Connected to the page",
 };
-// A config the edge refused (`config:`) is the page's setup, which a reload does not mend.
-const CONFIG_FAILED = "The assistant could not start: this page is not set up for it";
+// A config the edge refused (`config:`), or a policy that keeps pagecontext from starting
+// its worker, is the page's setup, which a reload does not mend.
+const SETUP_FAILED = "The assistant could not start: it is not set up correctly on this page";
+const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
 let stateRole = null;
 
 function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
-  if (state === "failed" && typeof error === "string" && error.startsWith("config:")) words = CONFIG_FAILED;
+  if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }

@@ -409,9 +409,10 @@ def parse_message(raw: object, limits: Limits = DEFAULT_LIMITS) -> Message:
     return message
 
 
-# An exponent JavaScript's JSON.stringify does not write: an upper-case E, or one with
-# no sign (it writes 1e-7 and, past 1e21, 1e+21).
-_NOT_JS_EXPONENT: Final = re.compile(r"[0-9]E|[0-9]e[0-9]")
+# A number with an exponent JavaScript's JSON.stringify does not write: an upper-case E,
+# or one with no sign (it writes 1e-7 and, past 1e21, 1e+21). Only a number token: in
+# compact JSON one follows `:`, `,` or `[` (a string's "550e8400" or "SKU 3E" is none).
+_NOT_JS_EXPONENT: Final = re.compile(r"[:,\[]-?[0-9]+(?:\.[0-9]+)?(?:E|e[0-9])")
 # The deepest a valid context message nests (message, selection, filters, a list in
 # them); with a smaller depth limit the fast path below is not taken.
 _CONTEXT_DEPTH: Final = 4

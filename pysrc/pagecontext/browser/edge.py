@@ -272,7 +272,8 @@ def _plain(value: Any, *, flat: bool = False, detail: bool = False, worker: bool
 
     The boot script's `host.json` does the stringify, since MicroPython cannot catch
     the exception a BigInt or a cycle raises. With `flat` (a message from another
-    window), only a flat object of scalars is read (`host.flat`): anything else is None.
+    window), only a flat object of scalars is read, none of its keys and strings over 256
+    characters (`host.flat`): anything else is None.
     With `detail` (a page event's detail), one holding a number JSON cannot write (NaN,
     an infinity, which JSON.stringify writes as null) is None (`host.detail`). With
     `worker` (a message of the edge's worker), a BigInt Pyodide made of a safe integer
@@ -472,10 +473,12 @@ class Edge:
         # The `load` listener of a replacing frame being emptied (`_on_frame_replaced`)
         # until its blank document loads, or None.
         self.blanking: Any = None
-        # The child frame's `load` listener (`_on_child_load`), and how many documents
-        # loaded in it since it was last loaded with a nonce.
+        # The child frame's `load` listener (`_on_child_load`), how many documents
+        # loaded in it since it was last loaded with a nonce, and how many had when its
+        # answer was refused (`_child_refused`).
         self.child_load: Any = None
         self.child_loads = 0
+        self.refused_at = 0
         self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
         self.selected: Any = None  # the element marked aria-selected, if any
         # The (componentId, resourceRef) of the selection held: the last one sent to the
@@ -748,9 +751,16 @@ class Edge:
         self.host.navigate(self.frame, child_url(self.child_src, self.nonce))
         if self.child_timer is not None:
             self.owner.cancel(self.child_timer)
-        self.child_timer = self.owner.later(
-            self.config["timeouts"]["childMs"], self._on_child_silent
-        )
+            self.child_timer = None
+        self._await_child()
+
+    def _await_child(self) -> None:
+        """Report the child silent past `timeouts.childMs` unless it answers first
+        (`_child_answered`), unless a timer for that runs already."""
+        if self.child_timer is None:
+            self.child_timer = self.owner.later(
+                self.config["timeouts"]["childMs"], self._on_child_silent
+            )
 
     def _on_child_silent(self) -> None:
         """The child loaded with a nonce has not announced itself by `timeouts.childMs`
@@ -791,18 +801,19 @@ class Edge:
         )
         self.root.setAttribute("data-pc-child-state", "refused")
         self._publish(child="refused")
+        self.refused_at = self.child_loads
 
     def _on_child_load(self, _event: Any) -> None:
         """A document loaded in the child frame. The first since it was loaded with a
-        nonce is the one that answers; a later one, while the answer was refused, is its
-        user's reload: the refused document is gone, and the new one is awaited as a first
-        load is, reported silent past `timeouts.childMs` if it never answers (its server
-        is down) rather than refused for good."""
+        nonce is the one that answers, and its `load` may come before or after its answer
+        is refused; a later one, while that answer stays refused, is its user's reload:
+        the refused document is gone, and the new one is awaited as a first load is,
+        reported silent past `timeouts.childMs` if it never answers (its server is down)
+        rather than refused for good. (A `load` of the document before it, if it comes
+        after the nonce's navigation began, is counted as the first.)"""
         self.child_loads += 1
-        if self.child_loads > 1 and self.public["child"] == "refused" and self.child_timer is None:
-            self.child_timer = self.owner.later(
-                self.config["timeouts"]["childMs"], self._on_child_silent
-            )
+        if self.public["child"] == "refused" and self.child_loads > max(self.refused_at, 1):
+            self._await_child()
 
     def _child_answered(self) -> None:
         """The child loaded with a nonce announced itself (`ready`)."""
@@ -992,19 +1003,12 @@ class Edge:
             self._set_state("connecting")
         elif kind == "unbound":
             self._set_state("ready")
-            if (
-                self.position == "embedder"
-                and self.frame is not None
-                and self.frame.isConnected
-                and self.child_timer is None
-            ):
+            if self.position == "embedder" and self.frame is not None and self.frame.isConnected:
                 # The bound child went away (a `bye`, a reload whose new document never
                 # announced itself: its server is down). Report it silent past
                 # `timeouts.childMs`, as for a first load (docs/integration.md), rather
                 # than say "Connecting…" for good; `_child_answered` withdraws it.
-                self.child_timer = self.owner.later(
-                    self.config["timeouts"]["childMs"], self._on_child_silent
-                )
+                self._await_child()
         elif kind == "conversation" and self.config["role"] == "page":
             self._conversation_left(message.get("conversationId"))
         elif kind == "conversation":

@@ -17,6 +17,7 @@ import html
 import json
 import mimetypes
 import os
+import re
 import secrets
 import stat
 import time
@@ -380,10 +381,15 @@ class _NoSniffMiddleware:
         await self.app(scope, receive, send_with_header)
 
 
+# A Host header: a name or an IPv4 address, or an IPv6 address in brackets; a port.
+_HOST_HEADER: Final = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::[0-9]{1,5})?")
+
+
 class _OwnHostMiddleware:
-    """Answers only requests whose Host names `origin`'s host (any other gets a 400 that
-    names the origin to open, so that a page opened under another name for the same
-    machine, `localhost` for `127.0.0.1`, says what to use instead)."""
+    """Answers only requests whose Host is `origin`'s host, with any port (any other, or
+    one that is no host, gets a 400 that names the origin to open, so that a page opened
+    under another name for the same machine, `localhost` for `127.0.0.1`, says what to
+    use instead)."""
 
     def __init__(self, app: ASGIApp, origin: str) -> None:
         self.app = app
@@ -394,8 +400,8 @@ class _OwnHostMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            host = urlsplit("//" + Headers(scope=scope).get("host", "")).hostname
-            if not host or host != self.host:
+            found = _HOST_HEADER.fullmatch(Headers(scope=scope).get("host", "").lower())
+            if found is None or found.group(1).strip("[]") != self.host:
                 await self.refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
