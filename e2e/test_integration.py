@@ -119,6 +119,28 @@ def test_a_bad_config_fails_loudly_naming_the_field(
     )
 
 
+def test_a_boot_timeout_tells_the_user_the_assistant_is_slow_and_it_still_binds(
+    page: Page, origins: Origins
+) -> None:
+    """A page whose worker is not ready within `timeouts.bootMs` publishes `failed`
+    (`boot-timeout`) and tells its user the assistant is taking longer than usual, not
+    to reload (which would start the runtime's download again); ready later, it binds."""
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+        "timeouts": {"bootMs": 1},
+    }
+    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    expect(html(page)).to_have_attribute(
+        "data-pc-error", re.compile("^boot-timeout: "), timeout=BOOT_TIMEOUT_MS
+    )
+    words = page.locator("[data-pc-state-text]")
+    expect(words).to_have_text("The assistant is taking longer than usual to start…")
+    wait_bound(page)
+    expect(words).to_have_text("Assistant connected")
+
+
 @pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])
 def test_an_agent_url_the_browser_cannot_parse_fails_loudly(
     page: Page, origins: Origins, agent_url: str

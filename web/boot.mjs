@@ -522,6 +522,10 @@ const ASSISTANT_WORDS = {
 // A config the edge refused (`config:`), or a policy that keeps pagecontext from starting
 // its worker, is the page's setup, which a reload does not mend.
 const SETUP_FAILED = "The assistant could not start: it is not set up correctly on this page";
+// A boot timeout is not final: the runtime may still be downloading on a slow link, and the
+// frame moves on to `ready` if it gets there (docs/integration.md, timeouts.bootMs). A
+// reload would only start that download again.
+const SLOW_START = "The assistant is taking longer than usual to start…";
 const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
 let stateRole = null;
 
@@ -529,6 +533,7 @@ function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
   if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
+  else if (state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:")) words = SLOW_START;
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
