@@ -843,8 +843,14 @@ def test_a_failed_answer_is_shown_and_the_conversation_is_kept(
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(2)
     expect(first).to_have_attribute("data-pc-answer-state", "done")
     expect(first.get_by_role("button", name="Ask again")).to_have_count(0)
-    failed.get_by_role("button", name="Ask again").click()
+    # A question the user is writing meanwhile is kept, and the panel says so.
     field = assistant.locator("[data-pc-question]")
+    field.fill("Something else")
+    failed.get_by_role("button", name="Ask again").click()
+    expect(field).to_have_value("Something else")
+    expect(assistant.locator("[data-pc-announce]")).to_contain_text("Not replaced")
+    field.fill("")
+    failed.get_by_role("button", name="Ask again").click()
     expect(field).to_have_value("And now?")
     expect(field).to_be_focused()
     agent.mode = "answer"

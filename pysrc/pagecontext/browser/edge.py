@@ -84,6 +84,10 @@ CONTEXT_STAYS_REMOVED = (
 # What the context area says with no chip: none taken yet, or the one taken removed.
 CONTEXT_EMPTY = "Select something on the page and press “Ask AI”."
 CONTEXT_REMOVED_EMPTY = "Removed. Select something else on the page and press “Ask AI”."
+# What Ask again says when the question's field holds another question being written.
+WRITING_KEPT = (
+    "Not replaced: the question field holds what you are writing. Clear it, then press Ask again."
+)
 # What a press of Show me says while the page is not connected.
 SHOW_WAITS = "Not yet: the assistant is waiting for the page. Show me works once it is connected."
 # How much of an answer the status says when it is done (the whole is in the log).
@@ -95,8 +99,8 @@ ASK_REFUSED = (
 )
 # What the panel says while the conversation cannot be saved.
 STORAGE_NOTE = (
-    "This conversation is not being saved in this browser: it will be gone when the "
-    "assistant reloads."
+    "This conversation is not being saved in this browser: it, and a question you are "
+    "writing, will be gone when the assistant reloads."
 )
 # What a screen reader says with an object the assistant highlighted, by tone
 # (`aria-description`): the highlight is heard, not only seen.
@@ -1717,7 +1721,9 @@ class Edge:
 
     def _ask_again(self, answer: Any) -> None:
         """Put the question `answer` (an answer's entry) answered back in the question
-        field, with the focus: the user sends it again, about the context shown now."""
+        field, with the focus: the user sends it again, about the context shown now. A
+        field that holds another question the user is writing keeps it, and the panel
+        says so."""
         question = answer.previousElementSibling if answer is not None else None
         while question is not None and question.getAttribute("data-pc-log-kind") != "question":
             question = question.previousElementSibling
@@ -1726,7 +1732,12 @@ class Edge:
         field = _focus_question()
         if field is None:
             return
-        field.value = question.querySelector("p").textContent
+        text = question.querySelector("p").textContent
+        typed = str(field.value).strip()
+        if typed and typed != text:
+            self._announce(WRITING_KEPT)
+        else:
+            field.value = text
         _show_composer()
 
     def _on_ask(self, event: Any) -> None:
