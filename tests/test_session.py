@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import wire
 from pagecontext.block import extract_lines, parse_block
 from pagecontext.budget import DEFAULT_BUDGET
-from pagecontext.composer import MAX_LOG_HELD
 from pagecontext.errors import LocalProtocolError
 from pagecontext.integration import LAYER_STATES, action_checkable
 from pagecontext.ledger import LayerState, ReceiptLedger
@@ -52,6 +51,12 @@ def select(pair: ChannelPair, ref: str = "row:2", amount: int = 1250) -> int:
 def share(pair: ChannelPair) -> None:
     pair.run("page", pair.page.share())
     pair.pump()
+
+
+def pin(pair: ChannelPair, ref: str) -> None:
+    """Select `ref` on the page and share it: the assistant's chip, which Show me shows."""
+    select(pair, ref)
+    share(pair)
 
 
 def sent_contexts(pair: ChannelPair) -> list[tuple[object, Any]]:
@@ -738,17 +743,21 @@ def test_a_child_reload_makes_in_flight_commands_unconfirmed() -> None:
 def test_the_log_shows_every_commands_receipts_as_the_ledger_has_them() -> None:
     """Only the commands whose receipts changed are copied into the log; after receipts,
     late receipts, deadlines and a dropped connection, every command in the log shows
-    exactly the ledger's layers."""
+    exactly the ledger's layers. (Each Show me is for another row: one pressed again for
+    the same row takes the press before out of the log.)"""
     pair = shared_pair("assistant")
     show(pair)
     pair.pump()
+    pin(pair, "row:1")
     late, _ = show(pair)
     pair.clock.advance(10_001)
     pair.run("assistant", pair.assistant.tick())
     pair.pump()  # the receipts come late
+    pin(pair, "row:3")
     show(pair)
     pair.clock.advance(3001)
     pair.run("assistant", pair.assistant.tick())
+    pin(pair, "row:1")  # its pump brings the receipts of the press before, late
     in_flight = show(pair)
     pair.pump(only="page")
     pair.reload_page("page-2")
@@ -1483,6 +1492,7 @@ def test_a_reloaded_assistant_shows_its_commands_receipts_and_sends_none_again()
     pair = shared_pair("page")
     applied = show(pair)
     pair.pump()
+    pin(pair, "row:3")  # another row: a press for the same one supersedes the one before
     on_its_way = show(pair)
     saved = json.loads(pair.last_edge("assistant", "persist")["text"])
     sent_before = len(pair.sent_by("assistant", "command"))
@@ -2110,21 +2120,39 @@ def test_a_selection_at_the_limits_is_taken_and_committed() -> None:
     assert pinned.selection.resource_ref == ref
 
 
-def test_every_command_the_log_shows_keeps_its_receipts_after_many_show_me() -> None:
-    """Hundreds of Show me after one question: the log stays within its bound, and the
-    ledger still has the records of its oldest command."""
+def test_show_me_pressed_again_shows_once_and_keeps_the_conversation() -> None:
+    """Hundreds of Show me after one question: each press supersedes the one before in
+    the log, which holds the question and the last press's two commands, their receipts
+    applied; nothing of the conversation is pushed out."""
     pair = shared_pair("page")
     pair.run(
         "assistant",
         pair.assistant.ask("why?", at="2026-05-01T09:30:00.000Z", shown=pair.assistant.shown_chip),
     )
     for _ in range(400):
-        show(pair)
+        last = show(pair)
         pair.pump()
     log = pair.assistant.composer.log
-    assert len(log) <= MAX_LOG_HELD
-    oldest = next(entry for entry in log if entry["kind"] == "command")
-    assert pair.assistant.ledger.get(str(oldest["id"]))["ui"].state == "applied"
+    assert [entry["kind"] for entry in log] == ["question", "answer", "command", "command"]
+    assert tuple(entry["id"] for entry in log[2:]) == last
+    assert [entry["ui"]["state"] for entry in log[2:]] == ["applied", "applied"]  # type: ignore[index]
+    assert pair.assistant.composer.earlier is False
+
+
+def test_a_show_me_with_the_conversation_between_keeps_the_one_before() -> None:
+    """Show me supersedes only the press right before it: with a question and its answer
+    logged between the two, both presses stay in the log, in order."""
+    pair = shared_pair("page")
+    first = show(pair)
+    pair.pump()
+    pair.run(
+        "assistant",
+        pair.assistant.ask("why?", at="2026-05-01T09:30:00.000Z", shown=pair.assistant.shown_chip),
+    )
+    second = show(pair)
+    pair.pump()
+    ids = [entry["id"] for entry in pair.assistant.composer.log if entry["kind"] == "command"]
+    assert ids == [*first, *second]
 
 
 def test_a_message_the_worker_could_not_read_is_answered_when_its_id_can_be_read() -> None:

@@ -348,6 +348,29 @@ class Composer:
             entry["toolCallId"] = tool_call_id
         self._append(entry)
 
+    def supersede_commands(self, ids: Sequence[str | None], resource_ref: str) -> None:
+        """Take out of the log the commands `ids`, if they are its last entries, none an
+        agent's, all for `resource_ref`: a Show me pressed again for the same object
+        supersedes the one before it (whose marks it takes off, docs/protocol.md 8.15),
+        so that presses repeated show once and never push the conversation out of the
+        log."""
+        count = len(ids)
+        tail = self.log[-count:] if count else []
+        if len(tail) != count or [entry.get("id") for entry in tail] != list(ids):
+            return
+        for entry in tail:
+            if (
+                entry.get("kind") != "command"
+                or entry.get("resourceRef") != resource_ref
+                or "toolCallId" in entry
+            ):
+                return
+        del self.log[-count:]
+        for entry in tail:
+            self._texts.pop(id(entry), None)
+        self.log_version += 1
+        self._preview = None
+
     def sync_receipts(
         self, ids: Collection[str], views: Callable[[str], Mapping[str, JsonValue]]
     ) -> None:

@@ -1620,6 +1620,9 @@ class AssistantSession:
             ("highlight", {"tone": "focus"}),
             ("locate", {}),
         )
+        self.composer.supersede_commands(
+            (self.last_show, self.last_locate), pinned.selection.resource_ref
+        )
         for action, params in show:
             command_id, sent = self._send_command(
                 pinned.page_instance_id, pinned.selection_revision, action, target, params
