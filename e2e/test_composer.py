@@ -406,7 +406,9 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
     page: Page, origins: Origins
 ) -> None:
     """A panel whose writes to localStorage throw marks `data-pc-storage="unavailable"`
-    on its first save, and the conversation goes on in memory: the chip, Show me."""
+    on its first save, and the conversation goes on in memory: the chip, Show me.
+    Reloaded, it has nothing saved and comes back in a new conversation: the page takes
+    the highlight Show me drew away (docs/protocol.md 8.14), and keeps the selection."""
     page.context.add_init_script(DENY_STORAGE)
     page.goto(origins.page + "/")
     wait_bound(page)
@@ -422,6 +424,13 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
     expect(note).to_be_visible()
     expect(note).to_contain_text("not being saved")
     show_and_expect(assistant, "applied")
+    row = page.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
+    child = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
+    child.evaluate("() => { location.reload(); }")
+    wait_bound(page, connection=2)
+    expect(row).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
+    expect(row).to_have_attribute("aria-selected", "true")
 
 
 def test_storage_that_comes_back_is_used_again(page: Page, origins: Origins) -> None:

@@ -987,6 +987,28 @@ def test_a_new_conversation_rebinds_the_page(embedder: Side) -> None:
     assert chip(pair)["resourceRef"] == "row:3"
 
 
+@pytest.mark.parametrize("conversation_id", [None, "conv-2"])
+def test_an_assistant_back_in_another_conversation_takes_the_highlights_away(
+    conversation_id: str | None,
+) -> None:
+    """The assistant reloads and binds again. In the same conversation (its saved state
+    restored), the page keeps its highlights; in another (it had none saved), the page
+    takes them away and tells its code, as for a `conversation` message (8.14)."""
+    pair = shared_pair("page")
+    show(pair)
+    pair.pump()
+    pair.reload_assistant("asst-2", conversation_id)
+    pair.page_edge.clear()
+    pair.handshake()
+    told = [e for e in pair.page_edge if e.get("kind") == "conversation"]
+    if conversation_id is None:
+        assert told == []
+    else:
+        assert told == [{"kind": "conversation", "conversationId": conversation_id}]
+    assert pair.page.binding is not None
+    assert pair.page.binding.conversation_id == (conversation_id or "conv-1")
+
+
 def test_a_conversation_message_for_another_page_instance_is_ignored() -> None:
     """Only this page instance's conversation message changes its conversation."""
     pair = shared_pair("page")

@@ -342,16 +342,20 @@ class ChannelPair:
         if self.embedder == "assistant":
             self.run("assistant", self.assistant.child_reloaded())
 
-    def reload_assistant(self, assistant_instance_id: str) -> None:
+    def reload_assistant(
+        self, assistant_instance_id: str, conversation_id: str | None = None
+    ) -> None:
         """Replace the assistant (the page's child) by a new document: new session, no
-        port yet; the page is told its child reloaded. Bind it with `handshake()`. Raises
-        LocalProtocolError if the assistant is the embedder (it reloads with the page)."""
+        port yet; the page is told its child reloaded. Bind it with `handshake()`. Its
+        conversation is `conversation_id` (one without saved state begins a new one), by
+        default the one before. Raises LocalProtocolError if the assistant is the
+        embedder (it reloads with the page)."""
         if self.embedder != "page":
             raise LocalProtocolError("an assistant that embeds the page reloads with it")
         self.child_reloaded()
         self.assistant = AssistantSession(
             instance_id=assistant_instance_id,
-            conversation_id=self.assistant.conversation_id,
+            conversation_id=conversation_id or self.assistant.conversation_id,
             clock=self.clock,
             new_id=counter_ids(f"{assistant_instance_id}-"),
         )
