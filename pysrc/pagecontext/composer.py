@@ -350,10 +350,10 @@ class Composer:
 
     def supersede_commands(self, ids: Sequence[str | None], resource_ref: str) -> None:
         """Take out of the log the commands `ids`, if they are its last entries, none an
-        agent's, all for `resource_ref`: a Show me pressed again for the same object
-        supersedes the one before it (whose marks it takes off, docs/protocol.md 8.15),
-        so that presses repeated show once and never push the conversation out of the
-        log."""
+        agent's, all for `resource_ref` and applied: a Show me pressed again for the same
+        object supersedes the one before it (whose marks it takes off, docs/protocol.md
+        8.15), so that presses repeated show once and never push the conversation out of
+        the log. A press with any other outcome (pending, unconfirmed, stale) stays."""
         count = len(ids)
         tail = self.log[-count:] if count else []
         if len(tail) != count or [entry.get("id") for entry in tail] != list(ids):
@@ -363,6 +363,7 @@ class Composer:
                 entry.get("kind") != "command"
                 or entry.get("resourceRef") != resource_ref
                 or "toolCallId" in entry
+                or not _applied(entry)
             ):
                 return
         del self.log[-count:]
@@ -621,6 +622,12 @@ class Composer:
             if cut > 0:
                 del self.log[:cut]
                 self.earlier = True
+
+
+def _applied(entry: Mapping[str, object]) -> bool:
+    """True if the command `entry`'s `received` and `ui` receipts are both `applied`."""
+    layers = (entry.get("received"), entry.get("ui"))
+    return all(isinstance(layer, dict) and layer.get("state") == "applied" for layer in layers)
 
 
 def _has_instructions(text: str) -> bool:
