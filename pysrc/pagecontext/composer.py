@@ -368,9 +368,7 @@ class Composer:
                 return
         del self.log[-count:]
         for entry in tail:
-            self._texts.pop(id(entry), None)
-        self.log_version += 1
-        self._preview = None
+            self._changed(entry)
 
     def sync_receipts(
         self, ids: Collection[str], views: Callable[[str], Mapping[str, JsonValue]]

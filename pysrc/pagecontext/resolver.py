@@ -91,6 +91,11 @@ class CommandResolver:
         """Outcomes per reason code; a replay counts as "replayed"."""
         return MappingProxyType(self._counts)
 
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation served (the last `bind`'s), or None before any."""
+        return self._conversation_id
+
     def bind(self, page_instance_id: str, conversation_id: str) -> None:
         """Serve this page instance and conversation (again on a `conversation` message)."""
         self._page_instance_id = page_instance_id

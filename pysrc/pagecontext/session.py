@@ -488,8 +488,6 @@ class PageSession:
         # at most UI_PENDING_MAX (a command the page took over and never answers stays
         # unconfirmed at the assistant), and none from an earlier binding.
         self._ui_pending: dict[str, None] = {}
-        # The conversation of the last binding, and of a `conversation` message since.
-        self._conversation: str | None = None
 
     @property
     def binding(self) -> Binding | None:
@@ -771,9 +769,10 @@ class PageSession:
         assert binding is not None
         # A `ui` receipt of an earlier binding's command would settle nothing on this one.
         self._ui_pending.clear()
+        # The conversation of the last binding, or of a `conversation` message since.
+        left = self.resolver.conversation_id
         self.resolver.bind(self.page_instance_id, binding.conversation_id)
         effects: list[Effect] = [ToEdge({"kind": "bound", "connection": binding.connection_id})]
-        left, self._conversation = self._conversation, binding.conversation_id
         if left is not None and left != binding.conversation_id:
             # An assistant that came back in another conversation (it reloaded with no
             # saved state): the highlights of the one left go, as for a `conversation`
@@ -813,7 +812,6 @@ class PageSession:
                 peer_instance_id=binding.peer_instance_id,
             )
             self.resolver.bind(self.page_instance_id, message.conversation_id)
-            self._conversation = message.conversation_id
             # The highlights of the conversation left go from the page (docs/protocol.md 8.14).
             effects: list[Effect] = [
                 ToEdge({"kind": "conversation", "conversationId": message.conversation_id})
