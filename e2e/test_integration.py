@@ -22,6 +22,7 @@ from .helpers import (
     HeldWasm,
     after_collection,
     diagnose_now,
+    fetched,
     html,
     open_preview,
     panel,
@@ -139,6 +140,41 @@ def test_a_boot_timeout_tells_the_user_the_assistant_is_slow_and_it_still_binds(
     expect(words).to_have_text("The assistant is taking longer than usual to start…")
     wait_bound(page)
     expect(words).to_have_text("Assistant connected")
+
+
+def test_an_assistant_past_its_boot_timeout_still_says_it_is_starting(
+    page: Page, origins: Origins
+) -> None:
+    """An assistant whose worker is not ready within `timeouts.bootMs` keeps saying, in
+    its context area, that it is starting (a boot timeout is not final), its dot not the
+    failure's red; bound later, the panel is drawn."""
+
+    def configured(route: Route) -> None:
+        response = fetched(route)
+        text = response.text()
+        given = '"role": "assistant",'
+        assert given in text
+        route.fulfill(
+            response=response, body=text.replace(given, given + ' "timeouts": {"bootMs": 1},')
+        )
+
+    page.context.route(f"{origins.assistant}/assistant.html*", configured)
+    page.goto(origins.page + "/")
+    assistant = panel(page)
+    expect(html(assistant)).to_have_attribute(
+        "data-pc-error", re.compile("^boot-timeout: "), timeout=BOOT_TIMEOUT_MS
+    )
+    expect(assistant.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant is taking longer than usual to start…"
+    )
+    starting = assistant.locator(".pc-starting")
+    expect(starting).to_be_visible()
+    expect(starting).to_have_text("The assistant is starting…")
+    red = "rgb(239, 68, 68)"
+    expect(assistant.locator(".pc-dot")).not_to_have_css("background-color", red)
+    wait_bound(assistant)
+    expect(starting).to_have_count(0)
+    expect(assistant.locator("[data-pc-chips] .pc-empty")).to_be_visible()
 
 
 @pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])
