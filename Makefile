@@ -1,5 +1,6 @@
 # pagecontext: every target sets up what it needs, idempotently.
-#   make demo   serve the demo (page http://127.0.0.1:8000, assistant http://localhost:8001)
+#   make demo   serve the demo (page http://127.0.0.1:8000, assistant http://localhost:8001);
+#               DEMO_ARGS="--page-port 8500 --assistant-port 8501" for other ports
 #   make test   unit + e2e tests in real Chromium
 #   make check  mypy --strict and ruff
 
@@ -7,7 +8,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-CHROMIUM ?= /usr/bin/chromium
+DEBIAN_CHROMIUM := /usr/bin/chromium
+CHROMIUM ?= $(DEBIAN_CHROMIUM)
 SITE := build/site
 WHEELS_DL := build/wheels
 PYSRC := $(shell find pysrc -name '*.py' -not -path '*/__pycache__/*')
@@ -63,16 +65,17 @@ setup: $(SITE)/.stamp browser
 # Debian's is installed (as root) only when it is the one asked for.
 browser:
 	@if [ -n "$(PAGECONTEXT_CHROMIUM)" ] && [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
-	  if [ "$(PAGECONTEXT_CHROMIUM)" = "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  if [ "$(PAGECONTEXT_CHROMIUM)" = "$(DEBIAN_CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || exit 1; \
 	  fi; \
 	  if [ ! -x "$(PAGECONTEXT_CHROMIUM)" ]; then \
-	    echo "Chromium not found at $(PAGECONTEXT_CHROMIUM): install it (as root, make installs Debian's at $(CHROMIUM)) or set PAGECONTEXT_CHROMIUM" >&2; exit 1; \
+	    echo "Chromium not found at $(PAGECONTEXT_CHROMIUM): install it (as root, make installs Debian's at $(DEBIAN_CHROMIUM)) or set PAGECONTEXT_CHROMIUM" >&2; exit 1; \
 	  fi; \
 	fi
 
+DEMO_ARGS ?=
 demo: $(SITE)/.stamp
-	$(PY) -m pagecontext demo
+	$(PY) -m pagecontext demo $(DEMO_ARGS)
 
 # The browser wheels too: a test runs the core in Pyodide beside CPython.
 unit: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp
