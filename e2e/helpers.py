@@ -238,6 +238,23 @@ def open_preview(assistant: Page | FrameLocator) -> None:
         ) from None
 
 
+def system_colour(page: Page, name: str) -> str:
+    """The colour the browser resolves the CSS system colour `name` (`SelectedItem`,
+    `Canvas`, ...) to in `page`, as `getComputedStyle` gives colours."""
+    colour: str = page.evaluate(
+        """(name) => {
+             const probe = document.createElement("span");
+             probe.style.backgroundColor = name;
+             document.body.append(probe);
+             const colour = getComputedStyle(probe).backgroundColor;
+             probe.remove();
+             return colour;
+           }""",
+        name,
+    )
+    return colour
+
+
 def html(target: Page | Frame | FrameLocator) -> Locator:
     return target.locator("html")
 

@@ -25,6 +25,7 @@ from .helpers import (
     preview_text,
     select_and_ask,
     show_and_expect,
+    system_colour,
     worker_report,
 )
 
@@ -287,6 +288,33 @@ def test_the_keyboard_focus_stays_visible_on_a_row_the_assistant_marked(demo: Pa
     assert row.evaluate(RING) == [True, "solid", ink, "focus"]
     demo.keyboard.press("ArrowDown")
     assert row.evaluate(RING) == [False, "solid", "rgb(180, 83, 9)", "focus"]
+
+
+def test_forced_colours_keep_the_selection_the_mark_and_the_legend(demo: Page) -> None:
+    """In forced colours (a Windows contrast theme), which drop tints and box-shadows:
+    the selected row takes the system's selected-item colours, the row the assistant
+    highlighted keeps a bar at its end (a border) beside the focus ring, and the
+    legend's swatches keep the chart's colours."""
+    demo.emulate_media(forced_colors="active")
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    show_and_expect(assistant, "applied")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    other = demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]')
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(row).to_be_focused()
+    selected = system_colour(demo, "SelectedItem")
+    assert selected != system_colour(demo, "Canvas")
+    expect(row.locator("td").first).to_have_css("background-color", selected)
+    expect(other.locator("td").first).not_to_have_css("background-color", selected)
+    bar = row.locator("td").last
+    expect(bar).to_have_css("border-right-style", "solid")
+    expect(bar).to_have_css("border-right-width", "4px")
+    expect(other.locator("td").last).not_to_have_css("border-right-width", "4px")
+    swatch = demo.locator(".pc-legend .pc-series-north").evaluate(
+        "(el) => getComputedStyle(el, '::before').color"
+    )
+    assert swatch == "rgb(99, 102, 241)", swatch
 
 
 def test_the_workbench_gets_its_childs_context_and_commands_it_with_receipts(
@@ -579,6 +607,27 @@ def test_a_long_word_in_a_question_wraps_inside_the_panel(demo: Page) -> None:
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     ask(assistant, "x" * 600)
+    widths = assistant.locator("html").evaluate("root => [root.scrollWidth, root.clientWidth]")
+    assert widths[0] <= widths[1], widths
+
+
+def test_a_long_resource_ref_wraps_inside_the_chip(demo: Page) -> None:
+    """A chip for an object whose resourceRef is long and unbroken (ids run to 256
+    characters) wraps its title: the panel's document grows no wider than its frame."""
+    long_ref = "sales-2026-03-north-" + "0123456789abcdef" * 12
+    # The page renders the row anew under that id, and says so.
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').evaluate(
+        """(row, ref) => {
+             row.setAttribute("data-pc-resource-ref", ref);
+             const table = row.closest("[data-pc-component]");
+             const generation = Number(table.getAttribute("data-pc-generation")) + 1;
+             table.setAttribute("data-pc-generation", String(generation));
+             table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+           }""",
+        long_ref,
+    )
+    assistant = panel(demo)
+    pin(demo, assistant, long_ref)
     widths = assistant.locator("html").evaluate("root => [root.scrollWidth, root.clientWidth]")
     assert widths[0] <= widths[1], widths
 

@@ -18,6 +18,7 @@ from .helpers import (
     question_entry,
     receipt,
     show_and_expect,
+    system_colour,
     watch_csp,
 )
 
@@ -101,6 +102,29 @@ def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays
     page.get_by_role("button", name="Ask AI").click()
     chip = panel(page).locator(f'[data-pc-chip="{selected}"]')
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+
+
+def test_forced_colours_show_the_selected_month_under_the_assistants_mark(
+    page: Page, origins: Origins
+) -> None:
+    """In forced colours (a Windows contrast theme), which drop the selected month's
+    tint: it takes the system's selected-item colours, also while the assistant's mark
+    is on it."""
+    page.emulate_media(forced_colors="active")
+    open_review(page, origins)
+    months = page.locator(f"{MONTHS} [data-pc-resource-ref]")
+    chosen = months.nth(0)
+    chosen.click()
+    expect(chosen).to_have_attribute("aria-current", "true")
+    selected = system_colour(page, "SelectedItem")
+    expect(chosen).to_have_css("background-color", selected)
+    expect(months.nth(3)).not_to_have_css("background-color", selected)
+    page.get_by_role("button", name="Ask AI").click()
+    assistant = panel(page)
+    expect(assistant.locator("[data-pc-chip]")).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    expect(chosen).to_have_class(re.compile("is-pointed-at"))
+    expect(chosen).to_have_css("background-color", selected)
 
 
 def test_a_mark_for_another_selection_takes_the_other_marks_away(
