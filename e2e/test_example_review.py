@@ -99,6 +99,8 @@ def test_a_month_the_assistant_points_at_is_marked_and_the_users_selection_stays
     )
     expect(page.locator("#review-detail")).to_have_attribute("data-month", selected)
     expect(chosen).to_have_attribute("aria-current", "true")
+    # The selection's bar, of 3:1 against the list (its tint alone is not).
+    expect(chosen).to_have_css("box-shadow", re.compile(r"rgb\(67, 56, 202\).*inset"))
     page.get_by_role("button", name="Ask AI").click()
     chip = panel(page).locator(f'[data-pc-chip="{selected}"]')
     expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
