@@ -388,6 +388,56 @@ def refuse_child(page: Page, origins: Origins, child_ms: int) -> str:
     return child_url
 
 
+# Prepended to the page's worker: it holds back its first `unbound` to its edge, and what
+# it posts after it, until the edge hands it a port (the `port` the edge sends for a
+# child's `ready` with its nonce), so that the edge takes that `unbound` after the new
+# document announced itself, as it does when the worker is slow to answer.
+HOLD_UNBOUND_UNTIL_THE_NEXT_PORT = """(() => {
+  const send = self.postMessage.bind(self);
+  let held = null;
+  self.postMessage = (message, ...rest) => {
+    if (held === null && message?.kind === "unbound") held = [];
+    if (held === null) send(message, ...rest);
+    else held.push([message, rest]);
+  };
+  self.addEventListener("message", (event) => {
+    if (held === null || event.data?.kind !== "port") return;
+    for (const [message, rest] of held.splice(0)) send(message, ...rest);
+    held = null;
+  });
+})();
+"""
+
+# A page's own timer, armed once the page is bound again: it fires after any timer of the
+# same length the page's edge armed before it.
+AFTER = """(ms) => new Promise((resolve) => setTimeout(resolve, ms))"""
+
+
+def test_a_reloaded_child_bound_again_is_not_reported_silent_later(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The child reloads itself, and the page's worker's `unbound` for the binding that
+    ended reaches the edge after the new document announced itself: the page binds the
+    new document and does not report it silent `timeouts.childMs` later."""
+    page.add_init_script(RECORD_STATES)
+
+    def hold(route: Route) -> None:
+        response = fetched(route)
+        route.fulfill(response=response, body=HOLD_UNBOUND_UNTIL_THE_NEXT_PORT + response.text())
+
+    context.route(re.compile(re.escape(origins.page) + r"/web/worker(-[0-9a-f]+)?\.mjs$"), hold)
+    child_ms = 2000
+    page.goto(quick_child_report(origins, origins.assistant + "/assistant.html", child_ms))
+    wait_bound(page)
+    page.frames[1].evaluate("location.reload()")
+    wait_bound(page, 2)
+    reported = len(child_reports(page))
+    page.evaluate(AFTER, child_ms)
+    expect(html(page)).to_have_attribute("data-pc-state", "bound")
+    expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
+    assert "silent" not in child_reports(page)[reported:], child_reports(page)
+
+
 def test_a_child_whose_handshake_is_refused_is_reported_refused(
     page: Page, origins: Origins
 ) -> None:

@@ -1001,6 +1001,11 @@ class Edge:
             connection = message.get("connection")
             self.root.setAttribute("data-pc-connection", str(connection))
             self.public["connection"] = connection
+            if self.position == "embedder":
+                # Bound: the child answered. A reloaded child's new document may announce
+                # itself before the worker's `unbound` for the binding that ended comes,
+                # which armed the silent timer anew (`_await_child`): withdrawn here.
+                self._child_answered()
             self._set_state("bound")
         elif kind == "connecting":
             # A child: its `connected` is out; the embedder's `bound` makes it bound.
