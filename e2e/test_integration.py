@@ -142,25 +142,24 @@ def test_a_boot_timeout_tells_the_user_the_assistant_is_slow_and_it_still_binds(
     expect(words).to_have_text("Assistant connected")
 
 
-def test_an_assistant_past_its_boot_timeout_still_says_it_is_starting(
-    page: Page, origins: Origins
-) -> None:
-    """An assistant whose worker is not ready within `timeouts.bootMs` keeps saying, in
-    its context area, that it is starting (a boot timeout is not final), its dot not the
-    failure's red; bound later, the panel is drawn."""
+# The failure's red, of the connection's dot (web/styles.css).
+FAILED_DOT = "rgb(239, 68, 68)"
 
-    def configured(route: Route) -> None:
-        response = fetched(route)
-        text = response.text()
-        given = '"role": "assistant",'
-        assert given in text
-        route.fulfill(
-            response=response, body=text.replace(given, given + ' "timeouts": {"bootMs": 1},')
-        )
 
-    page.context.route(f"{origins.assistant}/assistant.html*", configured)
-    page.goto(origins.page + "/")
-    assistant = panel(page)
+def boot_in_a_millisecond(route: Route) -> None:
+    """Serve the assistant's page with `timeouts.bootMs` = 1."""
+    response = fetched(route)
+    text = response.text()
+    given = '"role": "assistant",'
+    assert given in text
+    route.fulfill(
+        response=response, body=text.replace(given, given + ' "timeouts": {"bootMs": 1},')
+    )
+
+
+def expect_a_slow_start(assistant: FrameLocator) -> None:
+    """The assistant reports a boot timeout and still says it is starting, its dot not
+    the failure's red."""
     expect(html(assistant)).to_have_attribute(
         "data-pc-error", re.compile("^boot-timeout: "), timeout=BOOT_TIMEOUT_MS
     )
@@ -170,11 +169,46 @@ def test_an_assistant_past_its_boot_timeout_still_says_it_is_starting(
     starting = assistant.locator(".pc-starting")
     expect(starting).to_be_visible()
     expect(starting).to_have_text("The assistant is starting…")
-    red = "rgb(239, 68, 68)"
-    expect(assistant.locator(".pc-dot")).not_to_have_css("background-color", red)
+    expect(assistant.locator(".pc-dot")).not_to_have_css("background-color", FAILED_DOT)
+
+
+def test_an_assistant_past_its_boot_timeout_still_says_it_is_starting(
+    page: Page, origins: Origins
+) -> None:
+    """An assistant whose worker is not ready within `timeouts.bootMs` keeps saying, in
+    its context area, that it is starting (a boot timeout is not final), its dot not the
+    failure's red; bound later, the panel is drawn."""
+    page.context.route(f"{origins.assistant}/assistant.html*", boot_in_a_millisecond)
+    page.goto(origins.page + "/")
+    assistant = panel(page)
+    expect_a_slow_start(assistant)
+    starting = assistant.locator(".pc-starting")
     wait_bound(assistant)
     expect(starting).to_have_count(0)
     expect(assistant.locator("[data-pc-chips] .pc-empty")).to_be_visible()
+
+
+def test_a_failure_after_a_boot_timeout_replaces_it(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """A boot timeout is not final, and a failure after it is: an assistant whose
+    worker's script does not load past its boot timeout reports that failure, and its
+    panel no longer says it is starting."""
+    held: list[Route] = []
+    worker_script = re.compile(re.escape(origins.assistant) + r"/web/worker(-[0-9a-f]+)?\.mjs$")
+    context.route(worker_script, lambda route: held.append(route))
+    context.route(f"{origins.assistant}/assistant.html*", boot_in_a_millisecond)
+    page.goto(origins.page + "/")
+    assistant = panel(page)
+    expect_a_slow_start(assistant)
+    assert len(held) == 1, held
+    held[0].fulfill(status=404, body="")
+    expect(html(assistant)).to_have_attribute("data-pc-error", re.compile("^worker: "))
+    expect(assistant.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: reload the page to try again"
+    )
+    expect(assistant.locator(".pc-starting")).to_be_hidden()
+    expect(assistant.locator(".pc-dot")).to_have_css("background-color", FAILED_DOT)
 
 
 @pytest.mark.parametrize("agent_url", ["http://[::1/agent", "http://localhost:8000:9000/agent"])
@@ -388,7 +422,7 @@ def refuse_child(page: Page, origins: Origins, child_ms: int) -> str:
     return child_url
 
 
-# Prepended to the page's worker: it holds back its first `unbound` to its edge, and what
+# Prepended to the page's worker: it holds back each `unbound` to its edge, and what
 # it posts after it, until the edge hands it a port (the `port` the edge sends for a
 # child's `ready` with its nonce), so that the edge takes that `unbound` after the new
 # document announced itself, as it does when the worker is slow to answer.

@@ -601,9 +601,12 @@ class Edge:
 
     def _fail(self, error: str) -> None:
         """Publish `failed` with its reason (`data-pc-error`), loudly. The boot timer
-        stops: its timeout would hide the reason. The first reason stays: a later one
-        (the worker's, after a boot timeout) is only logged."""
-        if self.public["state"] == "failed":
+        stops: its timeout would hide the reason. The first reason stays, a later one
+        is only logged, except after a boot timeout, which is not final: the worker's
+        failure after it replaces it."""
+        if self.public["state"] == "failed" and not str(self.public["error"]).startswith(
+            "boot-timeout:"
+        ):
             js.console.error("pagecontext: " + error)
             return
         if self.boot_timer is not None:
@@ -998,14 +1001,18 @@ class Edge:
             self._set_state("ready")
             self._load_child()
         elif kind == "bound":
+            if self.position == "embedder" and self.connect_sent:
+                # Bound: the child answered. A reloaded child's new document may announce
+                # itself before the worker's `unbound` for the binding that ended comes,
+                # which armed the silent timer anew (`_await_child`): withdrawn here. Not
+                # while no connect is out since the last navigation: that `bound` is for
+                # the binding that ended, and the timer is the new document's (an
+                # assistant's worker sends no `unbound` that would arm it again). Before
+                # the connection's number is set: one `pagecontext:state` says both.
+                self._child_answered()
             connection = message.get("connection")
             self.root.setAttribute("data-pc-connection", str(connection))
             self.public["connection"] = connection
-            if self.position == "embedder":
-                # Bound: the child answered. A reloaded child's new document may announce
-                # itself before the worker's `unbound` for the binding that ended comes,
-                # which armed the silent timer anew (`_await_child`): withdrawn here.
-                self._child_answered()
             self._set_state("bound")
         elif kind == "connecting":
             # A child: its `connected` is out; the embedder's `bound` makes it bound.
