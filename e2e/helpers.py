@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import (
@@ -238,6 +239,27 @@ def open_preview(assistant: Page | FrameLocator) -> None:
         ) from None
 
 
+def worker_script(origin: str = "") -> re.Pattern[str]:
+    """The URL of pagecontext's worker script (`/web/worker.mjs`, or its built name with
+    a digest), on `origin` if one is given."""
+    return re.compile(re.escape(origin) + r"/web/worker(-[0-9a-f]+)?\.mjs$")
+
+
+def assistant_timeouts(**timeouts: int) -> Callable[[Route], None]:
+    """A route handler for the assistant's page that serves it with `timeouts` in its
+    config (`bootMs=1`, say)."""
+
+    def configured(route: Route) -> None:
+        response = fetched(route)
+        text = response.text()
+        given = '"role": "assistant",'
+        assert given in text
+        limits = f" {json.dumps({'timeouts': timeouts})[1:-1]},"
+        route.fulfill(response=response, body=text.replace(given, given + limits))
+
+    return configured
+
+
 def system_colour(page: Page, name: str) -> str:
     """The colour the browser resolves the CSS system colour `name` (`SelectedItem`,
     `Canvas`, ...) to in `page`, as `getComputedStyle` gives colours."""
@@ -379,7 +401,7 @@ def watch_csp(context: BrowserContext) -> None:
         response = fetched(route)
         route.fulfill(response=response, body=CSP_WATCH_WORKER + response.text())
 
-    context.route(re.compile(r"/web/worker(-[0-9a-f]+)?\.mjs$"), prepend)
+    context.route(worker_script(), prepend)
 
 
 def worker_violations(worker: Worker) -> list[str]:

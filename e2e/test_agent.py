@@ -17,8 +17,8 @@ from .helpers import (
     ROW,
     admin,
     ask,
+    assistant_timeouts,
     diagnose_now,
-    fetched,
     html,
     open_preview,
     panel,
@@ -759,15 +759,9 @@ def idle_limited(page: Page, agent_origins: Origins) -> Iterator[tuple[Page, Ext
     assert agent is not None
     agent.reset()
 
-    def configured(route: Route) -> None:
-        response = fetched(route)
-        text = response.text()
-        given = '"role": "assistant",'
-        assert given in text
-        limit = f' "timeouts": {{"agentIdleMs": {AGENT_IDLE_MS}}},'
-        route.fulfill(response=response, body=text.replace(given, given + limit))
-
-    page.context.route(f"{agent_origins.assistant}/assistant.html*", configured)
+    page.context.route(
+        f"{agent_origins.assistant}/assistant.html*", assistant_timeouts(agentIdleMs=AGENT_IDLE_MS)
+    )
     page.goto(agent_origins.page + "/")
     wait_bound(page)
     wait_bound(panel(page))

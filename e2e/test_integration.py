@@ -21,6 +21,7 @@ from .helpers import (
     ROW,
     HeldWasm,
     after_collection,
+    assistant_timeouts,
     diagnose_now,
     fetched,
     html,
@@ -34,6 +35,7 @@ from .helpers import (
     show_and_expect,
     use_scripted_assistant,
     worker_report,
+    worker_script,
 )
 
 # Every `pagecontext:state` detail carries these keys, in this order.
@@ -146,17 +148,6 @@ def test_a_boot_timeout_tells_the_user_the_assistant_is_slow_and_it_still_binds(
 FAILED_DOT = "rgb(239, 68, 68)"
 
 
-def boot_in_a_millisecond(route: Route) -> None:
-    """Serve the assistant's page with `timeouts.bootMs` = 1."""
-    response = fetched(route)
-    text = response.text()
-    given = '"role": "assistant",'
-    assert given in text
-    route.fulfill(
-        response=response, body=text.replace(given, given + ' "timeouts": {"bootMs": 1},')
-    )
-
-
 def expect_a_slow_start(assistant: FrameLocator) -> None:
     """The assistant reports a boot timeout and still says it is starting, its dot not
     the failure's red."""
@@ -178,7 +169,7 @@ def test_an_assistant_past_its_boot_timeout_still_says_it_is_starting(
     """An assistant whose worker is not ready within `timeouts.bootMs` keeps saying, in
     its context area, that it is starting (a boot timeout is not final), its dot not the
     failure's red; bound later, the panel is drawn."""
-    page.context.route(f"{origins.assistant}/assistant.html*", boot_in_a_millisecond)
+    page.context.route(f"{origins.assistant}/assistant.html*", assistant_timeouts(bootMs=1))
     page.goto(origins.page + "/")
     assistant = panel(page)
     expect_a_slow_start(assistant)
@@ -195,9 +186,8 @@ def test_a_failure_after_a_boot_timeout_replaces_it(
     worker's script does not load past its boot timeout reports that failure, and its
     panel no longer says it is starting."""
     held: list[Route] = []
-    worker_script = re.compile(re.escape(origins.assistant) + r"/web/worker(-[0-9a-f]+)?\.mjs$")
-    context.route(worker_script, lambda route: held.append(route))
-    context.route(f"{origins.assistant}/assistant.html*", boot_in_a_millisecond)
+    context.route(worker_script(origins.assistant), lambda route: held.append(route))
+    context.route(f"{origins.assistant}/assistant.html*", assistant_timeouts(bootMs=1))
     page.goto(origins.page + "/")
     assistant = panel(page)
     expect_a_slow_start(assistant)
@@ -459,7 +449,7 @@ def test_a_reloaded_child_bound_again_is_not_reported_silent_later(
         response = fetched(route)
         route.fulfill(response=response, body=HOLD_UNBOUND_UNTIL_THE_NEXT_PORT + response.text())
 
-    context.route(re.compile(re.escape(origins.page) + r"/web/worker(-[0-9a-f]+)?\.mjs$"), hold)
+    context.route(worker_script(origins.page), hold)
     child_ms = 2000
     page.goto(quick_child_report(origins, origins.assistant + "/assistant.html", child_ms))
     wait_bound(page)
