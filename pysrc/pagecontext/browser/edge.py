@@ -112,6 +112,9 @@ _HIGHLIGHT_WORDS = tuple(HIGHLIGHT_SAID.values())
 # What `data-pc-error` says when the worker's `error` event names nothing (a script that
 # did not load).
 WORKER_ERROR = "the worker's script did not load, or it stopped on an uncaught error"
+# The reason of a boot timeout (`data-pc-error`) begins so: the one failure that is not
+# final, which boot.mjs and the styles tell apart by it.
+BOOT_TIMEOUT = "boot-timeout:"
 
 
 class ProxyOwner:
@@ -604,15 +607,14 @@ class Edge:
         stops: its timeout would hide the reason. The first reason stays, a later one
         is only logged, except after a boot timeout, which is not final: the worker's
         failure after it replaces it."""
+        js.console.error("pagecontext: " + error)
         if self.public["state"] == "failed" and not str(self.public["error"]).startswith(
-            "boot-timeout:"
+            BOOT_TIMEOUT
         ):
-            js.console.error("pagecontext: " + error)
             return
         if self.boot_timer is not None:
             self.owner.cancel(self.boot_timer)
             self.boot_timer = None
-        js.console.error("pagecontext: " + error)
         self.root.setAttribute("data-pc-error", error)
         self.public["error"] = error
         self._set_state("failed")
@@ -621,7 +623,7 @@ class Edge:
     def _on_boot_timeout(self) -> None:
         self.boot_timer = None
         ms = self.config["timeouts"]["bootMs"]
-        self._fail("boot-timeout: the worker was not ready within " + str(ms) + " ms")
+        self._fail(BOOT_TIMEOUT + " the worker was not ready within " + str(ms) + " ms")
 
     def _reject(self, reason: str) -> None:
         count = self.rejected.get(reason, 0) + 1
