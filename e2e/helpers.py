@@ -467,6 +467,15 @@ def scripted_command(
     )
 
 
+def navigate_soon(target: Page | Frame, navigation: str, arg: object = None) -> None:
+    """Run `navigation` (`location.reload()`, `history.back()`, `location.href = arg`, ...)
+    in `target`, with `arg`, in a task after this call's answer: a navigation that starts
+    while the call is answered destroys the context it runs in, and the call fails. A
+    function, not an expression: Playwright evaluates an expression with eval(), which a
+    page's policy may refuse."""
+    target.evaluate(f"arg => {{ setTimeout(() => {{ {navigation}; }}); }}", arg)
+
+
 def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
     """Point the demo's panel frame at `url` (on the assistant's origin), reload it, wait
     until the page binds it as connection `connection`, and return it."""
@@ -474,6 +483,6 @@ def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
         "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
         url,
     )
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, connection=connection)
     return panel(page)

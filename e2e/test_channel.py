@@ -41,6 +41,7 @@ from .helpers import (
     diagnose_now,
     fetched,
     html,
+    navigate_soon,
     panel,
     pin,
     select_and_ask,
@@ -228,7 +229,7 @@ def test_a_first_port_message_that_is_not_plain_data_closes_the_handshake(
         "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
         scripted,
     )
-    demo.frames[1].evaluate("location.reload()")
+    navigate_soon(demo.frames[1], "location.reload()")
     expect(html(demo)).to_have_attribute(
         "data-pc-rejected-handshake-not-connected", "1", timeout=STEP_TIMEOUT_MS
     )
@@ -313,8 +314,8 @@ def test_an_assistant_that_navigates_away_receives_nothing(demo: Page, origins: 
     """After binding, the assistant frame navigates itself to another origin: that
     document's handshake is refused by origin, the page unbinds when the bound document
     leaves, and a selection shared afterwards never reaches the new document."""
-    demo.frames[1].evaluate(
-        "url => { location.href = url; }", origins.third + "/e2e/attacker.html?mode=ready"
+    navigate_soon(
+        demo.frames[1], "location.href = arg", origins.third + "/e2e/attacker.html?mode=ready"
     )
     expect(html(demo)).to_have_attribute("data-pc-rejected-origin", "1", timeout=STEP_TIMEOUT_MS)
     expect(html(demo)).to_have_attribute("data-pc-state", "ready")
@@ -448,7 +449,7 @@ def test_a_reloaded_or_replayed_child_gets_a_fresh_nonce(
     page.goto(sandboxed_origins.page + "/")
     wait_bound(page)
     [first] = nonces.seen
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, connection=2)
     [_, second] = nonces.seen
     assert second != first
@@ -476,11 +477,11 @@ def test_an_assistant_loaded_again_adds_nothing_to_the_pages_history(
     page.goto(origins.page + "/")
     wait_bound(page)
     length = page.evaluate("history.length")
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, connection=2)
     wait_bound(panel(page))
     assert page.evaluate("history.length") == length
-    page.evaluate("history.back()")
+    navigate_soon(page, "history.back()")
     expect(page).to_have_url(before, timeout=STEP_TIMEOUT_MS)
 
 
@@ -496,9 +497,7 @@ def test_back_to_the_page_keeps_the_way_forward(page: Page, origins: Origins) ->
     page.go_back()
     wait_bound(page)
     wait_bound(panel(page))
-    # In a task after this call's answer: a navigation while it is answered destroys the
-    # context it runs in, and the call fails.
-    page.evaluate("setTimeout(() => history.forward())")
+    navigate_soon(page, "history.forward()")
     expect(page).to_have_url(after, timeout=STEP_TIMEOUT_MS)
 
 
@@ -544,8 +543,10 @@ def test_a_sandboxed_assistant_that_navigates_away_is_loaded_again_not_bound(
     page.goto(sandboxed_origins.page + "/")
     wait_bound(page)
     [first] = nonces.seen
-    page.frames[1].evaluate(
-        "url => { location.href = url; }", sandboxed_origins.third + "/e2e/attacker.html?mode=ready"
+    navigate_soon(
+        page.frames[1],
+        "location.href = arg",
+        sandboxed_origins.third + "/e2e/attacker.html?mode=ready",
     )
     wait_bound(page, connection=2)
     second = nonces.seen[-1]
@@ -569,7 +570,7 @@ def test_a_frame_pointed_at_another_origin_gets_no_nonce(demo: Page, origins: Or
     frame.evaluate("(element, url) => element.setAttribute('data-pc-src', url)", elsewhere)
     errors: list[str] = []
     demo.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    demo.frames[1].evaluate("location.reload()")
+    navigate_soon(demo.frames[1], "location.reload()")
     expect(html(demo)).to_have_attribute("data-pc-rejected-child-url", "1", timeout=BOOT_TIMEOUT_MS)
     assert origins.third not in (frame.get_attribute("src") or "")
     assert any("data-pc-src must stay on peerOrigin" in error for error in errors), errors

@@ -19,6 +19,7 @@ from .helpers import (
     ask,
     diagnose_now,
     html,
+    navigate_soon,
     open_preview,
     open_workbench,
     panel,
@@ -427,7 +428,7 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
     row = page.locator(f'tr[data-pc-resource-ref="{ROW}"]')
     expect(row).to_have_attribute("data-pc-highlight", "focus")
     child = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
-    child.evaluate("() => { location.reload(); }")
+    navigate_soon(child, "location.reload()")
     wait_bound(page, connection=2)
     expect(row).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
     expect(row).to_have_attribute("aria-selected", "true")

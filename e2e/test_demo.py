@@ -18,6 +18,7 @@ from .helpers import (
     ask,
     diagnose_now,
     html,
+    navigate_soon,
     open_preview,
     open_workbench,
     panel,
@@ -377,7 +378,7 @@ def test_commands_for_a_reloaded_page_are_stale_and_not_applied(
         "data-pc-receipt-status", "applied", timeout=STEP_TIMEOUT_MS
     )
 
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, connection=2)
     wait_bound(child)
     expect(child.locator(f'tr[data-pc-resource-ref="{ROW}"]')).to_be_visible()
@@ -552,7 +553,7 @@ def test_a_command_nobody_answers_is_unconfirmed_and_never_applied(
     old_page.wait_for_function("() => window.__taken === 2")
     receipt = page.locator("[data-pc-receipt]")
     expect(receipt).to_have_attribute("data-pc-receipt-status", "pending")
-    old_page.evaluate("location.reload()")
+    navigate_soon(old_page, "location.reload()")
     expect(receipt).to_have_attribute(
         "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
     )

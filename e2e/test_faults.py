@@ -17,6 +17,7 @@ from .helpers import (
     ROW,
     ask,
     html,
+    navigate_soon,
     open_workbench,
     panel,
     pin,
@@ -161,7 +162,9 @@ def test_a_restored_conversation_waiting_for_its_page_sends_no_show_me(
     )
 
     context.unroute(worker)
-    next(f for f in page.frames if f.url.startswith(origins.page)).evaluate("location.reload()")
+    navigate_soon(
+        next(f for f in page.frames if f.url.startswith(origins.page)), "location.reload()"
+    )
     expect(html(page)).to_have_attribute("data-pc-state", "bound", timeout=BOOT_TIMEOUT_MS)
     # Drawn from a state after the press: a command it sent would be in the log by now.
     expect(show).to_have_attribute("aria-disabled", "false", timeout=STEP_TIMEOUT_MS)

@@ -25,6 +25,7 @@ from .helpers import (
     diagnose_now,
     fetched,
     html,
+    navigate_soon,
     open_preview,
     panel,
     pin,
@@ -453,7 +454,7 @@ def test_a_reloaded_child_bound_again_is_not_reported_silent_later(
     child_ms = 2000
     page.goto(quick_child_report(origins, origins.assistant + "/assistant.html", child_ms))
     wait_bound(page)
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, 2)
     reported = len(child_reports(page))
     page.evaluate(AFTER, child_ms)
@@ -480,7 +481,7 @@ def test_a_child_whose_handshake_is_refused_is_reported_refused(
         "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
         origins.assistant + "/assistant.html",
     )
-    page.frames[1].evaluate("location.reload()")
+    navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page)
     expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
     assert child_reports(page) == [None, "refused", None]
@@ -498,7 +499,7 @@ def test_a_refused_child_reloaded_while_its_server_is_down_is_reported_silent(
         lambda url: url.startswith(document), lambda route: route.abort("connectionrefused")
     )
     child = next(frame for frame in page.frames if frame.url.startswith(document))
-    child.evaluate("() => { location.reload(); }")
+    navigate_soon(child, "location.reload()")
     expect(html(page)).to_have_attribute("data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS)
     assert child_reports(page)[-2:] == ["refused", "silent"]
     expect(html(page)).to_have_attribute("data-pc-state", "ready")
@@ -549,7 +550,7 @@ def test_a_bound_child_that_reloads_and_does_not_come_back_is_reported(
     child = next(frame for frame in page.frames if frame.url.startswith(origins.assistant))
     silent = lambda message: message.type == "warning" and child_url in message.text  # noqa: E731
     with page.expect_console_message(silent, timeout=BOOT_TIMEOUT_MS):
-        child.evaluate("() => { location.reload(); }")
+        navigate_soon(child, "location.reload()")
         expect(html(page)).to_have_attribute(
             "data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS
         )
