@@ -242,6 +242,33 @@ def test_a_build_says_which_files_put_into_the_earlier_bundle_it_removed(
     assert "held" not in capsys.readouterr().err
 
 
+def test_an_assembly_says_which_files_put_into_the_earlier_site_it_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`assemble --out` replaces an earlier site whole, as `build` does its bundle, and
+    names on stderr what was put into it since and is gone with it."""
+    out = tmp_path / "site"
+    out.mkdir()
+    for name in (OUTPUT_MARK, "index.html", "CNAME"):
+        (out / name).write_text("")
+
+    def replace(
+        _root: Path, out: Path, *_args: object, **_kwargs: object
+    ) -> tuple[object, list[object]]:
+        (out / "CNAME").unlink(missing_ok=True)
+        return {}, []
+
+    monkeypatch.setattr("pagecontext.server.site.assemble", replace)
+    assert main(["assemble", "--out", str(out), "--wheels", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        f"pagecontext: note: {out} held CNAME, which the assembly does not write: removed "
+        "with the earlier site (keep such files elsewhere and copy them in after each assembly)"
+    ) in err
+    assert main(["assemble", "--out", str(out), "--wheels", str(tmp_path)]) == 0
+    assert "held" not in capsys.readouterr().err
+
+
 def test_no_agent_builds_an_assistant_whose_agent_url_is_empty(
     tmp_path: Path, built: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -425,6 +425,7 @@ def _assemble(args: argparse.Namespace) -> int:
     root = _repository(args)
     if root is None:
         return EXIT_USAGE
+    held = _names_in(args.out)
     try:
         _runtime, compressed = assemble(
             root, args.out, args.wheels, _step, brotli_cache=brotli_cache(root)
@@ -432,6 +433,7 @@ def _assemble(args: argparse.Namespace) -> int:
     except (SiteError, subprocess.CalledProcessError, OSError) as error:
         print(f"pagecontext: cannot assemble the site: {error}", file=sys.stderr)
         return 1
+    _note_removed(args.out, held, "the assembly", "site")
     for path, size, packed in compressed:
         print(f"  {path.name}: {size:,} -> {packed:,} bytes")
     return 0
@@ -487,16 +489,7 @@ def _build(args: argparse.Namespace) -> int:
             )
         else:
             print(f"pagecontext: {out} held no earlier bundle: nothing kept")
-    gone = sorted(held - _names_in(bundle.out))
-    if gone:
-        # Put there since the earlier build (a host's CNAME, say): replaced with the
-        # bundle, as docs/deploy.md says, but never without a word.
-        print(
-            f"pagecontext: note: {out} held {', '.join(gone)}, which the build does not "
-            "write: removed with the earlier bundle (keep such files elsewhere and copy "
-            "them in after each build)",
-            file=sys.stderr,
-        )
+    _note_removed(out, held, "the build", "bundle")
     print(
         f"pagecontext: wrote {bundle.out}: serve it on {bundle.page_origin} and "
         f"{bundle.assistant_origin} with the headers in {bundle.out / '_headers'}"
@@ -536,6 +529,20 @@ def _serve(args: argparse.Namespace) -> int:
         started=f"pagecontext serve: {folder}: page {page}/  assistant {assistant}/  "
         "(Ctrl-C to stop)",
     )
+
+
+def _note_removed(out: Path, held: set[str], writer: str, output: str) -> None:
+    """Name on stderr what `out` held (`held`, its names before `writer` replaced it) and
+    holds no longer: files put there since the earlier `output` (a host's CNAME, say),
+    replaced with it, as docs/deploy.md says, but never without a word."""
+    gone = sorted(held - _names_in(out))
+    if gone:
+        print(
+            f"pagecontext: note: {out} held {', '.join(gone)}, which {writer} does not "
+            f"write: removed with the earlier {output} (keep such files elsewhere and copy "
+            f"them in after each {writer.split()[-1]})",
+            file=sys.stderr,
+        )
 
 
 def _names_in(folder: Path) -> set[str]:
