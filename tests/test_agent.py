@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import http.server
 import json
 import threading
@@ -19,7 +20,7 @@ from pagecontext import agui
 from pagecontext.agent.explain import LiveRead, ReadRefused, SalesFigures, explain
 from pagecontext.agui import EventSequenceVerifier, TaskContext
 from pagecontext.models import Quantity
-from pagecontext.server import access
+from pagecontext.server import access, agent_endpoint, bodies
 from pagecontext.server.agent_endpoint import (
     AGENT_READS,
     MAX_RESOURCE_BYTES,
@@ -782,3 +783,79 @@ def test_a_page_of_another_origin_cannot_run_the_agent(tmp_path: Path) -> None:
         assert own.status_code == 200
         assert stream(assistant, run_body())[0].type == "RUN_STARTED"
     assert len(reads) == 2
+
+
+def test_a_run_holds_none_of_its_input_it_does_not_use_while_it_reads(tmp_path: Path) -> None:
+    """A run input may carry any JSON in `state`, `forwardedProps`, a tool's `parameters`
+    or a key AG-UI does not name (1 MB of nested arrays is some 40 MB of lists, which the
+    collector then walks on every full pass): none of it is held while the run waits for
+    its read, nor while it answers. Of its input a run keeps its ids, its task, the
+    authorization and whether it proposed a flag already."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path)
+    marker = "pc-test-an-unused-part-of-the-run-input"
+    held: list[bool] = []
+
+    def reader(_ref: str, _authorization: str) -> ReadRefused:
+        gc.collect()
+        held.append(any(type(o) is list and o[:1] == [marker] for o in gc.get_objects()))
+        return ReadRefused(403, "not-authorized")
+
+    body = run_body()
+    body["state"] = body["extraKey"] = "UNUSED"
+    assert isinstance(body["forwardedProps"], dict)
+    body["forwardedProps"]["more"] = "UNUSED"
+    # The lists exist only as the server reads them from the text.
+    text = json.dumps(body).replace('"UNUSED"', json.dumps([marker, [[[]]]]))
+    app = create_assistant_app(config, resource_reader=reader)
+    with assistant_client(config, app) as assistant:
+        response = assistant.post(
+            "/agent", content=text, headers={"Content-Type": "application/json"}
+        )
+    events = verified_events(response.headers["content-type"], response.text)
+    assert (events[0].type, events[-1].type) == ("RUN_STARTED", "RUN_FINISHED")
+    assert "Access denied" in _text(events)
+    assert held == [False]
+
+
+def test_a_run_input_is_read_while_the_page_origin_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a run input can take seconds (under 1 MB of nested arrays with one escaped
+    lone surrogate: 1.4-2.3 s), so it is read off the event loop both origins share: the
+    page origin, which answers the agent's reads, answers meanwhile. (The read here
+    waits until the page origin has answered, 10 s at most: a bound, not a wait.)"""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
+    create_demo_db(config.db_path)
+    reading, answered = threading.Event(), threading.Event()
+
+    def read_json(body: bytes) -> object:
+        reading.set()
+        answered.wait(10)
+        return bodies.read_json(body)
+
+    monkeypatch.setattr(agent_endpoint, "read_json", read_json)
+    apps = [
+        (create_page_app(config), config.page_port),
+        (create_assistant_app(config), config.assistant_port),
+    ]
+    agent = f"http://127.0.0.1:{config.assistant_port}/agent"
+    host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
+    with serve_in_thread(apps), ThreadPoolExecutor(1) as pool:
+        run = pool.submit(
+            httpx.post, agent, json=run_body(), headers=host, timeout=60, trust_env=False
+        )
+        try:
+            assert reading.wait(10)
+            sales = httpx.get(
+                f"{config.page_origin}/api/sales?region=East", timeout=5, trust_env=False
+            )
+        finally:
+            answered.set()
+        assert sales.status_code == 200
+        response = run.result()
+    events = verified_events(response.headers["content-type"], response.text)
+    assert "2.94 times its average of 1,441 units" in _text(events)

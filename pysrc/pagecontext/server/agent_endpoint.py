@@ -28,11 +28,11 @@ import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 import anyio
 import anyio.to_thread
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
 from pydantic import TypeAdapter, ValidationError
 from sse_starlette import EventSourceResponse
 from starlette.requests import Request
@@ -54,6 +54,7 @@ from pagecontext.agent.run import (
     run_started,
     user_authorization,
 )
+from pagecontext.agui import TaskContext
 from pagecontext.errors import PagecontextError
 from pagecontext.models import ObservedAt, first_problem, is_reason, parse_json
 from pagecontext.server import access
@@ -216,6 +217,42 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
+class _Run(NamedTuple):
+    """What a run uses of its input."""
+
+    ids: RunAgentInput  # its ids: a RunAgentInput holding nothing else
+    task: TaskContext | None
+    authorization: str  # to read the task's row with
+    proposed: bool  # the conversation proposed a flag of that row already
+    failure: Exception | None  # answered after RUN_STARTED, as any failure of the run
+
+
+def _take_run(body: bytes) -> RunErrorEvent | _Run:
+    """What the run of the request `body` uses of it (`_Run`), or the RUN_ERROR of a body
+    that is no RunAgentInput. The rest (any JSON in `state`, `forwardedProps`, a tool's
+    `parameters`, a key AG-UI does not name: 1 MB of nested arrays is some 40 MB of
+    lists) is not kept while the run waits for its read."""
+    try:
+        value = read_json(body)
+    except ValueError as error:
+        return run_error(f"not a RunAgentInput: (body): not JSON: {error}", "bad-input")
+    try:
+        run_input = RunAgentInput.model_validate(value)
+    except ValidationError as error:
+        problem = first_problem(error, "(body)")
+        return run_error(f"not a RunAgentInput: {problem}", "bad-input")
+    ids = RunAgentInput.model_construct(thread_id=run_input.thread_id, run_id=run_input.run_id)
+    try:
+        task = pinned_task(run_input)
+        if task is None:
+            return _Run(ids, None, "", False, None)
+        authorization = user_authorization(run_input)
+        proposed = flag_proposed(run_input, task.resource_ref)
+        return _Run(ids, task, authorization, proposed, None)
+    except Exception as error:
+        return _Run(ids, None, "", False, error)
+
+
 def agent_endpoint(
     reader: ResourceReader,
     new_id: Callable[[], str] = _new_id,
@@ -231,11 +268,11 @@ def agent_endpoint(
     not a page's. A body that has not arrived within `body_seconds` gets a 408 (JSON).
     """
 
-    reads: list[anyio.CapacityLimiter] = []  # made in the event loop, on the first run
+    # Made in the event loop, on the first run: the reads, and the run inputs read.
+    reads: list[anyio.CapacityLimiter] = []
+    takes: list[anyio.CapacityLimiter] = []
 
     async def read(ref: str, authorization: str) -> LiveRead | ReadRefused:
-        if not reads:
-            reads.append(anyio.CapacityLimiter(AGENT_READS))
         return await anyio.to_thread.run_sync(reader, ref, authorization, limiter=reads[0])
 
     async def endpoint(request: Request) -> Response:
@@ -256,27 +293,25 @@ def agent_endpoint(
             if body is None:
                 yield run_error("the run input is larger than 1 MB", "bad-input")
                 return
-            try:
-                value = read_json(body)
-            except ValueError as error:
-                yield run_error(f"not a RunAgentInput: (body): not JSON: {error}", "bad-input")
+            if not reads:
+                reads.append(anyio.CapacityLimiter(AGENT_READS))
+                takes.append(anyio.CapacityLimiter(1))
+            # Not on the event loop both origins share: 1 MB of JSON can take seconds.
+            taken = await anyio.to_thread.run_sync(_take_run, body, limiter=takes[0])
+            if isinstance(taken, RunErrorEvent):
+                yield taken
                 return
+            ids, task, authorization, proposed, failure = taken
+            yield run_started(ids)
             try:
-                run_input = RunAgentInput.model_validate(value)
-            except ValidationError as error:
-                problem = first_problem(error, "(body)")
-                yield run_error(f"not a RunAgentInput: {problem}", "bad-input")
-                return
-            yield run_started(run_input)
-            try:
-                task = pinned_task(run_input)
+                if failure is not None:
+                    raise failure
                 if task is None:
                     answer = NO_SELECTION
                 else:
-                    outcome = await read(task.resource_ref, user_authorization(run_input))
-                    proposed = flag_proposed(run_input, task.resource_ref)
+                    outcome = await read(task.resource_ref, authorization)
                     answer = explain(task, outcome, flag_proposed=proposed)
-                answered = answer_events(run_input, answer, new_id)
+                answered = answer_events(ids, answer, new_id)
             except RunInputError as error:
                 yield run_error(str(error), "bad-input")
                 return
@@ -286,7 +321,7 @@ def agent_endpoint(
             except Exception:
                 # A run that started ends with RUN_ERROR, never a dropped stream.
                 # The run's id is the caller's: written quoted and cut, never as given.
-                _LOG.exception("the agent could not answer run %.80r", run_input.run_id)
+                _LOG.exception("the agent could not answer run %.80r", ids.run_id)
                 yield run_error("the agent could not answer: an internal error", "internal-error")
                 return
             for event in answered:
