@@ -602,3 +602,24 @@ def test_an_output_is_replaced_only_by_the_command_that_wrote_it(
     assert main([*args, "--wheels", str(tmp_path / "no-wheels"), "--root", str(REPOSITORY)]) == 1
     assert said in capsys.readouterr().err.splitlines()[-1]
     assert _listing(out) == before
+
+
+def test_a_websocket_any_page_can_open_writes_nothing_into_the_terminal(root: Path) -> None:
+    """Any web page can have its visitor's browser try a WebSocket to either origin (no
+    preflight, no CORS): the request is answered as the HTTP request it is, and writes
+    nothing into the demo's terminal (uvicorn warns twice for each, advising to install a
+    WebSocket library the demo has no use for)."""
+    page_port, assistant_port = free_port(), free_port()
+    with pagecontext_running(*_demo_args(root, page_port, assistant_port)) as process:
+        assert first_line(process).startswith("pagecontext demo: ")
+        for host, port in (("127.0.0.1", page_port), ("localhost", assistant_port)):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+                client.sendall(
+                    f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                    "Origin: https://elsewhere.example\r\nConnection: Upgrade\r\n"
+                    "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n".encode()
+                )
+                assert client.recv(64).startswith(b"HTTP/1.1 ")
+        code, err = stopped(process, signal.SIGTERM)
+    assert (code, err) == (0, "")

@@ -183,6 +183,18 @@ def _without_cancelled_requests(record: logging.LogRecord) -> bool:
     return not isinstance(error, asyncio.CancelledError)
 
 
+# What uvicorn says of a request to upgrade its connection to a WebSocket, which neither
+# origin serves (it is answered as the HTTP request it also is). Any web page can have
+# its visitor's browser try one, without a preflight: each try would write these two
+# lines into the demo's terminal, the second advising to install a WebSocket library.
+_UPGRADE_WARNINGS: Final = ("Unsupported upgrade request.", "No supported WebSocket library")
+
+
+def _without_upgrade_warnings(record: logging.LogRecord) -> bool:
+    """Leave out uvicorn's warnings of a WebSocket request (`_UPGRADE_WARNINGS`)."""
+    return not record.getMessage().startswith(_UPGRADE_WARNINGS)
+
+
 class _ServerWithoutSignals(uvicorn.Server):
     """A uvicorn server that leaves signal handling to `_Servers`.
 
@@ -220,7 +232,8 @@ class _Servers:
             for app, port in apps
         ]
         # Made by uvicorn.Config, which sets up uvicorn's logging.
-        logging.getLogger("uvicorn.error").addFilter(_without_cancelled_requests)
+        for unsaid in (_without_cancelled_requests, _without_upgrade_warnings):
+            logging.getLogger("uvicorn.error").addFilter(unsaid)
         self.failed = False
 
     def request_exit(self) -> None:
