@@ -55,6 +55,9 @@ build/sources.txt: FORCE
 	@echo "$(PYSRC) $(APPS)" | cmp -s - $@ || echo "$(PYSRC) $(APPS)" > $@
 FORCE:
 $(SITE)/.stamp: $(VENV)/.stamp node_modules/.stamp $(WHEELS_DL)/.stamp $(PYSRC) $(APPS) build/sources.txt pyproject.toml $(SNAPSHOT_JS)
+	@# The stamp is make's, not the assembly's: out of the earlier site before it is
+	@# replaced, so that assemble does not name it as a file put there since.
+	rm -f $@
 	$(PY) -m pagecontext assemble --out $(SITE) --wheels $(WHEELS_DL)
 	touch $@
 

@@ -639,3 +639,34 @@ def test_keep_previous_never_follows_a_symbolic_link_out_of_the_earlier_bundle(
     assert keep_previous(previous, new) == Kept(found=True, files=1, bytes=len(b"old boot"))
     files = sorted(p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file())
     assert files == ["kept.json", "web/boot-aaaa.mjs"]
+
+
+@pytest.mark.parametrize("command", ["assemble", "build"])
+def test_an_output_folder_that_cannot_be_listed_is_said_in_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    """An output folder the user may not list (its mode 000, say): the command says it
+    cannot write there, in its one line, exit status 1, never a traceback from noting
+    what the earlier output held."""
+    out = tmp_path / "out"
+    out.mkdir()
+    listing = Path.iterdir
+
+    def iterdir(self: Path) -> object:
+        if self.absolute() == out.absolute():
+            raise PermissionError(13, "Permission denied", str(self))
+        return listing(self)
+
+    def refused(_root: Path, out: Path, *_args: object, **_kwargs: object) -> object:
+        return any(out.iterdir())  # as `site.replacing` looks into it first
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    monkeypatch.setattr("pagecontext.server.site.assemble", refused)
+    monkeypatch.setattr("pagecontext.server.bundle.build_bundle", refused)
+    args = ["assemble", "--out", str(out), "--wheels", str(tmp_path)]
+    assert main(args if command == "assemble" else ["build", str(out)]) == 1
+    said = "cannot assemble the site" if command == "assemble" else "cannot build the bundle"
+    assert f"pagecontext: {said}: [Errno 13] Permission denied" in capsys.readouterr().err

@@ -546,8 +546,12 @@ def _note_removed(out: Path, held: set[str], writer: str, output: str) -> None:
 
 
 def _names_in(folder: Path) -> set[str]:
-    """The names in `folder` (none if it is no folder)."""
-    return {entry.name for entry in folder.iterdir()} if folder.is_dir() else set()
+    """The names in `folder` (none if it is no folder, or one that cannot be listed: the
+    command that writes it then says why, in its own words)."""
+    try:
+        return {entry.name for entry in folder.iterdir()} if folder.is_dir() else set()
+    except OSError:
+        return set()
 
 
 def _step(step: str) -> None:
