@@ -6,6 +6,7 @@ import gc
 import http.server
 import json
 import threading
+import types
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -859,3 +860,47 @@ def test_a_run_input_is_read_while_the_page_origin_answers(
         response = run.result()
     events = verified_events(response.headers["content-type"], response.text)
     assert "2.94 times its average of 1,441 units" in _text(events)
+
+
+def test_a_run_holds_not_even_its_body_while_it_reads(tmp_path: Path) -> None:
+    """Once its input is read, a run keeps of it what it uses only: not the request's
+    body either (up to 1 MB of text each, for every run waiting for its read)."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path)
+    marker = b"pc-test-the-raw-body-of-a-run"
+    held: list[bool] = []
+
+    def holds_body(value: object) -> bool:
+        return isinstance(value, bytes) and value != marker and marker in value
+
+    def reader(_ref: str, _authorization: str) -> ReadRefused:
+        gc.collect()
+        found = False
+        for o in gc.get_objects():
+            if isinstance(o, types.CellType):
+                try:
+                    found = found or holds_body(o.cell_contents)
+                except ValueError:  # an empty cell
+                    continue
+            if isinstance(o, types.AsyncGeneratorType):
+                frame = o.ag_frame
+            elif isinstance(o, types.CoroutineType):
+                frame = o.cr_frame
+            else:
+                continue
+            if frame is not None:
+                found = found or any(holds_body(v) for v in frame.f_locals.values())
+        held.append(found)
+        return ReadRefused(403, "not-authorized")
+
+    body = run_body()
+    body["state"] = {"unused": marker.decode() + "x" * 100_000}
+    app = create_assistant_app(config, resource_reader=reader)
+    with assistant_client(config, app) as assistant:
+        response = assistant.post(
+            "/agent", content=json.dumps(body), headers={"Content-Type": "application/json"}
+        )
+    events = verified_events(response.headers["content-type"], response.text)
+    assert "Access denied" in _text(events)
+    assert held == [False]

@@ -290,14 +290,18 @@ def agent_endpoint(
             )
 
         async def events() -> AsyncIterator[BaseEvent]:
+            nonlocal body
             if body is None:
                 yield run_error("the run input is larger than 1 MB", "bad-input")
                 return
             if not reads:
                 reads.append(anyio.CapacityLimiter(AGENT_READS))
                 takes.append(anyio.CapacityLimiter(1))
+            # The body too is not kept past its reading (up to 1 MB for each run).
+            text, body = body, None
             # Not on the event loop both origins share: 1 MB of JSON can take seconds.
-            taken = await anyio.to_thread.run_sync(_take_run, body, limiter=takes[0])
+            taken = await anyio.to_thread.run_sync(_take_run, text, limiter=takes[0])
+            del text
             if isinstance(taken, RunErrorEvent):
                 yield taken
                 return
