@@ -26,6 +26,7 @@ from .helpers import (
     preview_text,
     select_and_ask,
     show_and_expect,
+    system_colour,
     worker_report,
 )
 
@@ -376,6 +377,32 @@ def test_the_panel_says_an_answer_is_running_and_keeps_a_question_sent_meanwhile
     said = answer.locator("[data-pc-answer-text]").text_content() or ""
     expect(announce).to_have_text(f"The assistant answered: {said}")
     expect(assistant.locator('[data-pc-log-kind="question"]')).to_have_count(1)
+
+
+def test_forced_colours_keep_the_connection_dots_the_progress_and_the_answers_box(
+    agent_demo: tuple[Page, ExternalAgent],
+) -> None:
+    """In forced colours (a Windows contrast theme), which drop fills: each frame's
+    connection dot stays, a disc in the text's colour once bound; a running answer's
+    progress dot stays; and the answer's box, drawn by its fill alone, keeps a border."""
+    demo, agent = agent_demo
+    demo.emulate_media(forced_colors="active")
+    assistant = panel(demo)
+    ink = system_colour(demo, "CanvasText")
+    assert ink != system_colour(demo, "Canvas")
+    for frame in (demo, assistant):
+        expect(frame.locator(".pc-dot")).to_have_css("background-color", ink)
+    pin(demo, assistant, ROW)
+    agent.gate.clear()
+    answer = ask(assistant, QUESTION, until="running")
+    progress = answer.locator(".pc-progress").evaluate(
+        "(el) => getComputedStyle(el, '::before').backgroundColor"
+    )
+    assert progress == ink, progress
+    agent.gate.set()
+    expect(answer).to_have_attribute("data-pc-answer-state", "done", timeout=STEP_TIMEOUT_MS)
+    expect(answer).to_have_css("border-top-style", "solid")
+    expect(answer).to_have_css("border-top-color", ink)
 
 
 def test_the_user_stops_a_running_answer_and_asks_again_at_once(
