@@ -485,18 +485,52 @@ def test_an_assistant_loaded_again_adds_nothing_to_the_pages_history(
     expect(page).to_have_url(before, timeout=STEP_TIMEOUT_MS)
 
 
-def test_back_to_the_page_keeps_the_way_forward(page: Page, origins: Origins) -> None:
-    """The user leaves the page and comes back to it with Back: the page is loaded anew,
-    its assistant's frame restored by the browser from its history, and loaded again
-    with a fresh nonce. That load replaces the frame's entry: Forward still goes to the
-    page the user had gone on to."""
+# The page moves its child frame to the end of its parent (the same element).
+MOVE_CHILD_FRAME = """() => {
+  const frame = document.querySelector("iframe[data-pc-child]");
+  frame.parentElement.append(frame);
+}"""
+
+
+def back_to_the_page(page: Page, origins: Origins) -> str:
+    """Open the page, wait until it is bound, go on to another URL and come back with
+    Back (the page loaded anew), until it is bound again; return the other URL."""
     page.goto(origins.page + "/")
     wait_bound(page)
     after = origins.page + "/py/runtime.json"
     page.goto(after)
     page.go_back()
     wait_bound(page)
+    return after
+
+
+def test_back_to_the_page_keeps_the_way_forward(page: Page, origins: Origins) -> None:
+    """The user leaves the page and comes back to it with Back: the page is loaded anew,
+    its assistant's frame restored by the browser from its history, and loaded again
+    with a fresh nonce. That load replaces the frame's entry: Forward still goes to the
+    page the user had gone on to."""
+    after = back_to_the_page(page, origins)
     wait_bound(panel(page))
+    navigate_soon(page, "history.forward()")
+    expect(page).to_have_url(after, timeout=STEP_TIMEOUT_MS)
+
+
+@pytest.mark.parametrize("layout", ["panel", "sandboxed-panel"])
+def test_an_assistant_frame_moved_in_a_page_loaded_by_back_binds_again(
+    page: Page, request: pytest.FixtureRequest, layout: str
+) -> None:
+    """In a page the browser loaded anew by Back (its assistant's frame restored from the
+    history, then loaded in place with a fresh nonce, its `src` left as it was), the page
+    moves the bound frame in its document: the move empties the frame, which is loaded
+    again and bound on a new connection. Twice, and Forward still goes on."""
+    sandboxed = layout == "sandboxed-panel"
+    origins: Origins = request.getfixturevalue("sandboxed_origins" if sandboxed else "origins")
+    after = back_to_the_page(page, origins)
+    assert page.evaluate("performance.getEntriesByType('navigation')[0].type") == "back_forward"
+    for connection in (2, 3):
+        page.evaluate(MOVE_CHILD_FRAME)
+        wait_bound(page, connection=connection)
+    expect_working(page)
     navigate_soon(page, "history.forward()")
     expect(page).to_have_url(after, timeout=STEP_TIMEOUT_MS)
 
@@ -518,10 +552,7 @@ def test_an_assistant_frame_moved_in_the_page_binds_again(
         page.evaluate(RENDER_CHILD_FRAME_ANEW, 1)
         connection = 2
         wait_bound(page, connection=connection)
-    page.evaluate(
-        "() => { const f = document.querySelector('iframe[data-pc-child]');"
-        " f.parentElement.append(f); }"
-    )
+    page.evaluate(MOVE_CHILD_FRAME)
     wait_bound(page, connection=connection + 1)
     expect_working(page)
 

@@ -41,6 +41,17 @@ const wholeJson = (value) => {
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
+// The window each child frame was last loaded in (`host.navigate`, `frameMoved`).
+const loadedIn = new WeakMap();
+// Whether `frame`, loaded without a `src` (in a page loaded by Back or Forward), was
+// taken out of the document and put back since: its browsing context, and with it its
+// window, is a new one, which holds an empty document (a frame with a `src` loads it
+// again instead). Told by the window, not the document, which the embedder of a
+// sandboxed frame cannot read.
+function frameMoved(frame) {
+  const loaded = loadedIn.get(frame);
+  return loaded !== undefined && frame.getAttribute("src") === null && frame.contentWindow !== loaded;
+}
 // After the saved state's key, the key of the question typed and not sent (host.keepDraft).
 const DRAFT = ":draft";
 // The positions a frame may take (integration.POSITIONS), published on <html>.
@@ -197,14 +208,18 @@ globalThis.pagecontextHost = {
   // frame's entry in the session history, so that neither a nonce sent anew nor a frame
   // emptied adds an entry the browser's Back would stop at, or drops the ones Forward
   // would go to. So does a first load in a page the browser loaded by Back or Forward:
-  // its frame may hold the document it restored from the session history.
+  // its frame may hold the document it restored from the session history, and its `src`
+  // stays unset; once such a frame is moved (`moved`), it is loaded by setting `src`.
   navigate(frame, url) {
     const inside = frame.contentWindow;
     const src = frame.getAttribute("src");
     const restored = performance.getEntriesByType("navigation")[0]?.type === "back_forward";
-    if (inside === null || ((src === null || src === "about:blank") && !restored)) frame.src = url;
+    const fresh = (src === null || src === "about:blank") && (!restored || frameMoved(frame));
+    if (inside === null || fresh) frame.src = url;
     else inside.location.replace(url);
+    loadedIn.set(frame, frame.contentWindow);
   },
+  moved: frameMoved,
   // `value` resolved against `base`, or null where `new URL()` cannot parse it.
   url(value, base) { try { return new URL(value, base).href; } catch { return null; } },
   // The worker's `persist` message, its text stored as it came: the saved state (the

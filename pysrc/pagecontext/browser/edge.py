@@ -819,7 +819,17 @@ class Edge:
         the refused document is gone, and the new one is awaited as a first load is,
         reported silent past `timeouts.childMs` if it never answers (its server is down)
         rather than refused for good. (A `load` of the document before it, if it comes
-        after the nonce's navigation began, is counted as the first.)"""
+        after the nonce's navigation began, is counted as the first.)
+
+        A frame the page moved in its document loads its `src` again, and its child
+        announces itself (`_on_ready`); one loaded without a `src` (in a page loaded by
+        Back or Forward) is emptied by the move instead, and is loaded here with a fresh
+        nonce."""
+        if self.nonce is not None and self.blanking is None and self.host.moved(self.frame):
+            if self.connect_sent:
+                self._to_worker({"kind": "child-reloaded"})
+            self._navigate_child()
+            return
         self.child_loads += 1
         if self.public["child"] == "refused" and self.child_loads > max(self.refused_at, 1):
             self._await_child()
