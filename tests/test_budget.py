@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pagecontext.block import parse_block, render_block, render_line
-from pagecontext.budget import Budget, fit_block, fit_items
+from pagecontext.budget import _LABEL_KEEP, Budget, fit_block, fit_items
 from pagecontext.errors import LocalProtocolError
 from pagecontext.items import ContextItem, Instruction, JsonValue
 
@@ -178,3 +178,30 @@ def test_any_fitted_block_is_within_budget_and_parses(
     assert len(block) <= total
     parsed = parse_block(block)
     assert all(len(render_line(ContextItem(**line))) <= per_item for line in parsed)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("whole", "kept"),
+    [
+        # An e and its combining acute accent (NFD), which the cut left an `e`.
+        ("e\u0301", ""),
+        # A flag: two regional indicators, of which the cut left the first.
+        ("\U0001f1e9\U0001f1ea", ""),
+        # A family emoji: a man, a joiner and a woman.
+        ("\U0001f468\u200d\U0001f469", ""),
+        # A thumbs up with a skin tone.
+        ("\U0001f44d\U0001f3fd", ""),
+        # A Hangul syllable written in its three letters (NFD), cut after the first two.
+        ("\u1112\u1161\u11ab", ""),
+        # A flag whose first indicator is the 200th code point, after a whole flag.
+        ("\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"),
+    ],
+)
+def test_a_long_label_is_cut_between_whole_characters(whole: str, kept: str) -> None:
+    """A label cut to its first 200 code points is cut before a character the user sees
+    as one but that spans the 200th, never inside it: no accent taken off its letter,
+    no half flag, no dangling joiner."""
+    start = "L" * (_LABEL_KEEP - len(whole) + 1 - len(kept))
+    item = ContextItem(type="note", key="n", label=start + kept + whole + "R" * 5000)
+    [fitted] = fit_items([item], Budget(per_item_chars=600))
+    assert fitted.label == start + kept + "...[elided]"

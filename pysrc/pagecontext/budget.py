@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -194,5 +195,45 @@ def _elide_heaviest(item: ContextItem, budget: Budget) -> ContextItem | None:
             return replace(item, value=marker)
     # Only a label the cut makes shorter: a cut label is not cut again.
     if item.label is not None and len(item.label) > _LABEL_KEEP + len(_LABEL_CUT):
-        return replace(item, label=item.label[:_LABEL_KEEP] + _LABEL_CUT)
+        return replace(
+            item, label=item.label[: _whole_characters(item.label, _LABEL_KEEP)] + _LABEL_CUT
+        )
     return None
+
+
+# Joining and regional-indicator code points: a character cut from what follows changes.
+_ZWJ: Final = "\u200d"
+_REGIONAL_INDICATORS: Final = ("\U0001f1e6", "\U0001f1ff")
+
+
+def _extends(char: str) -> bool:
+    """True if `char` belongs to the character before it, as the user sees it: a
+    combining mark (`e` and U+0301 are one `é`), a variation selector, an emoji's skin
+    tone or tag, a joiner, or a Hangul vowel or final consonant written apart (NFD)."""
+    code = ord(char)
+    return (
+        unicodedata.category(char) in ("Mn", "Mc", "Me")
+        or char == _ZWJ
+        or 0xFE00 <= code <= 0xFE0F
+        or 0xE0100 <= code <= 0xE01EF
+        or 0x1F3FB <= code <= 0x1F3FF
+        or 0xE0020 <= code <= 0xE007F
+        or 0x1160 <= code <= 0x11FF
+    )
+
+
+def _whole_characters(text: str, keep: int) -> int:
+    """Where to cut `text` to keep at most `keep` code points without splitting a
+    character the user sees as one (a letter and its accents, an emoji sequence, a flag's
+    two regional indicators): the label's start stays text the page wrote, not `e` for
+    `é` or half a flag."""
+    cut = keep
+    while 0 < cut < len(text) and (_extends(text[cut]) or text[cut - 1] == _ZWJ):
+        cut -= 1
+    low, high = _REGIONAL_INDICATORS
+    run = 0
+    while run < cut and low <= text[cut - 1 - run] <= high:
+        run += 1
+    if run % 2 and cut < len(text) and low <= text[cut] <= high:
+        cut -= 1
+    return cut
