@@ -130,8 +130,7 @@ def test_a_value_changed_on_the_server_is_stated_with_both_times(
     """Scenario 7: the answer states what the user saw and the live value, with when."""
     assistant = panel(demo)
     chip = pin(demo, assistant, ROW)
-    observed_at = (chip.locator(".pc-chip-meta").text_content() or "").split("seen ")[1]
-    observed_at = observed_at.split(" ")[0]
+    observed_at = chip.locator(".pc-chip-meta time").get_attribute("datetime")
     admin(origins, "POST", f"/admin/sales/{ROW}", {"unitsSold": 5000})
     try:
         answer = ask(assistant, QUESTION)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import BrowserContext, Locator, Page, expect
@@ -139,6 +141,103 @@ def test_a_value_drawn_otherwise_is_shown_as_it_is(
     expect(field).to_have_text(chip, timeout=STEP_TIMEOUT_MS)
     open_preview(assistant)
     expect(preview_text(assistant)).to_contain_text(f'"region":"{model}')
+
+
+# Where the text `needle` starts on screen in `element`: (line, x), in reading order.
+WHERE_DRAWN = """(element, needle) => {
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const at = node.data.indexOf(needle);
+    if (at < 0) continue;
+    const range = document.createRange();
+    range.setStart(node, at);
+    range.setEnd(node, at + needle.length);
+    const box = range.getBoundingClientRect();
+    return [Math.round(box.top), box.left];
+  }
+  return null;
+}"""
+# A component's view with a filter named and valued in Arabic ("city": "Cairo"), and a
+# list of two Arabic months ("January", "February").
+ARABIC_VIEW = {
+    "\u0645\u062f\u064a\u0646\u0629": "\u0627\u0644\u0642\u0627\u0647\u0631\u0629",
+    "months": ["\u064a\u0646\u0627\u064a\u0631", "\u0641\u0628\u0631\u0627\u064a\u0631"],
+}
+
+
+def test_right_to_left_names_and_values_are_drawn_in_the_order_the_model_reads_them(
+    demo: Page,
+) -> None:
+    """A filter whose name and value are Arabic, and a list of two Arabic items: the chip
+    and "What the AI sees" draw the name before its value and the first item before the
+    second, as the model reads them, not as one right-to-left run that reads the value
+    first (`"القاهرة"=مدينة`)."""
+    demo.evaluate(
+        """(filters) => {
+          const table = document.getElementById("sales-table");
+          table.setAttribute("data-pc-filters", JSON.stringify(filters));
+          table.setAttribute("data-pc-generation", "1000");
+          table.dispatchEvent(new CustomEvent("pagecontext:rendered", { bubbles: true }));
+        }""",
+        ARABIC_VIEW,
+    )
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    (name, value), (_, [first, second]) = ARABIC_VIEW.items()
+    open_preview(assistant)
+    for element in (chip.locator(".pc-chip-meta"), preview_text(assistant)):
+        expect(element).to_contain_text(value)
+        drawn = {
+            needle: element.evaluate(WHERE_DRAWN, needle) for needle in (name, value, first, second)
+        }
+        assert drawn[name] < drawn[value], drawn
+        assert drawn[first] < drawn[second], drawn
+
+
+@pytest.mark.browser_context_args(timezone_id="Pacific/Chatham", locale="en-US")
+def test_the_chip_says_when_the_user_saw_it_on_their_own_clock(demo: Page) -> None:
+    """A user 13 hours 45 minutes ahead of UTC (the Chatham Islands in December): the chip
+    says when they saw the row on their own clock and calendar, with the zone, and keeps
+    the exact UTC time the model gets for its `datetime`."""
+    select_and_ask(demo, ROW)
+    seen = panel(demo).locator(f'[data-pc-chip="{ROW}"] .pc-chip-meta time')
+    expect(seen).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    observed_at = seen.get_attribute("datetime") or ""
+    assert re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z", observed_at)
+    local = datetime.fromisoformat(observed_at[:-1] + "+00:00").astimezone(
+        ZoneInfo("Pacific/Chatham")
+    )
+    offset = int((local.utcoffset() or timedelta()).total_seconds()) // 60
+    expect(seen).to_contain_text(f"{local:%b} {local.day}, {local.year}")
+    expect(seen).to_contain_text(f"{local.hour % 12 or 12}:{local:%M:%S}")
+    expect(seen).to_contain_text(f"GMT+{offset // 60}:{offset % 60:02d}")
+    expect(seen).to_have_attribute("title", f"{observed_at} (UTC)")
+
+
+def test_a_right_to_left_question_and_value_are_laid_out_right_to_left(demo: Page) -> None:
+    """A question written in Arabic, in its field and in the conversation, and a row's
+    value in Hebrew in the chip, are each laid out right to left: the question mark ends
+    the question (drawn left of its first word), and the chip's value reads from the
+    right, its full stop at its left end."""
+    question = (
+        "\u0644\u0645\u0627\u0630\u0627 \u0647\u0630\u0627 \u0645\u0631\u062a\u0641\u0639\u061f"
+    )
+    first_word, mark = question[:5], question[-1]
+    value = "\u05e6\u05e4\u05d5\u05df."
+    demo.evaluate(SHOW_REGION, [ROW, value])
+    assistant = panel(demo)
+    chip = pin(demo, assistant, ROW)
+    field = assistant.locator("[data-pc-question]")
+    field.fill(question)
+    expect(field).to_have_css("direction", "rtl")
+    region = chip.locator('[data-pc-chip-field="region"]')
+    expect(region).to_have_text(value)
+    assert region.evaluate(WHERE_DRAWN, ".") < region.evaluate(WHERE_DRAWN, value[:4])
+    ask(assistant, question)
+    entry = assistant.locator('[data-pc-log-kind="question"] > p').first
+    assert entry.evaluate(WHERE_DRAWN, mark) < entry.evaluate(WHERE_DRAWN, first_word)
 
 
 def test_a_double_click_on_show_me_sends_its_commands_once(demo: Page) -> None:

@@ -18,6 +18,7 @@ from pagecontext.integration import (
     ConfigError,
     authorization_parts,
     filters_in_page_order,
+    isolated_strings,
     parse_command_done,
     parse_config,
     parse_filters,
@@ -164,7 +165,8 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
     """A page configured with the least limits parse_config takes still reads what an
     assistant sends it, with ids as long as the two frames make them: a command of each
     action, `conversation` and `bye`; and, at the least size, a command naming a component
-    and an object of 256 characters each (the default id limit)."""
+    and an object of 256 characters each (the default id limit), ASCII or of four bytes
+    each in UTF-8."""
     least = Limits(**parse_config(config_with(limits=LIMIT_MIN))["limits"])
     ids = {
         key: secrets.token_urlsafe(16) for key in ("messageId", "pageInstanceId", "conversationId")
@@ -182,10 +184,11 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
     sent += [wire.conversation(**ids), wire.bye(**ids)]
     for raw in sent:
         assert parse_message(raw, least).type == raw["type"]
-    long_target = {"componentId": "c" * 256, "resourceRef": "r" * 256}
     smallest = Limits(max_message_bytes=LIMIT_MIN["maxMessageBytes"])
-    raw = wire.command(**ids, action="locate", target=long_target, params={})
-    assert parse_message(raw, smallest).type == "command"
+    for char in ("r", "\U0001f600"):
+        long_target = {"componentId": char * 256, "resourceRef": char * 256}
+        raw = wire.command(**ids, action="highlight", target=long_target, params={"tone": "focus"})
+        assert parse_message(raw, smallest).type == "command"
 
 
 @pytest.mark.parametrize(
@@ -219,7 +222,7 @@ def test_the_least_limits_take_every_message_an_assistant_sends_the_page() -> No
         (config_with(limits={"maxDepth": 1}), "limits.maxDepth", "from 2 to"),
         # Deeper than 16, a port message is refused as not plain data, whatever the limit.
         (config_with(limits={"maxDepth": 17}), "limits.maxDepth", "from 2 to 16"),
-        (config_with(limits={"maxMessageBytes": 1023}), "limits.maxMessageBytes", "from 1024"),
+        (config_with(limits={"maxMessageBytes": 4095}), "limits.maxMessageBytes", "from 4096"),
         (config_with(limits={"maxFilterKeys": 0}), "limits.maxFilterKeys", "from 1 to"),
         (config_with(limits={"maxIdChars": True}), "limits.maxIdChars", "whole number"),
         (config_with(limits={"maxIdChars": 2.5}), "limits.maxIdChars", "whole number"),
@@ -463,3 +466,26 @@ def test_a_cells_text_is_shared_as_the_browser_shows_it() -> None:
     assert shown_text(" \n ") == ""
     assert shown_text("1\u00a0000\u00a0\u20ac") == "1\u00a0000\u00a0\u20ac"
     assert shown_text("a\x85 b") == "a\x85 b"
+
+
+def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() -> None:
+    """Each JSON string of an item line that holds more than ASCII is a part of its own
+    (the panel draws it in a <bdi>), escaped quotes and backslashes inside it included;
+    the parts make the text again, and lines that are not item lines stay whole."""
+    block = (
+        "<pagecontext-data>\n"
+        '- {"filters":{"مدينة":"القاهرة","to":"2026-12"},'
+        '"m":["يناير","a\\"b","א\\\\"]}\n'
+        'a question about "القاهرة"'
+    )
+    parts = isolated_strings(block)
+    assert "".join(part for part, _ in parts) == block
+    assert [part for part, isolate in parts if isolate] == [
+        '"مدينة"',
+        '"القاهرة"',
+        '"يناير"',
+        '"א\\\\"',
+    ]
+    assert isolated_strings('- {"type":"text","value":"ASCII only"}') == [
+        ['- {"type":"text","value":"ASCII only"}', False]
+    ]

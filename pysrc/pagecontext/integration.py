@@ -61,6 +61,7 @@ __all__ = [
     "filters_in_page_order",
     "is_layer_view",
     "is_scalar",
+    "isolated_strings",
     "panel_text",
     "parse_command_done",
     "parse_config",
@@ -106,12 +107,13 @@ LIMIT_MAX_OF = {"maxDepth": PLAIN_DATA_MAX_DEPTH}
 # assistant's own messages. The two frames make their ids as nonces are made (16 random
 # bytes, NONCE_CHARS characters), a command's target is an object in the message (depth
 # 2), and a command naming a component and an object of 256 characters each is some
-# 800 bytes.
+# 800 bytes, or 2,400 where each character takes four bytes in UTF-8 (an emoji, most
+# of CJK's rarer characters).
 LIMIT_MIN = {
     "maxIdChars": NONCE_CHARS,
     "maxStringChars": NONCE_CHARS,
     "maxDepth": 2,
-    "maxMessageBytes": 1024,
+    "maxMessageBytes": 4096,
 }
 DEFAULT_HISTORY = 256
 HISTORY_MAX = 65536
@@ -464,6 +466,57 @@ def panel_text(text: str) -> str:
     if b"\xf3\xa0\x80" in written or b"\xf3\xa0\x81" in written:
         text = _shown_tags(text)
     return text
+
+
+def isolated_strings(text: str) -> list[list[Any]]:
+    """`text` (a context block, or a text that holds one) cut into [part, isolate] pairs
+    whose parts make `text` again: each JSON string of an item line (`- ` and one JSON
+    object) that holds more than ASCII is a part of its own, with isolate True. The panel
+    shows each such part in its own bidirectional isolate (`<bdi>`): a right-to-left key
+    and its value, or two right-to-left items of a list, are then drawn in the order the
+    model reads them, rather than as one right-to-left run that the Unicode bidirectional
+    algorithm draws in reverse (`"مدينة":"القاهرة"` read as `"القاهرة":"مدينة"`). A line of
+    ASCII alone (nearly every one) is not read byte by byte."""
+    parts: list[list[Any]] = []
+    plain: list[str] = []
+    for index, line in enumerate(text.split("\n")):
+        if index:
+            plain.append("\n")
+        written = line.encode()
+        if not line.startswith("- ") or len(written) == len(line):
+            plain.append(line)
+            continue
+        # Bytes, found and indexed in constant time under MicroPython too (its str is
+        # UTF-8, indexed from the start); a quote or backslash byte is never inside a
+        # longer character's UTF-8.
+        at = 0
+        start = written.find(b'"')
+        while start >= 0:
+            end = start + 1
+            while True:
+                end = written.find(b'"', end)
+                if end < 0:
+                    break
+                slashes = 0
+                while written[end - 1 - slashes] == 0x5C:
+                    slashes += 1
+                if slashes % 2 == 0:
+                    break
+                end += 1
+            if end < 0:
+                break
+            end += 1
+            string = written[start:end]
+            if len(string) != len(string.decode()):
+                plain.append(written[at:start].decode())
+                parts.append(["".join(plain), False])
+                plain = []
+                parts.append([string.decode(), True])
+                at = end
+            start = written.find(b'"', end)
+        plain.append(written[at:].decode())
+    parts.append(["".join(plain), False])
+    return [part for part in parts if part[0]]
 
 
 # Unicode's tag characters (U+E0000 to U+E007F) spell ASCII that no browser draws: in a

@@ -68,6 +68,13 @@ PANEL = (
     "\U0001f3f4\U000e0049\U000e007f\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e0078\U000e0078\U000e007f",
     "\U0001f3f4\U000e0069\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065\U000e007f\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",
 )
+# Blocks with right-to-left strings on item lines, escaped quotes and backslashes in them.
+ISOLATED = (
+    '<pagecontext-data>\n- {"f":{"\u05e2\u05d9\u05e8":"\u05ea\u05dc \\"\u05d0",'
+    '"x":["a","\u0628\\\\"]}}\nq',
+    '- {"type":"text","value":"ASCII"}',
+    "",
+)
 SHOWN = ("\n    Pallet jack\n  ", "a\t\r\n\fb", "  ", "1\u00a0000 \u20ac", "a\x85 b")
 
 
@@ -97,5 +104,6 @@ cases = {
     "onOrigin": [i.url_on_origin(u, ASSISTANT) for u in (ASSISTANT + "/a", ASSISTANT + "x/")],
     "shown": [i.shown_text(t) for t in SHOWN],
     "panel": [i.panel_text(t) for t in PANEL],
+    "isolated": [i.isolated_strings(t) for t in ISOLATED],
 }
 print("RESULT " + json.dumps(cases))

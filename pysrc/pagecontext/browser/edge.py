@@ -36,6 +36,7 @@ from pagecontext.browser.panelview import (
     CHIP_PAGE_RELOADED,
     chip_element,
     failure_summary,
+    fill_block,
     locate_state,
     log_element,
     receipt_summary,
@@ -1883,7 +1884,7 @@ class Edge:
             text = state.get("preview")
             pre = preview.querySelector("pre")
             if pre is not None and self._changed("preview", text):
-                pre.textContent = text or ""
+                fill_block(pre, text or "")
             preview.setAttribute("data-pc-preview-composed", "false" if text is None else "true")
         dismissed = doc.querySelector("[data-pc-dismissed]")
         if dismissed is not None:

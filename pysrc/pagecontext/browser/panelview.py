@@ -15,6 +15,7 @@ from pagecontext.integration import (
     STOPPED,
     action_checkable,
     command_standing,
+    isolated_strings,
     panel_text,
     reason_listed,
 )
@@ -31,12 +32,41 @@ except ImportError:
 _TOOL_NAME = re.compile("^[A-Za-z0-9_.-]+$")
 
 
-def text_element(tag: str, text: str, cls: str | None = None) -> Any:
+def text_element(tag: str, text: str, cls: str | None = None, own_direction: bool = False) -> Any:
+    """An element of `tag` showing `text`. With `own_direction`, for text someone other
+    than this panel wrote (a page's value, a question, an answer), the element takes its
+    direction from its text (`dir="auto"`): an Arabic or Hebrew question is laid out right
+    to left, its question mark and full stop at its end, not at its start."""
     el = js.document.createElement(tag)
     el.textContent = panel_text(text)
     if cls:
         el.className = cls
+    if own_direction:
+        el.setAttribute("dir", "auto")
     return el
+
+
+def fill_block(el: Any, text: str) -> Any:
+    """Fill `el` with `text`, a context block as the model gets it (or a text holding
+    one): its words as they are, and each JSON string of an item line that holds more
+    than ASCII in a `<bdi>` of its own (`isolated_strings`), so that right-to-left keys,
+    values and list items are drawn in the order the model reads them. The element's
+    text is `text`, exactly."""
+    el.textContent = ""
+    for part, isolate in isolated_strings(panel_text(text)):
+        if isolate:
+            bdi = js.document.createElement("bdi")
+            bdi.textContent = part
+            el.append(bdi)
+        else:
+            el.append(part)
+    return el
+
+
+def _isolated(el: Any, text: str) -> None:
+    """Append `text` to `el` in a `<bdi>` of its own: a page's name or value, drawn in
+    its own direction, which neither moves the words around it nor is moved by them."""
+    el.append(text_element("bdi", text))
 
 
 def _format_value(value: Any) -> str:
@@ -56,6 +86,33 @@ def _scalar_text(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return json.dumps(value)
+
+
+# How the chip writes when the user saw the object: date, time with seconds and zone.
+_SEEN_FORMAT = '{"dateStyle": "medium", "timeStyle": "long"}'
+# The browser's formatter of that (an `Intl.DateTimeFormat`), made at the first chip.
+_seen_format: list[Any] = []
+
+
+def _seen(observed_at: str) -> Any:
+    """When the user saw the object (`observedAt`, UTC), as their own clock and calendar
+    say it: in the browser's time zone and language, with the zone named ("Dec 8, 2026,
+    9:34:10 AM GMT+13:45"), in a <time> whose `datetime` and tooltip are the exact UTC
+    time the context carries and the model gets. A UTC time ending in `Z` was a time the
+    user never saw on their clock, and in zones far from UTC another day."""
+    el = text_element("time", observed_at)
+    el.setAttribute("datetime", observed_at)
+    el.setAttribute("title", observed_at + " (UTC)")
+    # In its own direction, isolated from the words around it: in Arabic or Hebrew the
+    # date reads right to left.
+    el.setAttribute("dir", "auto")
+    # An empty list of languages: the browser's own. The browser's words, not a page's:
+    # shown as written, with the direction marks its right-to-left formats hold.
+    if not _seen_format:
+        languages = js.JSON.parse("[]")
+        _seen_format.append(js.Intl.DateTimeFormat.new(languages, js.JSON.parse(_SEEN_FORMAT)))
+    el.textContent = str(_seen_format[0].format(js.Date.new(observed_at)))
+    return el
 
 
 # Said in a chip whose page has reloaded since it was shared.
@@ -79,21 +136,39 @@ def chip_element(chip: dict[str, Any]) -> Any:
     el.setAttribute("aria-label", "Context: " + chip["resourceRef"])
     # Focusable from script: "Bring it back" hands the focus to the chip it restored.
     el.setAttribute("tabindex", "-1")
-    el.append(text_element("div", chip["resourceRef"], "pc-chip-title"))
+    el.append(text_element("div", chip["resourceRef"], "pc-chip-title", True))
     # [name, value] pairs, in the page's order (a MicroPython dict keeps none).
     values = js.document.createElement("dl")
     for name, value in chip.get("snapshot") or []:
         values.append(text_element("dt", name))
-        dd = text_element("dd", _format_value(value))
+        dd = text_element("dd", _format_value(value), None, True)
         dd.setAttribute("data-pc-chip-field", name)
         values.append(dd)
     el.append(values)
-    parts = []
-    for name, value in chip.get("filters") or []:
-        parts.append(name + "=" + json.dumps(value))
-    meta = "filters: " + (", ".join(parts) if parts else "none")
-    meta += " · seen " + chip["observedAt"] + " · revision " + str(chip["revision"])
-    el.append(text_element("div", meta, "pc-chip-meta"))
+    # The filters' names and values in isolates of their own: a right-to-left name and
+    # its value are drawn name=value, not as one run that reads value=name.
+    meta = text_element("div", "filters: ", "pc-chip-meta")
+    filters = chip.get("filters") or []
+    for index, (name, value) in enumerate(filters):
+        if index:
+            meta.append(", ")
+        _isolated(meta, name)
+        meta.append("=")
+        if isinstance(value, list):
+            meta.append("[")
+            for at, item in enumerate(value):
+                if at:
+                    meta.append(", ")
+                _isolated(meta, json.dumps(item))
+            meta.append("]")
+        else:
+            _isolated(meta, json.dumps(value))
+    if not filters:
+        meta.append("none")
+    meta.append(" · seen ")
+    meta.append(_seen(chip["observedAt"]))
+    meta.append(" · revision " + str(chip["revision"]))
+    el.append(meta)
     if chip.get("pageReloaded"):
         el.setAttribute("data-pc-chip-page-reloaded", "true")
         note = text_element("p", CHIP_PAGE_RELOADED, "pc-chip-note")
@@ -121,10 +196,10 @@ def log_element(entry: dict[str, Any]) -> Any:
     el.setAttribute("data-pc-log-id", str(entry.get("id")))
     if kind == "question":
         el.className = "pc-log-question"
-        el.append(text_element("p", str(entry.get("question") or "")))
+        el.append(text_element("p", str(entry.get("question") or ""), None, True))
         sent = js.document.createElement("details")
         sent.append(text_element("summary", "Text sent"))
-        sent.append(text_element("pre", str(entry.get("sent") or "")))
+        sent.append(fill_block(js.document.createElement("pre"), str(entry.get("sent") or "")))
         el.append(sent)
         return el
     if kind == "answer":
@@ -177,7 +252,7 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
     el.setAttribute("data-pc-answer-state", state)
     if entry.get("about"):
         el.setAttribute("data-pc-answer-about", str(entry.get("about")))
-    text = text_element("p", str(entry.get("text") or ""), "pc-answer-text")
+    text = text_element("p", str(entry.get("text") or ""), "pc-answer-text", True)
     text.setAttribute("data-pc-answer-text", "")
     el.append(text)
     if state == "running":
