@@ -124,16 +124,25 @@ _DRAWN_OTHERWISE = [
     ("North\u202eweiver rof galf", "North[U+202E]weiver rof galf", "North\\u202eweiver"),
     # Words spelled in Unicode's tag characters, which the page draws as nothing.
     ("North" + _UNSEEN, "North[U+E0046][U+E006C][U+E0061][U+E0067]", "North\\udb40\\udc46"),
+    # Bytes carried in variation selectors after an emoji, which draw as nothing.
+    (
+        "North\U0001f600\U000e0146\U000e016c",
+        "North\U0001f600[U+E0146][U+E016C]",
+        "North\U0001f600\\udb40\\udd46",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("value", "chip", "model"), _DRAWN_OTHERWISE, ids=["reversed", "tags"])
+@pytest.mark.parametrize(
+    ("value", "chip", "model"), _DRAWN_OTHERWISE, ids=["reversed", "tags", "selectors"]
+)
 def test_a_value_drawn_otherwise_is_shown_as_it_is(
     demo: Page, value: str, chip: str, model: str
 ) -> None:
     """A row whose region holds characters that would show its words reversed or not at
-    all: the chip shows each as its code point, so the words read as they are, in the
-    order they are in, and the block gives the model the same text escaped."""
+    all, or carry data unseen: the chip shows each as its code point, so the words read
+    as they are, in the order they are in, and the block gives the model the same text
+    escaped."""
     demo.evaluate(SHOW_REGION, [ROW, value])
     select_and_ask(demo, ROW)
     assistant = panel(demo)

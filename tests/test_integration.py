@@ -19,6 +19,7 @@ from pagecontext.integration import (
     authorization_parts,
     filters_in_page_order,
     isolated_strings,
+    panel_text,
     parse_command_done,
     parse_config,
     parse_filters,
@@ -489,3 +490,27 @@ def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() 
     assert isolated_strings('- {"type":"text","value":"ASCII only"}') == [
         ['- {"type":"text","value":"ASCII only"}', False]
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # Bytes carried in variation selectors after an emoji ("emoji smuggling").
+        ("\U0001f600\U000e0148\U000e0169", "\U0001f600[U+E0148][U+E0169]"),
+        ("North\ufe0f\ufe0f", "North[U+FE0F][U+FE0F]"),
+        ("a\u200b\u2060\u200cb", "a[U+200B][U+2060][U+200C]b"),
+        # One alone is how scripts and emoji are written: an emoji's selector, the
+        # joiner of an emoji's sequence (after a selector), a Persian non-joiner.
+        ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),
+        (
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        ),
+        ("\u845b\U000e0100", "\u845b\U000e0100"),
+    ],
+)
+def test_the_panel_shows_runs_of_characters_that_draw_as_nothing(text: str, shown: str) -> None:
+    """Two or more variation selectors, or zero-width characters, in a row draw as
+    nothing and can carry data the model would get: the panel shows them as code
+    points; one alone stays as written."""
+    assert panel_text(text) == shown

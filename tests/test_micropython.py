@@ -87,4 +87,8 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
         # drawn as a black flag, their tags unseen ("ignore"); Wales stays a flag.
         "\U0001f3f4[U+E0069][U+E0067][U+E006E][U+E006F][U+E0072][U+E0065][U+E007F]"
         "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",
+        # A run of variation selectors, or of zero-width characters, is shown; one alone
+        # (an emoji's, a joiner in an emoji's sequence, a non-joiner) stays.
+        "\U0001f600[U+E0100][U+E01EF][U+FE0F] \u2764\ufe0f\u200d\U0001f525"
+        " a[U+200B][U+200B][U+FEFF]b\u200cc",
     ]

@@ -465,7 +465,64 @@ def panel_text(text: str) -> str:
     written = text.encode()
     if b"\xf3\xa0\x80" in written or b"\xf3\xa0\x81" in written:
         text = _shown_tags(text)
+    if any(lead in written for lead in _UNSEEN_LEADS):
+        text = _shown_unseen_runs(text)
     return text
+
+
+# Characters that draw as nothing, and mean something one at a time only: a variation
+# selector picks how the character before it is drawn (an emoji's U+FE0F, an
+# ideograph's U+E0100 and after), and a zero-width space, joiner or non-joiner, word
+# joiner or U+FEFF goes between two characters. Two or more in a row draw as nothing and
+# carry nothing a script or an emoji needs, but can carry data ("emoji smuggling": a byte
+# per selector after one emoji), which the model would get (escaped) and the user never
+# see: such a run is shown as code points, as tag characters are. One alone stays.
+_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")
+# The first bytes of their UTF-8: a text without any (nearly every one) is not read
+# character by character.
+_UNSEEN_LEADS = (
+    b"\xef\xb8",
+    b"\xf3\xa0\x84",
+    b"\xf3\xa0\x85",
+    b"\xf3\xa0\x86",
+    b"\xf3\xa0\x87",
+    b"\xe2\x80\x8b",
+    b"\xe2\x80\x8c",
+    b"\xe2\x80\x8d",
+    b"\xe2\x81\xa0",
+    b"\xef\xbb\xbf",
+)
+
+
+def _unseen_kind(char: str) -> int:
+    """1 for a variation selector, 2 for a zero-width character, 0 for anything else."""
+    code = ord(char)
+    for first, last in _SELECTORS:
+        if first <= code <= last:
+            return 1
+    return 2 if char in _ZERO_WIDTH else 0
+
+
+def _shown_unseen_runs(text: str) -> str:
+    """`text` with each run of two or more variation selectors, or of two or more
+    zero-width characters, written as code points (`[U+FE0F][U+FE0F]`)."""
+    parts: list[str] = []
+    run: list[str] = []
+    kind = 0
+    for char in text + " ":
+        now = _unseen_kind(char)
+        if now and now == kind:
+            run.append(char)
+            continue
+        if len(run) > 1:
+            parts.extend(f"[U+{ord(unseen):04X}]" for unseen in run)
+        else:
+            parts.extend(run)
+        run, kind = ([char], now) if now else ([], 0)
+        if not now:
+            parts.append(char)
+    return "".join(parts)[:-1]
 
 
 def isolated_strings(text: str) -> list[list[Any]]:
