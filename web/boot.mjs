@@ -586,17 +586,48 @@ const SETUP_FAILED = "The assistant could not start: it is not set up correctly 
 const SLOW_START = "The assistant is taking longer than usual to start…";
 const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
 let stateRole = null;
+// How much of the runtime's files the worker's boot has read, in percent rounded down to
+// tens (its `progress` messages, on a slow first visit), while the frame is still
+// starting; null otherwise.
+let bootProgress = null;
 
 function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
+  const slow = state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:");
   if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
-  else if (state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:")) words = SLOW_START;
+  else if (slow) words = SLOW_START;
+  if (state === "booting" || slow) {
+    if (bootProgress !== null) words += ` (${bootProgress}% downloaded)`;
+  } else if (bootProgress !== null) {
+    bootProgress = null;
+    delete document.documentElement.dataset.pcBootProgress;
+  }
   for (const element of document.querySelectorAll("[data-pc-state-text]")) {
     if (element.textContent !== words) element.textContent = words;
   }
 }
 document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state, event.detail?.error));
+
+// The worker's `progress` (reportProgress in worker.mjs): published on <html
+// data-pc-boot-progress> and in the state's words while the frame is starting.
+function showProgress(worker) {
+  worker.addEventListener("message", (event) => {
+    const { kind, read, total } = event.data || {};
+    if (kind !== "progress" || !(total > 0) || !(read >= 0)) return;
+    const data = document.documentElement.dataset;
+    const slow = data.pcState === "failed" && (data.pcError || "").startsWith("boot-timeout:");
+    if (data.pcState !== "booting" && !slow) return;
+    const percent = Math.min(99, Math.floor((100 * read) / total));
+    data.pcBootProgress = String(percent);
+    // In the words, by tens: a live region that changed each second would keep a screen
+    // reader talking for the whole download.
+    const tens = percent - (percent % 10);
+    if (tens === bootProgress) return;
+    bootProgress = tens;
+    sayState(data.pcState, data.pcError);
+  });
+}
 
 // What the user does on a page before its edge listens (MicroPython loads meanwhile):
 // its clicks and selection events, kept in order, the last EARLY_MAX of them, and handed
@@ -648,6 +679,8 @@ async function mountConfig(config) {
   delete data.pcErrorField;
   data.pcState = "booting";
   stateRole = config.role;
+  bootProgress = null;
+  delete data.pcBootProgress;
   sayState("booting");
   // Only a position the edge may take: a wrong one is its config error to report.
   if (POSITIONS.includes(config.position)) data.pcPosition = config.position;
@@ -665,6 +698,7 @@ async function mountConfig(config) {
     console.error(`pagecontext: ${reason}`);
     return Object.freeze({ edge: null, unmount() {} });
   }
+  showProgress(worker);
   if (config.position === "child") givePeerPort(worker, askForRuntime(config));
   const early = config.role === "page" ? holdEarlyEvents() : { events: [], stop() {} };
   const handle = { edge: null, worker, pins: workerPins(worker), early, unmount: () => unmountHandle(handle) };

@@ -755,6 +755,34 @@ function progressed(bytes = 0) {
   lastProgress = performance.now();
 }
 
+// On a slow first visit, the frame says how much of the runtime's files the boot has
+// read: from PROGRESS_AFTER_MS after the boot's start (a boot from the caches is over by
+// then) and each PROGRESS_EVERY_MS while it grows, until the worker has started or failed
+// (stopProgress), it posts {kind: "progress", read, total} (bytes as decoded; the frame's
+// boot script shows it). Posted directly, not held for the edge: its listener is the boot
+// script's, there from the worker's start.
+const PROGRESS_AFTER_MS = 2000;
+const PROGRESS_EVERY_MS = 1000;
+let progressBeat = null;
+function reportProgress(total) {
+  let said = -1;
+  const tell = () => {
+    // Nothing read from the network (the files come from a copy): nothing to say.
+    if (received === said || received === 0) return;
+    said = received;
+    self.postMessage({ kind: "progress", read: Math.min(received, total), total });
+  };
+  progressBeat = setTimeout(() => {
+    tell();
+    progressBeat = setInterval(tell, PROGRESS_EVERY_MS);
+  }, PROGRESS_AFTER_MS);
+}
+function stopProgress() {
+  clearTimeout(progressBeat);
+  clearInterval(progressBeat);
+  progressBeat = null;
+}
+
 // `start(signal)`'s result, or a rejection once `ms` have passed with no progress (the
 // boot read no byte of the runtime's files, and heard of none read for it: then
 // `signal` aborts). A boot that is still downloading on a slow link is not given up;
@@ -840,6 +868,7 @@ try {
   let keep = null;
   let installed = [];
   if (runtime.snapshot) {
+    reportProgress(runtime.snapshot.bytes + runtime.pyodide.wasmBytes);
     // Fetched now, alongside the snapshot bundle.
     const createModule = import(indexURL + "pyodide.asm.mjs").then((m) => {
       mark("runtime-imported");
@@ -858,6 +887,7 @@ try {
     }
   }
   dropPeer();
+  stopProgress();
   if (!pyodide) {
     const { loadPyodide } = await pyodideModule;
     // The lock is read here rather than by Pyodide, so that a missing one is named by
@@ -887,6 +917,7 @@ try {
   (keep ? keep().then(() => mark("snapshot-kept"), () => {}) : Promise.resolve()).then(bootEnded);
 } catch (error) {
   dropPeer();
+  stopProgress();
   bootEnded();
   toEdge({ kind: "failed", error: String((error && error.stack) || error) });
   // Nothing will read what the edge sends from now on: it is no longer kept, and a port
