@@ -389,45 +389,6 @@ def test_two_tabs_keep_their_own_conversations_and_a_new_tab_continues_the_lates
     assert html(third).get_attribute("data-pc-conversation") not in (conversation, continued)
 
 
-def test_a_duplicated_tab_goes_on_under_a_conversation_of_its_own(
-    page: Page, origins: Origins
-) -> None:
-    """Workbench in a tab that opens a copy of itself (`window.open` without `noopener`,
-    as the browser's "Duplicate tab" does, copies the tab's sessionStorage): the copy
-    continues the conversation, as a new tab does, under a new id (the agent's thread),
-    so that the two tabs, which go on apart, never send one thread two conversations.
-    Once each has saved, a reload of either keeps its tab's id."""
-    open_workbench(page, origins)
-    key = saved_state_key(page)
-    conversation = html(page).get_attribute("data-pc-conversation")
-    assert conversation
-    first = page.frame_locator("iframe[data-pc-child]")
-    pin(first, page, ROW)
-    ask(page, "asked before the copy")
-    page.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked before the copy"])
-    with page.context.expect_page() as opened:
-        page.evaluate("() => { window.open(location.href); }")
-    copy = opened.value
-    business = copy.frame_locator("iframe[data-pc-child]")
-    wait_bound(copy)
-    wait_bound(business)
-    questions = copy.locator('[data-pc-log-kind="question"]')
-    expect(questions).to_have_count(1, timeout=STEP_TIMEOUT_MS)
-    expect(questions).to_contain_text("asked before the copy")
-    copied = html(copy).get_attribute("data-pc-conversation")
-    assert copied
-    assert copied != conversation
-    pin(business, copy, OTHER_ROW)
-    ask(copy, "asked in the copy")
-    copy.wait_for_function(SAVED_HOLDS, arg=["sessionStorage", key, "asked in the copy"])
-    copy.reload()
-    wait_bound(copy)
-    expect(html(copy)).to_have_attribute("data-pc-conversation", copied)
-    page.reload()
-    wait_bound(page)
-    expect(html(page)).to_have_attribute("data-pc-conversation", conversation)
-
-
 # Storage that refuses every write, as a browser blocking third-party storage does,
 # until the test calls `window.allowStorage()`.
 DENY_STORAGE = """

@@ -54,26 +54,6 @@ function frameMoved(frame) {
 }
 // After the saved state's key, the key of the question typed and not sent (host.keepDraft).
 const DRAFT = ":draft";
-// After the saved state's key, the key of the mark of the document that holds the tab's
-// saved state while it is open (host.ownSaved): a random value of this document's.
-const LIVE = ":live";
-const documentMark = Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
-// The keys this document marks itself under (ownSaved), taken off as it goes (pagehide)
-// and put back if the browser shows it again from its back/forward cache (pageshow).
-const liveKeys = new Set();
-addEventListener("pagehide", () => {
-  for (const key of liveKeys) {
-    try {
-      if (window.sessionStorage.getItem(key + LIVE) === documentMark) window.sessionStorage.removeItem(key + LIVE);
-    } catch { /* denied */ }
-  }
-});
-addEventListener("pageshow", (event) => {
-  if (!event.persisted) return;
-  for (const key of liveKeys) {
-    try { window.sessionStorage.setItem(key + LIVE, documentMark); } catch { /* denied */ }
-  }
-});
 // The positions a frame may take (integration.POSITIONS), published on <html>.
 const POSITIONS = ["embedder", "child"];
 globalThis.pagecontextHost = {
@@ -176,7 +156,7 @@ globalThis.pagecontextHost = {
         // The keys read first, then removed: a removal may reorder what key(index) gives.
         const names = Array.from({ length: store.length }, (_, index) => store.key(index));
         for (const other of names) {
-          if (other !== null && other !== key && other !== key + DRAFT && other !== key + LIVE && other.startsWith(prefix)) store.removeItem(other);
+          if (other !== null && other !== key && other !== key + DRAFT && other.startsWith(prefix)) store.removeItem(other);
         }
         const text = key ? store.getItem(key) : null;
         if (found === null && text !== null) found = text;
@@ -205,25 +185,10 @@ globalThis.pagecontextHost = {
     }
   },
   // Whether this tab holds a saved state of its own under `key` (sessionStorage: a reload
-  // of the tab), rather than only the latest another tab saved (localStorage), or a copy
-  // of another tab's: a tab the browser duplicates ("Duplicate tab", `window.open`
-  // without `noopener`) is given a copy of its sessionStorage, and with it the mark of
-  // the document still open there (a reload's earlier document took its mark off as it
-  // went). This document marks the key as its own from now on, and takes the copy off:
-  // read already (`load`), it is the other tab's, and a reload of this one before it
-  // saves its own would otherwise take it for this tab's.
+  // of the tab), rather than only the latest another tab saved (localStorage).
   ownSaved(key) {
     try {
-      if (!key) return false;
-      const store = window.sessionStorage;
-      const mark = store.getItem(key + LIVE);
-      store.setItem(key + LIVE, documentMark);
-      liveKeys.add(key);
-      if (mark !== null && mark !== documentMark) {
-        store.removeItem(key);
-        return false;
-      }
-      return store.getItem(key) !== null;
+      return Boolean(key) && window.sessionStorage.getItem(key) !== null;
     } catch {
       return false;
     }
@@ -267,15 +232,7 @@ globalThis.pagecontextHost = {
     // left there would be read back on a reload or in a new tab as if it were the
     // conversation, without what was said since.
     let own = false;
-    try {
-      window.sessionStorage.setItem(key, message.text);
-      own = true;
-      // The copy is this document's: a tab duplicated from this one tells it apart.
-      if (!liveKeys.has(key)) {
-        window.sessionStorage.setItem(key + LIVE, documentMark);
-        liveKeys.add(key);
-      }
-    } catch {
+    try { window.sessionStorage.setItem(key, message.text); own = true; } catch {
       // Not this tab's older copy on a reload, then: the shared one, if it is newer.
       try { window.sessionStorage.removeItem(key); } catch { /* denied */ }
     }
