@@ -193,6 +193,12 @@ def test_any_fitted_block_is_within_budget_and_parses(
         ("\U0001f44d\U0001f3fd", ""),
         # A Hangul syllable written in its three letters (NFD), cut after the first two.
         ("\u1112\u1161\u11ab", ""),
+        # A Hangul syllable written with two leading consonants (old Korean, NFD).
+        ("\u1100\u1100\u1161", ""),
+        # A leading consonant and a vowel of Hangul Jamo Extended-B.
+        ("\u1100\ud7b0", ""),
+        # A Devanagari conjunct: ka, virama, ssa (kṣa), cut after the virama.
+        ("\u0915\u094d\u0937", ""),
         # A flag whose first indicator is the 200th code point, after a whole flag.
         ("\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"),
     ],

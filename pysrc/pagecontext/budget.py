@@ -219,7 +219,22 @@ def _extends(char: str) -> bool:
         or 0x1F3FB <= code <= 0x1F3FF
         or 0xE0020 <= code <= 0xE007F
         or 0x1160 <= code <= 0x11FF
+        or 0xD7B0 <= code <= 0xD7FF
     )
+
+
+def _hangul_leading(code: int) -> bool:
+    return 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97F
+
+
+def _joined(before: str, after: str) -> bool:
+    """True if `before` and `after` are one character the user sees though `after` does
+    not extend what precedes it: a Hangul leading consonant and the consonant or syllable
+    after it, or a virama and the consonant it joins to (an Indic conjunct, `क्ष`)."""
+    code = ord(after)
+    if _hangul_leading(ord(before)):
+        return _hangul_leading(code) or 0xAC00 <= code <= 0xD7A3
+    return unicodedata.combining(before) == 9 and unicodedata.category(after) == "Lo"
 
 
 def _whole_characters(text: str, keep: int) -> int:
@@ -228,7 +243,9 @@ def _whole_characters(text: str, keep: int) -> int:
     two regional indicators): the label's start stays text the page wrote, not `e` for
     `é` or half a flag."""
     cut = keep
-    while 0 < cut < len(text) and (_extends(text[cut]) or text[cut - 1] == _ZWJ):
+    while 0 < cut < len(text) and (
+        _extends(text[cut]) or text[cut - 1] == _ZWJ or _joined(text[cut - 1], text[cut])
+    ):
         cut -= 1
     low, high = _REGIONAL_INDICATORS
     run = 0
