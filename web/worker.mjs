@@ -293,13 +293,11 @@ function cacheCopies(cache) {
 // `coming` whose `read` grew (an embedder still downloading on a slow link; each such
 // `coming` is also progress for this worker's own restore: withStallLimit), and never
 // later than PEER_LONGEST_MS after its want: then it is done with the embedder for this
-// boot, and asks it for nothing more. (A cap of a minute would make a child on a link
-// under some 1.3 Mbit/s give up on an embedder three quarters done and download all 9 MB
-// again from nothing, beside the embedder's last quarter on the same link: bound minutes
-// after the embedder's copies would have let it, and never sooner, since a child binds
-// only once its embedder's worker is ready, the moment it sends its copies.) close()
-// tells the embedder it is done ({done: true}), then drops the port and whatever came on
-// it unused.
+// boot, and asks it for nothing more. (The cap is long: a child binds only once its
+// embedder's worker is ready, the moment it sends its copies, so downloading the same
+// 9 MB beside an embedder still downloading on a slow link never binds it sooner.)
+// close() tells the embedder it is done ({done: true}), then drops the port and whatever
+// came on it unused.
 const PEER_OFFER_MS = 500;
 const PEER_QUIET_MS = 10_000;
 const PEER_LONGEST_MS = 600_000;

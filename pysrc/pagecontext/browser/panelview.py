@@ -46,27 +46,74 @@ def text_element(tag: str, text: str, cls: str | None = None, own_direction: boo
     return el
 
 
+# The longest text whose JSON strings `fill_block` isolates: each part is a call into
+# the page's JavaScript, and a text of 32,000 characters with 1,800 strings to isolate
+# took ~60 ms on the main thread. A longer one is drawn as one text.
+ISOLATE_MAX_CHARS = 8000
+
+
 def fill_block(el: Any, text: str) -> Any:
     """Fill `el` with `text`, a context block as the model gets it (or a text holding
     one): its words as they are, and each JSON string of an item line that holds more
     than ASCII in a `<bdi>` of its own (`isolated_strings`), so that right-to-left keys,
-    values and list items are drawn in the order the model reads them. The element's
-    text is `text`, exactly."""
+    values and list items are drawn in the order the model reads them (up to
+    ISOLATE_MAX_CHARS). The element's text is `text`, exactly."""
+    shown = panel_text(text)
+    if len(shown) > ISOLATE_MAX_CHARS:
+        el.textContent = shown
+        return el
     el.textContent = ""
-    for part, isolate in isolated_strings(panel_text(text)):
+    _append_parts(el, isolated_strings(shown))
+    return el
+
+
+def _append_parts(el: Any, parts: list[list[Any]]) -> None:
+    """Append `parts` ([text, isolate] pairs, as the panel shows them) to `el`: each text
+    to isolate in a `<bdi>` of its own, drawn in its own direction, which neither moves the
+    words around it nor is moved by them; the others as text."""
+    for part, isolate in parts:
         if isolate:
             bdi = js.document.createElement("bdi")
             bdi.textContent = part
             el.append(bdi)
         else:
             el.append(part)
-    return el
 
 
-def _isolated(el: Any, text: str) -> None:
-    """Append `text` to `el` in a `<bdi>` of its own: a page's name or value, drawn in
-    its own direction, which neither moves the words around it nor is moved by them."""
-    el.append(text_element("bdi", text))
+def _filter_parts(filters: list[Any]) -> list[list[Any]]:
+    """The chip's filters line as [text, isolate] parts (`_append_parts`): each name and
+    value a page wrote that holds more than ASCII isolated, so that a right-to-left name
+    and its value are drawn name=value, not as one run that reads value=name; the rest
+    runs together as one text (one call into JavaScript, not one per value)."""
+    parts: list[list[Any]] = [["filters: ", False]]
+
+    def add(text: str, page: bool = False) -> None:
+        if page:
+            text = panel_text(text)
+            if len(text.encode()) != len(text):
+                parts.append([text, True])
+                return
+        if parts[-1][1]:
+            parts.append([text, False])
+        else:
+            parts[-1][0] += text
+
+    for index, (name, value) in enumerate(filters):
+        add(", " if index else "")
+        add(name, True)
+        add("=")
+        if isinstance(value, list):
+            add("[")
+            for at, item in enumerate(value):
+                add(", " if at else "")
+                add(json.dumps(item), True)
+            add("]")
+        else:
+            add(json.dumps(value), True)
+    if not filters:
+        add("none")
+    add(" · seen ")
+    return parts
 
 
 def _format_value(value: Any) -> str:
@@ -140,32 +187,14 @@ def chip_element(chip: dict[str, Any]) -> Any:
     # [name, value] pairs, in the page's order (a MicroPython dict keeps none).
     values = js.document.createElement("dl")
     for name, value in chip.get("snapshot") or []:
-        values.append(text_element("dt", name))
+        values.append(text_element("dt", name, None, True))
         dd = text_element("dd", _format_value(value), None, True)
         dd.setAttribute("data-pc-chip-field", name)
         values.append(dd)
     el.append(values)
-    # The filters' names and values in isolates of their own: a right-to-left name and
-    # its value are drawn name=value, not as one run that reads value=name.
-    meta = text_element("div", "filters: ", "pc-chip-meta")
-    filters = chip.get("filters") or []
-    for index, (name, value) in enumerate(filters):
-        if index:
-            meta.append(", ")
-        _isolated(meta, name)
-        meta.append("=")
-        if isinstance(value, list):
-            meta.append("[")
-            for at, item in enumerate(value):
-                if at:
-                    meta.append(", ")
-                _isolated(meta, json.dumps(item))
-            meta.append("]")
-        else:
-            _isolated(meta, json.dumps(value))
-    if not filters:
-        meta.append("none")
-    meta.append(" · seen ")
+    meta = js.document.createElement("div")
+    meta.className = "pc-chip-meta"
+    _append_parts(meta, _filter_parts(chip.get("filters") or []))
     meta.append(_seen(chip["observedAt"]))
     meta.append(" · revision " + str(chip["revision"]))
     el.append(meta)
@@ -283,7 +312,7 @@ def _answer_element(el: Any, entry: dict[str, Any]) -> Any:
         el.append(failure)
         if error.get("message") and code != STOPPED:
             # The user's own stop needs no detail ("stopped by the user" says it again).
-            el.append(text_element("p", str(error.get("message")), "pc-note"))
+            el.append(text_element("p", str(error.get("message")), "pc-note", True))
         # The question back in its field, for the user to send again (or change first).
         again = text_element("button", "Ask again")
         again.setAttribute("type", "button")
@@ -300,7 +329,7 @@ def _action_element(el: Any, entry: dict[str, Any]) -> Any:
     el.setAttribute("data-pc-action-ref", ref)
     el.append(text_element("p", "Flag " + ref + " for review?", "pc-action-title"))
     if entry.get("note"):
-        el.append(text_element("p", str(entry.get("note")), "pc-note"))
+        el.append(text_element("p", str(entry.get("note")), "pc-note", True))
     if state == "proposed":
         for label, decision in (("Flag for review", "confirm"), ("Not now", "decline")):
             button = text_element("button", label)
