@@ -548,10 +548,13 @@ let stateRole = null;
 // starting; null otherwise.
 let bootProgress = null;
 
+// A boot timeout: the frame is still starting (SLOW_START).
+const slowStart = (state, error) => state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:");
+
 function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
-  const slow = state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:");
+  const slow = slowStart(state, error);
   if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
   else if (slow) words = SLOW_START;
   if (state === "booting" || slow) {
@@ -573,8 +576,7 @@ function showProgress(worker) {
     const { kind, read, total } = event.data || {};
     if (kind !== "progress" || !(total > 0) || !(read >= 0)) return;
     const data = document.documentElement.dataset;
-    const slow = data.pcState === "failed" && (data.pcError || "").startsWith("boot-timeout:");
-    if (data.pcState !== "booting" && !slow) return;
+    if (data.pcState !== "booting" && !slowStart(data.pcState, data.pcError)) return;
     const percent = Math.min(99, Math.floor((100 * read) / total));
     data.pcBootProgress = String(percent);
     // In the words, by tens: a live region that changed each second would keep a screen

@@ -147,7 +147,7 @@ def _seen(observed_at: str) -> Any:
     9:34:10 AM GMT+13:45"), in a <time> whose `datetime` and tooltip are the exact UTC
     time the context carries and the model gets. A UTC time ending in `Z` was a time the
     user never saw on their clock, and in zones far from UTC another day."""
-    el = text_element("time", observed_at)
+    el = js.document.createElement("time")
     el.setAttribute("datetime", observed_at)
     el.setAttribute("title", observed_at + " (UTC)")
     # In its own direction, isolated from the words around it: in Arabic or Hebrew the
