@@ -277,6 +277,16 @@ def system_colour(page: Page, name: str) -> str:
     return colour
 
 
+def wait_workers_ended(page: Page, origin: str = "") -> None:
+    """Wait until every worker of `page` (whose script is on `origin`, if given) has
+    ended. A worker's end reaches Playwright as an event: a worker still listed is waited
+    for until it closes (which takes it off the list), and one that never does fails on
+    the timeout."""
+    while left := [w for w in page.workers if w.url.startswith(origin)]:
+        with left[0].expect_event("close", timeout=STEP_TIMEOUT_MS):
+            pass
+
+
 def html(target: Page | Frame | FrameLocator) -> Locator:
     return target.locator("html")
 

@@ -34,6 +34,7 @@ from .helpers import (
     panel,
     select_and_ask,
     show_and_expect,
+    wait_workers_ended,
 )
 
 # Each worker's boot steps: performance.mark("pagecontext:<step>", {detail}).
@@ -608,7 +609,8 @@ def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:
     """No snapshot, and pydantic-core's wheel answers 404: the page's worker fails at
-    once with the reason (the package did not load), not with the import error after it."""
+    once with the reason (the package did not load), not with the import error after it.
+    The failed worker is ended, its runtime's memory with it, though the page stays."""
     context.route(f"{origins.page}/vendor/snapshot/*", lambda route: route.fulfill(status=404))
     context.route(f"{origins.page}/wheels/pydantic_core*", lambda route: route.fulfill(status=404))
     page.goto(origins.page + "/")
@@ -616,6 +618,8 @@ def test_a_wheel_that_does_not_load_fails_the_boot_with_its_reason(
     expect(html(page)).to_have_attribute(
         "data-pc-error", re.compile(r"^worker: .*packages did not load: .*pydantic.core")
     )
+    wait_workers_ended(page, origins.page)
+    expect(html(page)).to_have_attribute("data-pc-state", "failed")
 
 
 def test_a_runtime_wasm_served_with_another_content_type_still_boots(

@@ -11,7 +11,15 @@ import pytest
 from playwright.sync_api import Page, Route, Worker, expect
 
 from .conftest import STEP_TIMEOUT_MS, Origins, wait_bound
-from .helpers import after_collection, get, html, open_workbench, panel, show_and_expect
+from .helpers import (
+    after_collection,
+    get,
+    html,
+    open_workbench,
+    panel,
+    show_and_expect,
+    wait_workers_ended,
+)
 from .test_boot import MARKS
 
 ROUNDS = 100
@@ -62,12 +70,8 @@ def test_mounting_and_unmounting_100_times_leaves_nothing_behind(
     print(f"JS heap growth over {ROUNDS} mount/unmount rounds: {growth:,} bytes")
     assert growth < MAX_HEAP_GROWTH_BYTES, f"JS heap grew {growth:,} bytes in {ROUNDS} rounds"
     # Every worker ended with its mount, and no edge listens any more: a window message
-    # that a mounted edge would refuse and count is not seen. The last worker's end
-    # reaches Playwright as an event: a worker still listed is waited for until it
-    # closes (which takes it off the list), and one that never does fails on the timeout.
-    while page.workers:
-        with page.workers[0].expect_event("close", timeout=STEP_TIMEOUT_MS):
-            pass
+    # that a mounted edge would refuse and count is not seen.
+    wait_workers_ended(page)
     counted = page.evaluate(WINDOW_MESSAGE_COUNTED)
     assert counted[0] == counted[1], f"a window message was still counted: {counted}"
 

@@ -41,6 +41,9 @@ const wholeJson = (value) => {
 // as `flat` writes it.
 const RUNTIME_REQUEST = JSON.stringify({ pagecontextRuntime: "wanted" });
 const RETIRE_MS = 1000;
+// The workers retired (host.retire): one that failed is ended while its frame stays
+// mounted, and offers its child none of the runtime's files (answerRuntimeRequests).
+const retired = new WeakSet();
 // The window each child frame was last loaded in (`host.navigate`, `frameMoved`).
 const loadedIn = new WeakMap();
 // Whether `frame`, loaded without a `src` (in a page loaded by Back or Forward), was
@@ -242,11 +245,13 @@ globalThis.pagecontextHost = {
     }
     return own || shared;
   },
-  // End an unmounted edge's worker once it has said `bye` to the peer (it answers
-  // `bye-sent`), or after RETIRE_MS if it does not answer (still booting, or failed):
+  // End an unmounted edge's worker, or a failed one, once it has said `bye` to the peer
+  // (it answers `bye-sent`), or after RETIRE_MS if it does not answer (still booting, or
+  // failed):
   // a peer told `bye` unbinds at once, where one never told would wait for the
   // deadlines of whatever it had sent.
   retire(worker) {
+    retired.add(worker);
     const end = () => { clearTimeout(timer); worker.removeEventListener("message", answered); worker.terminate(); };
     const answered = (event) => { if (event.data && event.data.kind === "bye-sent") end(); };
     const timer = setTimeout(end, RETIRE_MS);
@@ -505,6 +510,8 @@ function answerRuntimeRequests(handle, config) {
         port.close();
         return;
       }
+      // A worker that failed is ended (the edge retires it): the child reads its own.
+      if (retired.has(handle.worker)) pins = [];
       port.postMessage({ offer: pins });
       if (pins.length) handle.worker.postMessage({ kind: "runtime-wanted" }, [port]);
       else port.close();

@@ -468,6 +468,8 @@ class Edge:
         # nothing).
         self.storage_key = saved_state_key(config) if self.role == "assistant" else ""
         self.worker = worker
+        # Set once the worker failed: it is ended (`worker_failed`).
+        self.worker_ended = False
         self.root = js.document.documentElement
         self.owner = ProxyOwner()
         self.rejected: dict[str, int] = {}
@@ -633,6 +635,12 @@ class Edge:
         self.root.setAttribute("data-pc-rejected-" + reason, str(count))
 
     def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
+        if self.worker_ended:
+            # Nobody reads it: a port handed over is closed, so that a peer that sent it
+            # is not left talking to nobody.
+            for port in transfer or []:
+                port.close()
+            return
         data = _js_data(message)
         if transfer is None:
             self.worker.postMessage(data)
@@ -977,8 +985,15 @@ class Edge:
     def worker_failed(self, reason: str) -> None:
         """The worker failed: it said so (`failed`), its script did not load, or it
         stopped on an uncaught error (its `error` event, which boot.mjs hands over when
-        it came before `begin()`); `reason` is why, perhaps empty."""
+        it came before `begin()`); `reason` is why, perhaps empty. The worker is ended:
+        retired (the boot host's `retire`: told to say `bye` to a peer it may be bound
+        to, then terminated), so that a runtime that failed does not keep its memory for
+        as long as the page stays open, nor answer a peer after its frame said
+        `failed`."""
         self._fail("worker: " + (reason or WORKER_ERROR))
+        if not self.worker_ended:
+            self.worker_ended = True
+            self.host.retire(self.worker)
 
     def _on_worker_error(self, event: Any) -> None:
         message = getattr(event, "message", None)
