@@ -249,6 +249,23 @@ def test_a_right_to_left_question_and_value_are_laid_out_right_to_left(demo: Pag
     assert entry.evaluate(WHERE_DRAWN, mark) < entry.evaluate(WHERE_DRAWN, first_word)
 
 
+def test_a_right_to_left_id_in_a_receipt_line_is_drawn_as_written(demo: Page) -> None:
+    """A row whose id is a Hebrew word and a full stop: its Show me's lines in the
+    conversation draw the id whole, right to left (its full stop at its left end), before
+    the receipt's words, not split around them (the full stop drawn right of the word,
+    with the " · " that follows it)."""
+    word = "\u05e9\u05d5\u05e8\u05d4"
+    ref = word + "."
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').evaluate(RENAME_ROW, ref)
+    assistant = panel(demo)
+    pin(demo, assistant, ref)
+    show_and_expect(assistant, "applied")
+    line = assistant.locator('[data-pc-log-kind="command"] > p').first
+    expect(line).to_have_text(re.compile("^" + re.escape(ref + " · ")))
+    assert line.evaluate(WHERE_DRAWN, ".") < line.evaluate(WHERE_DRAWN, word)
+    assert line.evaluate(WHERE_DRAWN, word) < line.evaluate(WHERE_DRAWN, "·")
+
+
 def test_a_double_click_on_show_me_sends_its_commands_once(demo: Page) -> None:
     """A double click on Show me is one press: its highlight and locate are sent once.
     A question asked after it is logged after all that the clicks sent."""
@@ -720,21 +737,21 @@ def test_a_long_word_in_a_question_wraps_inside_the_panel(demo: Page) -> None:
     assert widths[0] <= widths[1], widths
 
 
+# The page renders a row anew under another id, and says so.
+RENAME_ROW = """(row, ref) => {
+  row.setAttribute("data-pc-resource-ref", ref);
+  const table = row.closest("[data-pc-component]");
+  const generation = Number(table.getAttribute("data-pc-generation")) + 1;
+  table.setAttribute("data-pc-generation", String(generation));
+  table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+}"""
+
+
 def test_a_long_resource_ref_wraps_inside_the_chip(demo: Page) -> None:
     """A chip for an object whose resourceRef is long and unbroken (ids run to 256
     characters) wraps its title: the panel's document grows no wider than its frame."""
     long_ref = "sales-2026-03-north-" + "0123456789abcdef" * 12
-    # The page renders the row anew under that id, and says so.
-    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').evaluate(
-        """(row, ref) => {
-             row.setAttribute("data-pc-resource-ref", ref);
-             const table = row.closest("[data-pc-component]");
-             const generation = Number(table.getAttribute("data-pc-generation")) + 1;
-             table.setAttribute("data-pc-generation", String(generation));
-             table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
-           }""",
-        long_ref,
-    )
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').evaluate(RENAME_ROW, long_ref)
     assistant = panel(demo)
     pin(demo, assistant, long_ref)
     widths = assistant.locator("html").evaluate("root => [root.scrollWidth, root.clientWidth]")

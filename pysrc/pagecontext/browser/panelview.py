@@ -72,12 +72,15 @@ def _append_parts(el: Any, parts: list[list[Any]]) -> None:
     to isolate in a `<bdi>` of its own, drawn in its own direction, which neither moves the
     words around it nor is moved by them; the others as text."""
     for part, isolate in parts:
-        if isolate:
-            bdi = js.document.createElement("bdi")
-            bdi.textContent = part
-            el.append(bdi)
-        else:
-            el.append(part)
+        el.append(_isolated(part) if isolate else part)
+
+
+def _isolated(text: str) -> Any:
+    """A `<bdi>` showing `text` (as the panel shows it already): drawn in its own
+    direction, neither moving the words around it nor moved by them."""
+    bdi = js.document.createElement("bdi")
+    bdi.textContent = text
+    return bdi
 
 
 def _filter_parts(filters: list[Any]) -> list[list[Any]]:
@@ -243,7 +246,13 @@ def log_element(entry: dict[str, Any]) -> Any:
         text += " (before reload)"
     # A command on a whole component (`refresh`, `clear-highlight`) names no object.
     ref = entry.get("resourceRef")
-    el.append(text_element("p", str(ref) + " · " + text if ref else text))
+    line = text_element("p", text)
+    if ref:
+        # The object's id isolated: a right-to-left one that ends in a neutral character
+        # (a Hebrew word and a full stop) is drawn as written, not split around the words
+        # after it.
+        line.prepend(_isolated(panel_text(str(ref))), " · ")
+    el.append(line)
     return el
 
 
