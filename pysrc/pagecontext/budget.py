@@ -28,6 +28,7 @@ from typing import Final
 
 from pagecontext.block import render_block, render_line, safe_json
 from pagecontext.errors import LocalProtocolError
+from pagecontext.integration import VARIATION_SELECTORS
 from pagecontext.items import ID_PATTERN, ContextItem, Instruction, JsonValue
 
 __all__ = [
@@ -214,8 +215,7 @@ def _extends(char: str) -> bool:
     return (
         unicodedata.category(char) in ("Mn", "Mc", "Me")
         or char == _ZWJ
-        or 0xFE00 <= code <= 0xFE0F
-        or 0xE0100 <= code <= 0xE01EF
+        or any(first <= code <= last for first, last in VARIATION_SELECTORS)
         or 0x1F3FB <= code <= 0x1F3FF
         or 0xE0020 <= code <= 0xE007F
         or 0x1160 <= code <= 0x11FF

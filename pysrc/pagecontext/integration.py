@@ -476,8 +476,9 @@ def panel_text(text: str) -> str:
 # joiner or U+FEFF goes between two characters. Two or more in a row draw as nothing and
 # carry nothing a script or an emoji needs, but can carry data ("emoji smuggling": a byte
 # per selector after one emoji), which the model would get (escaped) and the user never
-# see: such a run is shown as code points, as tag characters are. One alone stays.
-_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+# see: such a run is shown as code points, as tag characters are. One alone stays. (A
+# label is not cut before a variation selector either: pagecontext.budget.)
+VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")
 # The first bytes of their UTF-8: a text without any (nearly every one) is not read
 # character by character.
@@ -498,7 +499,7 @@ _UNSEEN_LEADS = (
 def _unseen_kind(char: str) -> int:
     """1 for a variation selector, 2 for a zero-width character, 0 for anything else."""
     code = ord(char)
-    for first, last in _SELECTORS:
+    for first, last in VARIATION_SELECTORS:
         if first <= code <= last:
             return 1
     return 2 if char in _ZERO_WIDTH else 0
