@@ -633,6 +633,28 @@ def test_a_worker_script_that_does_not_load_fails_the_page_at_once(
     )
 
 
+def test_a_bound_worker_stopped_by_an_uncaught_error_is_ended_and_its_page_stays_failed(
+    page: Page, origins: Origins
+) -> None:
+    """The page's worker, bound, stops on an uncaught error: the page says `failed` with
+    the error, once, and stays so (what the worker still posts as it is ended, the
+    `unbound` its `bye` makes, does not undo it); the worker is ended, and the
+    assistant, told `bye`, waits for its page again."""
+    page.add_init_script(RECORD_STATES)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    wait_bound(panel(page))
+    [worker] = [w for w in page.workers if w.url.startswith(origins.page)]
+    with worker.expect_event("close", timeout=STEP_TIMEOUT_MS):
+        worker.evaluate("setTimeout(() => { throw new Error('stopped here'); })")
+    expect(html(panel(page))).to_have_attribute("data-pc-state", "ready")
+    expect(html(page)).to_have_attribute("data-pc-state", "failed")
+    expect(html(page)).to_have_attribute("data-pc-error", re.compile("^worker: .*stopped here"))
+    states = [state["state"] for state in page.evaluate("window.__pcStates")]
+    assert states[-1] == "failed", states
+    assert states.count("failed") == 1, states
+
+
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:
     """`pagecontext:state` goes booting, ready, bound (connection 1), then carries the
     selection's revision and the revision shared with the assistant. The assistant, the

@@ -54,6 +54,7 @@ __all__ = [
     "TIMEOUT_MAX",
     "UI_REASONS",
     "UI_STATUSES",
+    "VARIATION_SELECTORS",
     "ConfigError",
     "action_checkable",
     "authorization_parts",

@@ -636,8 +636,7 @@ class Edge:
 
     def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
         if self.worker_ended:
-            # Nobody reads it: a port handed over is closed, so that a peer that sent it
-            # is not left talking to nobody.
+            # Nobody reads it: a port it would have been handed is closed here.
             for port in transfer or []:
                 port.close()
             return
@@ -1014,6 +1013,10 @@ class Edge:
                 note = js.document.querySelector("[data-pc-storage-note]")
                 if note is not None:
                     note.textContent = STORAGE_NOTE if unsaved else ""
+            return
+        if self.worker_ended:
+            # A worker that failed is being retired: what it still posts before it ends
+            # (the `unbound` its `bye` makes, a panel state) does not undo `failed`.
             return
         message = _plain(event.data, worker=True)
         if not isinstance(message, dict):
@@ -2042,9 +2045,11 @@ class Edge:
         for name, key in _CLOSED_WITH_THE_EDGE.items():
             self.root.removeAttribute("data-pc-" + name)
             self.public[key] = None
+        # A worker that failed was retired then (`worker_failed`): it ends once its bye
+        # is out, which terminating it now would cut short.
         if self.public.get("state") in ("bound", "connecting"):
             self.host.retire(self.worker)
-        else:
+        elif not self.worker_ended:
             self.worker.terminate()
         self._set_state("closed")
         if self in _EDGE:
