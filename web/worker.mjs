@@ -143,6 +143,11 @@ function plainDataWalk(value, depth, budget) {
 // which stops listening and drops what is queued. A message whose text would pass
 // `maxChars` (far past the core's own size limit) is "too-large" here, unread by Python.
 const RUN_TEXTS = 128;
+// A run also stops short of RUN_CHARS characters: 128 texts each near the limit of a page
+// whose maxMessageBytes is LIMIT_MAX (4 * 1048576 + 65536 characters) would join past
+// V8's longest string (2**29 - 24), and the RangeError, uncaught, would end the worker
+// (tests/worker/listen_port.mjs runs this part of the file, from MAX_VISITS, in Node.js).
+const RUN_CHARS = 1 << 24;
 function listenPort(port, deliver, maxChars, maxDepth) {
   if (!Number.isInteger(maxChars) || !Number.isInteger(maxDepth)) throw new TypeError("listenPort needs maxChars and maxDepth");
   let queue = [];
@@ -167,7 +172,7 @@ function listenPort(port, deliver, maxChars, maxDepth) {
       // envelope's scalar fields.
       const nonFinite = problem === "non-finite";
       queue.push({ problem, value: nonFinite ? data : null, head: nonFinite ? null : headOf(data) });
-    } else if (last >= 0 && typeof queue[last] === "string" && run < RUN_TEXTS) {
+    } else if (last >= 0 && typeof queue[last] === "string" && run < RUN_TEXTS && queue[last].length + text.length < RUN_CHARS) {
       queue[last] += "\n" + text;
       run += 1;
     } else {
@@ -433,7 +438,7 @@ async function snapshotCache() {
 // each file the child asks for ({want: sha256}) that is one of the two its own
 // runtime.json pins, the snapshot bundle and the runtime's wasm, what it holds of it,
 // as {sha256, bytes}, once its own boot is over, so that the child's restore never
-// competes with its own for the cores. Until then, every PEER_BEAT_MS, how many bytes
+// competes with its own for the cores (bytes null if its boot failed). Until then, every PEER_BEAT_MS, how many bytes
 // of its runtime files its boot has read ({coming: sha256, read}), so that on a slow
 // first visit the child waits for an embedder that is still downloading rather than
 // download the same files beside it. From the Cache API where its boot kept them, else
@@ -467,13 +472,17 @@ function sendRuntime(port) {
     if (urls) {
       asked.add(sha256);
       const beat = setInterval(() => open && port.postMessage({ coming: sha256, read: received }), PEER_BEAT_MS);
-      await booted;
+      const ok = await booted;
       clearInterval(beat);
       if (!open) return; // the child is done with the port: nothing to read for it
-      try {
-        bytes = await ownCopy(urls, await snapshotCache());
-      } catch {
-        // The file is not to be had: the child asks its server.
+      // A worker whose boot failed sends nothing (bytes null, at once): its frame ends it
+      // soon, which would leave the child waiting for bytes that never come.
+      if (ok) {
+        try {
+          bytes = await ownCopy(urls, await snapshotCache());
+        } catch {
+          // The file is not to be had: the child asks its server.
+        }
       }
     }
     if (!open) return;
@@ -838,8 +847,8 @@ const runtimeRead = fetchOK(here("/py/runtime.json")).then((response) => respons
 // that mounts again after a deploy).
 const runtimeFiles = runtimeRead.then(pinnedFiles).catch(() => null);
 runtimeFiles.then((files) => self.postMessage({ kind: "runtime-pins", pins: files ? [...files.keys()] : [] }));
-// This worker's boot is over (it has its runtime, or has failed), and what it keeps is
-// in the Cache API: what sendRuntime waits for.
+// This worker's boot is over, and what it keeps is in the Cache API (true), or it has
+// failed (false): what sendRuntime waits for.
 let bootEnded;
 const booted = new Promise((resolve) => {
   bootEnded = resolve;
@@ -912,11 +921,11 @@ try {
   mark("module-imported");
   worker.start(self, early, listenPort);
   mark("worker-started");
-  (keep ? keep().then(() => mark("snapshot-kept"), () => {}) : Promise.resolve()).then(bootEnded);
+  (keep ? keep().then(() => mark("snapshot-kept"), () => {}) : Promise.resolve()).then(() => bootEnded(true));
 } catch (error) {
   dropPeer();
   stopProgress();
-  bootEnded();
+  bootEnded(false);
   toEdge({ kind: "failed", error: String((error && error.stack) || error) });
   // Nothing will read what the edge sends from now on: it is no longer kept, and a port
   // it hands over is closed, so its peer is not left talking to nobody.
