@@ -638,8 +638,9 @@ def test_a_bound_worker_stopped_by_an_uncaught_error_is_ended_and_its_page_stays
 ) -> None:
     """The page's worker, bound, stops on an uncaught error: the page says `failed` with
     the error, once, and stays so (what the worker still posts as it is ended, the
-    `unbound` its `bye` makes, does not undo it); the worker is ended, and the
-    assistant, told `bye`, waits for its page again."""
+    `unbound` its `bye` makes, does not undo it), in words that say it stopped, not
+    that it could not start; the worker is ended, and the assistant, told `bye`, waits
+    for its page again."""
     page.add_init_script(RECORD_STATES)
     page.goto(origins.page + "/")
     wait_bound(page)
@@ -650,6 +651,10 @@ def test_a_bound_worker_stopped_by_an_uncaught_error_is_ended_and_its_page_stays
     expect(html(panel(page))).to_have_attribute("data-pc-state", "ready")
     expect(html(page)).to_have_attribute("data-pc-state", "failed")
     expect(html(page)).to_have_attribute("data-pc-error", re.compile("^worker: .*stopped here"))
+    # It had started: it stopped.
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant stopped: reload the page to try again"
+    )
     states = [state["state"] for state in page.evaluate("window.__pcStates")]
     assert states[-1] == "failed", states
     assert states.count("failed") == 1, states

@@ -548,8 +548,12 @@ const SETUP_FAILED = "The assistant could not start: it is not set up correctly 
 // frame moves on to `ready` if it gets there (docs/integration.md, timeouts.bootMs). A
 // reload would only start that download again.
 const SLOW_START = "The assistant is taking longer than usual to start…";
+// A frame whose worker had started (it was `ready` or further) and then failed did start.
+const STOPPED = "The assistant stopped: reload the page to try again";
 const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
 let stateRole = null;
+// Whether this mount's frame has been `ready` (or further) since it mounted.
+let started = false;
 // How much of the runtime's files the worker's boot has read, in percent rounded down to
 // tens (its `progress` messages, on a slow first visit), while the frame is still
 // starting; null otherwise.
@@ -562,8 +566,10 @@ function sayState(state, error) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
   const slow = slowStart(state, error);
+  if (["ready", "connecting", "bound"].includes(state)) started = true;
   if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
   else if (slow) words = SLOW_START;
+  else if (state === "failed" && started) words = STOPPED;
   if (state === "booting" || slow) {
     if (bootProgress !== null) words += ` (${bootProgress}% downloaded)`;
   } else if (bootProgress !== null) {
@@ -645,6 +651,7 @@ async function mountConfig(config) {
   delete data.pcErrorField;
   data.pcState = "booting";
   stateRole = config.role;
+  started = false;
   bootProgress = null;
   delete data.pcBootProgress;
   sayState("booting");
