@@ -247,8 +247,7 @@ globalThis.pagecontextHost = {
   },
   // End an unmounted edge's worker, or a failed one, once it has said `bye` to the peer
   // (it answers `bye-sent`), or after RETIRE_MS if it does not answer (still booting, or
-  // failed):
-  // a peer told `bye` unbinds at once, where one never told would wait for the
+  // failed): a peer told `bye` unbinds at once, where one never told would wait for the
   // deadlines of whatever it had sent.
   retire(worker) {
     retired.add(worker);
