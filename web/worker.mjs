@@ -436,18 +436,19 @@ async function snapshotCache() {
 
 // What an embedder's worker sends its child's worker on `port` (see peerCopies): for
 // each file the child asks for ({want: sha256}) that is one of the two its own
-// runtime.json pins, the snapshot bundle and the runtime's wasm, what it holds of it,
-// as {sha256, bytes}, once its own boot is over, so that the child's restore never
-// competes with its own for the cores (bytes null if its boot failed). Until then,
-// every PEER_BEAT_MS, how many bytes of its runtime files its boot has read ({coming:
-// sha256, read}), so that on a slow first visit the child waits for an embedder that is
-// still downloading rather than download the same files beside it. From the Cache API where its boot kept them, else
-// from its server (the HTTP cache). Each of the two is sent once per port; any other
-// want (another file, one asked again) is answered with bytes null at once, so that the
-// child never waits for it. The port is closed (`runtime-closed`: {wants, answered}) once both files are
-// answered, or when the child says it is done with it ({done: true}: it has what it
-// needs, or gave up waiting), whatever it asked for: nothing is then read or sent for
-// it. Nothing else is sent: the child checks each file against its own pins.
+// runtime.json pins, the snapshot bundle and the runtime's wasm, what it holds of it, as
+// {sha256, bytes}, once its own boot is over, so that the child's restore never competes
+// with its own for the cores (bytes null if its boot failed). Until then, every
+// PEER_BEAT_MS, how many bytes of its runtime files its boot has read ({coming: sha256,
+// read}), so that on a slow first visit the child waits for an embedder that is still
+// downloading rather than download the same files beside it. From the Cache API where
+// its boot kept them, else from its server (the HTTP cache). Each of the two is sent
+// once per port; any other want (another file, one asked again) is answered with bytes
+// null at once, so that the child never waits for it. The port is closed
+// (`runtime-closed`: {wants, answered}) once both files are answered, or when the child
+// says it is done with it ({done: true}: it has what it needs, or gave up waiting),
+// whatever it asked for: nothing is then read or sent for it. Nothing else is sent: the
+// child checks each file against its own pins.
 const PEER_BEAT_MS = 1000;
 function sendRuntime(port) {
   const asked = new Set();
