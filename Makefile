@@ -104,9 +104,10 @@ acceptance-report: setup
 	$(PY) -m pytest tests e2e -q --acceptance-report build/acceptance.json
 	@echo "wrote build/acceptance.json"
 
-# The fuzzed core with 50,000 examples per property (make test runs 2,000).
+# The fuzzed core with 50,000 examples per property (make test runs 2,000), and the
+# two sessions' state machine with 12,500 runs of 40 steps (make test runs 500).
 fuzz: $(VENV)/.stamp
-	PAGECONTEXT_FUZZ=1 $(PY) -m pytest tests/test_fuzz.py -q
+	PAGECONTEXT_FUZZ=1 $(PY) -m pytest tests/test_fuzz.py tests/test_session_machine.py -q
 
 # Benchmarks in headless Chromium (bench/README.md); QUICK=1 for a reduced run.
 bench: setup
