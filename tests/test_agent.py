@@ -7,8 +7,9 @@ import http.server
 import json
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2 as httpx
@@ -25,6 +26,7 @@ from pagecontext.server import access, agent_endpoint, bodies
 from pagecontext.server.agent_endpoint import (
     AGENT_READS,
     MAX_RESOURCE_BYTES,
+    SMALL_RUN_BYTES,
     HttpResourceReader,
     ResourceReader,
     ResourceUnavailable,
@@ -712,16 +714,37 @@ def test_agent_over_real_sockets_reads_the_page_origin_over_http(
     assert "2.94 times its average of 1,441 units" in _text(events)
 
 
+@contextmanager
+def served_agent(
+    tmp_path: Path, reader: ResourceReader | None = None
+) -> Iterator[tuple[ServerConfig, Callable[[dict[str, object]], httpx.Response]]]:
+    """Both origins served by uvicorn over the demo's data (the agent reading rows with
+    `reader`, if given), and a function that posts a run input to the assistant
+    origin's `/agent`."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    (tmp_path / "web").mkdir()
+    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
+    create_demo_db(config.db_path)
+    apps = [
+        (create_page_app(config), config.page_port),
+        (create_assistant_app(config, resource_reader=reader), config.assistant_port),
+    ]
+    agent = f"http://127.0.0.1:{config.assistant_port}/agent"
+    host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
+
+    def post(body: dict[str, object]) -> httpx.Response:
+        return httpx.post(agent, json=body, headers=host, timeout=60, trust_env=False)
+
+    with serve_in_thread(apps):
+        yield config, post
+
+
 def test_runs_waiting_on_reads_never_take_the_threads_the_page_origin_needs(
     tmp_path: Path,
 ) -> None:
     """45 runs whose reads wait (more than the event loop's 40 threads): at most
     AGENT_READS read at once, and the page origin, which answers those reads and shares
     the threads, still answers meanwhile."""
-    (tmp_path / "index.html").write_text("<!doctype html>")
-    (tmp_path / "web").mkdir()
-    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
-    create_demo_db(config.db_path)
     release, full, lock = threading.Event(), threading.Event(), threading.Lock()
     inside = [0, 0]  # now, most
 
@@ -736,19 +759,8 @@ def test_runs_waiting_on_reads_never_take_the_threads_the_page_origin_needs(
             inside[0] -= 1
         return ReadRefused(403, "not-authorized")
 
-    apps = [
-        (create_page_app(config), config.page_port),
-        (create_assistant_app(config, resource_reader=reader), config.assistant_port),
-    ]
-    agent = f"http://127.0.0.1:{config.assistant_port}/agent"
-    host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
-    with serve_in_thread(apps), ThreadPoolExecutor(45) as pool:
-        runs = [
-            pool.submit(
-                httpx.post, agent, json=run_body(), headers=host, timeout=60, trust_env=False
-            )
-            for _ in range(45)
-        ]
+    with served_agent(tmp_path, reader) as (config, post), ThreadPoolExecutor(45) as pool:
+        runs = [pool.submit(post, run_body()) for _ in range(45)]
         try:
             assert full.wait(30)
             sales = httpx.get(
@@ -827,10 +839,6 @@ def test_a_run_input_is_read_while_the_page_origin_answers(
     lone surrogate: 1.4-2.3 s), so it is read off the event loop both origins share: the
     page origin, which answers the agent's reads, answers meanwhile. (The read here
     waits until the page origin has answered, 10 s at most: a bound, not a wait.)"""
-    (tmp_path / "index.html").write_text("<!doctype html>")
-    (tmp_path / "web").mkdir()
-    config = ServerConfig(root=tmp_path, page_port=free_port(), assistant_port=free_port())
-    create_demo_db(config.db_path)
     reading, answered = threading.Event(), threading.Event()
 
     def read_json(body: bytes) -> object:
@@ -839,16 +847,8 @@ def test_a_run_input_is_read_while_the_page_origin_answers(
         return bodies.read_json(body)
 
     monkeypatch.setattr(agent_endpoint, "read_json", read_json)
-    apps = [
-        (create_page_app(config), config.page_port),
-        (create_assistant_app(config), config.assistant_port),
-    ]
-    agent = f"http://127.0.0.1:{config.assistant_port}/agent"
-    host = {"Host": f"{config.assistant_host}:{config.assistant_port}"}
-    with serve_in_thread(apps), ThreadPoolExecutor(1) as pool:
-        run = pool.submit(
-            httpx.post, agent, json=run_body(), headers=host, timeout=60, trust_env=False
-        )
+    with served_agent(tmp_path) as (config, post), ThreadPoolExecutor(1) as pool:
+        run = pool.submit(post, run_body())
         try:
             assert reading.wait(10)
             sales = httpx.get(
@@ -860,6 +860,43 @@ def test_a_run_input_is_read_while_the_page_origin_answers(
         response = run.result()
     events = verified_events(response.headers["content-type"], response.text)
     assert "2.94 times its average of 1,441 units" in _text(events)
+
+
+def test_a_small_run_input_is_read_while_a_large_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large run inputs are read one at a time (1 MB of nested arrays is some 40 MB of
+    lists, and up to 2.3 s of reading); one of at most SMALL_RUN_BYTES, a conversation's
+    first questions, is read in a lane of its own and answered meanwhile. (The large read
+    waits until the small run is answered, 10 s at most: a bound, not a wait.)"""
+    reading, answered, read = threading.Event(), threading.Event(), threading.Event()
+
+    def read_json(body: bytes) -> object:
+        if len(body) > SMALL_RUN_BYTES:
+            reading.set()
+            answered.wait(10)
+            read.set()
+        return bodies.read_json(body)
+
+    monkeypatch.setattr(agent_endpoint, "read_json", read_json)
+    large = run_body()
+    large["state"] = {"note": "x" * SMALL_RUN_BYTES}
+    small = run_body()
+    assert len(json.dumps(small)) <= SMALL_RUN_BYTES < len(json.dumps(large))
+    with served_agent(tmp_path) as (_, post), ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(post, large)
+        try:
+            assert reading.wait(10)
+            response = post(small)
+            answered_first = not read.is_set()
+        finally:
+            answered.set()
+        late = waiting.result()
+    for answer in (response, late):
+        events = verified_events(answer.headers["content-type"], answer.text)
+        assert events[-1].type == "RUN_FINISHED"
+        assert "2.94 times its average of 1,441 units" in _text(events)
+    assert answered_first
 
 
 def test_a_run_holds_not_even_its_body_while_it_reads(tmp_path: Path) -> None:

@@ -211,6 +211,12 @@ _LOG = logging.getLogger(__name__)
 # a limit of their own: the endpoints of both origins share one event loop and its 40
 # threads, and the page origin's, which answer those reads, must never wait for them.
 AGENT_READS: Final = 8
+# Run inputs are read (parsed and checked) in threads, a large one alone: 1 MB of nested
+# arrays is some 40 MB of lists and up to 2.3 s of reading. One of at most SMALL_RUN_BYTES
+# (a conversation's first dozens of questions: the first is ~4 KB) is read in a lane of
+# its own, SMALL_RUN_READS at a time, so that it never waits behind a large one.
+SMALL_RUN_BYTES: Final = 64 * 1024
+SMALL_RUN_READS: Final = 4
 
 
 def _new_id() -> str:
@@ -268,7 +274,8 @@ def agent_endpoint(
     not a page's. A body that has not arrived within `body_seconds` gets a 408 (JSON).
     """
 
-    # Made in the event loop, on the first run: the reads, and the run inputs read.
+    # Made in the event loop, on the first run: the reads, and the run inputs read (the
+    # large ones' lane, then the small ones').
     reads: list[anyio.CapacityLimiter] = []
     takes: list[anyio.CapacityLimiter] = []
 
@@ -296,11 +303,12 @@ def agent_endpoint(
                 return
             if not reads:
                 reads.append(anyio.CapacityLimiter(AGENT_READS))
-                takes.append(anyio.CapacityLimiter(1))
+                takes.extend((anyio.CapacityLimiter(1), anyio.CapacityLimiter(SMALL_RUN_READS)))
             # The body too is not kept past its reading (up to 1 MB for each run).
             text, body = body, None
+            lane = takes[1] if len(text) <= SMALL_RUN_BYTES else takes[0]
             # Not on the event loop both origins share: 1 MB of JSON can take seconds.
-            taken = await anyio.to_thread.run_sync(_take_run, text, limiter=takes[0])
+            taken = await anyio.to_thread.run_sync(_take_run, text, limiter=lane)
             del text
             if isinstance(taken, RunErrorEvent):
                 yield taken
