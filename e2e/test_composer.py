@@ -434,6 +434,21 @@ def test_an_assistant_whose_storage_is_denied_says_so_and_keeps_working(
     expect(row).to_have_attribute("aria-selected", "true")
 
 
+def test_a_panel_denied_its_storage_says_so_before_anything_is_saved(
+    demo: Page,
+) -> None:
+    """The demo's panel is framed by another site, and this browser denies it its
+    storage: it says so as it starts, before the first save (a selection), so that a
+    question typed first, or a panel reloaded into an empty conversation, is not lost
+    without a word."""
+    assistant = panel(demo)
+    expect(html(assistant)).to_have_attribute(
+        "data-pc-storage", "unavailable", timeout=STEP_TIMEOUT_MS
+    )
+    expect(assistant.locator("[data-pc-storage-note]")).to_contain_text("not being saved")
+    expect(assistant.locator("[data-pc-chip]")).to_have_count(0)
+
+
 def test_storage_that_comes_back_is_used_again(page: Page, origins: Origins) -> None:
     """Workbench (the assistant is the top document, so it may store): while writes
     throw, the panel says `data-pc-storage="unavailable"`; once a save succeeds again

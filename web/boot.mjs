@@ -57,6 +57,9 @@ function frameMoved(frame) {
 }
 // After the saved state's key, the key of the question typed and not sent (host.keepDraft).
 const DRAFT = ":draft";
+// The name of the item `storageUsable` writes and removes, to learn whether storage is
+// usable before anything is saved.
+const STORAGE_PROBE = "pagecontext-storage-probe";
 // The positions a frame may take (integration.POSITIONS), published on <html>.
 const POSITIONS = ["embedder", "child"];
 globalThis.pagecontextHost = {
@@ -166,6 +169,21 @@ globalThis.pagecontextHost = {
       } catch { /* denied */ }
     }
     return found;
+  },
+  // Whether a saved state can be kept under `key` now: a write to either storage that
+  // goes through. False with no key (no owner known), or when the browser denies this
+  // frame its storage (blocked third-party storage) or it is full. The probe's item is
+  // removed at once, and its name is under no owner's prefix.
+  storageUsable(key) {
+    if (!key) return false;
+    for (const name of ["sessionStorage", "localStorage"]) {
+      try {
+        window[name].setItem(STORAGE_PROBE, "");
+        window[name].removeItem(STORAGE_PROBE);
+        return true;
+      } catch { /* denied or full */ }
+    }
+    return false;
   },
   // The question typed and not sent when the panel's document goes (a reload), kept for
   // this tab's next one: in sessionStorage beside the saved state, under its key (so

@@ -998,21 +998,26 @@ class Edge:
         message = getattr(event, "message", None)
         self.worker_failed(str(message) if message else "")
 
+    def _say_unsaved(self, unsaved: bool) -> None:
+        """Whether the conversation lives in memory only (storage denied or full), said
+        in words (a status the user sees and hears) and through data-pc-storage."""
+        if unsaved == self.root.hasAttribute("data-pc-storage"):
+            return
+        if unsaved:
+            self.root.setAttribute("data-pc-storage", "unavailable")
+        else:
+            self.root.removeAttribute("data-pc-storage")
+        note = js.document.querySelector("[data-pc-storage-note]")
+        if note is not None:
+            note.textContent = STORAGE_NOTE if unsaved else ""
+
     def _from_worker(self, event: Any) -> None:
         saved = self.host.persist(self.storage_key, event.data)
         if saved is not None:
             # Storage may be denied (blocked third-party storage) or full: the
             # conversation then lives in memory only, and the panel says so, in words
             # (a status the user sees and hears) and through data-pc-storage.
-            unsaved = not saved
-            if unsaved != self.root.hasAttribute("data-pc-storage"):
-                if unsaved:
-                    self.root.setAttribute("data-pc-storage", "unavailable")
-                else:
-                    self.root.removeAttribute("data-pc-storage")
-                note = js.document.querySelector("[data-pc-storage-note]")
-                if note is not None:
-                    note.textContent = STORAGE_NOTE if unsaved else ""
+            self._say_unsaved(not saved)
             return
         if self.worker_ended:
             # A worker that failed is being retired: what it still posts before it ends
@@ -1674,6 +1679,10 @@ class Edge:
         draft = str(self.host.takeDraft(self.storage_key) or "")
         if field is not None and draft and not str(field.value).strip():
             field.value = draft
+        # Said as the panel starts, not at its first save: a question typed before
+        # anything is selected, or a panel reloaded into an empty conversation, is told
+        # that nothing is kept (the first save that goes through takes it away).
+        self._say_unsaved(not self.host.storageUsable(self.storage_key))
         restore = doc.querySelector("[data-pc-restore-chips]")
         if restore is not None:
             self.owner.listen(restore, "click", self._on_restore_chips)
