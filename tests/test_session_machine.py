@@ -31,7 +31,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -135,26 +135,8 @@ class Tab(ChannelPair):
             self.posted.append((port, sender, json.loads(json.dumps(message))))
         super()._send(sender, message)
 
-    def pump(self, only: Side | None = None, limit: int | None = None) -> int:
-        """Deliver queued messages (to `only`, if given), in order, until quiet or
-        `limit` were delivered; return how many."""
-        delivered = 0
-        while limit is None or delivered < limit:
-            item = next((item for item in self._queue if only in (None, item[1])), None)
-            if item is None:
-                break
-            self._queue.remove(item)
-            link, to, message = item
-            if link in self._closed_links or self._port[to] != link:
-                continue
-            delivered += 1
-            self.delivered.append((link, to, message, self.clock.now_ms))
-            session = self._session(to)
-            if self.as_text:
-                self.run(to, session.on_port_json(json.dumps(message)))
-            else:
-                self.run(to, session.on_port_message(message))
-        return delivered
+    def _delivering(self, link: int, to: Side, message: dict[str, object]) -> None:
+        self.delivered.append((link, to, message, self.clock.now_ms))
 
     def _apply(self, instruction: Mapping[str, object]) -> None:
         for check in self.checks_apply:
@@ -192,10 +174,7 @@ class Tab(ChannelPair):
             return
         status, reason = self.dom.apply_instruction(instruction)
         self.dom_done.append((instance, conversation, status, instruction))
-        ui_status: Literal["applied", "not-found"] = (
-            "applied" if status == "applied" else "not-found"
-        )
-        self.run("page", self.page.on_ui_done(command_id, ui_status, reason))
+        self._ui_done(command_id, status, reason)
 
 
 def _view(page_id: str, filters: Mapping[str, Any], generation: int) -> View:

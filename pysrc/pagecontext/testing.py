@@ -416,8 +416,9 @@ class ChannelPair:
                     self._closed_links.add(port)
                 self._port[side] = None
 
-    def pump(self, only: Side | None = None) -> int:
-        """Deliver queued messages (to `only`, if given) until quiet; return how many.
+    def pump(self, only: Side | None = None, limit: int | None = None) -> int:
+        """Deliver queued messages (to `only`, if given), in order, until quiet or `limit`
+        were delivered; return how many.
 
         A message on a closed link, or on a link its receiver has left, is dropped.
         Raises RuntimeError if the two sides still exchange messages after 10,000.
@@ -425,13 +426,14 @@ class ChannelPair:
         delivered = 0
         for _ in range(10_000):
             item = next((item for item in self._queue if only in (None, item[1])), None)
-            if item is None:
+            if item is None or delivered == limit:
                 return delivered
             self._queue.remove(item)
             link, to, message = item
             if link in self._closed_links or self._port[to] != link:
                 continue
             delivered += 1
+            self._delivering(link, to, message)
             session = self._session(to)
             if self.as_text:
                 self.run(to, session.on_port_json(json.dumps(message)))
@@ -459,11 +461,18 @@ class ChannelPair:
         if port is not None and port not in self._closed_links:
             self._queue.append((port, _other(sender), _cloned(message)))
 
+    def _delivering(self, link: int, to: Side, message: dict[str, object]) -> None:
+        """Called with each message as it is delivered on `link` to `to`."""
+
     def _apply(self, instruction: Mapping[str, object]) -> None:
         status, reason = self.dom.apply_instruction(instruction)
         command_id = instruction["commandId"]
         assert isinstance(command_id, str)
-        # The edge reports what it could not do as not-found, like the browser edge.
+        self._ui_done(command_id, status, reason)
+
+    def _ui_done(self, command_id: str, status: ReceiptStatus, reason: str) -> None:
+        """The page's edge reports what the DOM did with a command; what it could not do
+        is not-found, like the browser edge."""
         ui_status: Literal["applied", "not-found"] = (
             "applied" if status == "applied" else "not-found"
         )

@@ -1014,9 +1014,7 @@ class Edge:
     def _from_worker(self, event: Any) -> None:
         saved = self.host.persist(self.storage_key, event.data)
         if saved is not None:
-            # Storage may be denied (blocked third-party storage) or full: the
-            # conversation then lives in memory only, and the panel says so, in words
-            # (a status the user sees and hears) and through data-pc-storage.
+            # A save, which storage denied (blocked third-party storage) or full refuses.
             self._say_unsaved(not saved)
             return
         if self.worker_ended:
