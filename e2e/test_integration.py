@@ -1038,16 +1038,20 @@ def test_a_row_recycled_for_another_object_loses_its_marks(demo: Page) -> None:
     expect(recycled).not_to_have_attribute("aria-selected", "true")
 
 
-def test_the_selected_row_keeps_its_mark_through_a_render_that_gives_it_a_new_element(
+def test_the_selected_row_is_selected_again_in_the_view_a_filter_gives_it(
     demo: Page,
 ) -> None:
-    """The page builds its rows again (a filter that keeps the selected row, a list made
-    anew with the same data): the selection is still that row's, "Ask AI" shares it, and
-    the new element is the one marked selected; the element it replaced is gone with its
-    mark."""
+    """The page builds its rows again under another filter that keeps the selected row:
+    the new element is the one marked selected (the element it replaced is gone with its
+    mark), and the row is selected again in the new view, so "Ask AI" shares it with the
+    filters the user sees and Show me for it is `applied`, not `stale-context`. A render
+    that keeps the view (a list made anew with the same data) selects nothing again."""
     table = '[data-pc-component="sales-table"]'
     row = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')
-    row.click()
+    assistant = panel(demo)
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
+    select_and_ask(demo, ROW)
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
     expect(row).to_have_attribute("aria-selected", "true")
     before = row.element_handle()
     demo.locator('select[name="region"]').select_option("North")
@@ -1055,7 +1059,11 @@ def test_the_selected_row_keeps_its_mark_through_a_render_that_gives_it_a_new_el
     assert before.evaluate("element => element.isConnected") is False
     expect(row).to_have_attribute("aria-selected", "true")
     expect(demo.locator(f'{table} [aria-selected="true"]')).to_have_count(1)
-    # Rebuilt by the page's own hand, as a framework would: an element as rendered.
+    expect(html(demo)).to_have_attribute("data-pc-revision", "2", timeout=STEP_TIMEOUT_MS)
+    # Shared when the user asks (share mode "ask"): the chip is still the one shared.
+    expect(html(demo)).to_have_attribute("data-pc-shared-revision", "1")
+    # Rebuilt by the page's own hand, as a framework would: an element as rendered, in
+    # the same view.
     demo.evaluate(
         """ref => {
           const old = document.querySelector(`tr[data-pc-resource-ref="${ref}"]`);
@@ -1069,8 +1077,38 @@ def test_the_selected_row_keeps_its_mark_through_a_render_that_gives_it_a_new_el
     )
     expect(row).to_have_attribute("aria-selected", "true")
     demo.locator("[data-pc-ask]").click()
-    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(html(demo)).to_have_attribute("data-pc-revision", "2")
+    expect(chip.locator(".pc-chip-meta")).to_contain_text('region="North"')
+    show_and_expect(assistant, "applied")
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
+
+
+def test_a_selection_the_page_gave_values_for_is_not_selected_again_by_a_render(
+    demo: Page,
+) -> None:
+    """A selection made with `pagecontext:select` and values of the page's own stays as
+    the page made it through a render in another view (the values are the page's to give
+    again): no new revision, and Show me for it is `stale-context` (`view-changed`)."""
+    table = '[data-pc-component="sales-table"]'
+    assistant = panel(demo)
+    demo.evaluate(
+        """ref => document.dispatchEvent(new CustomEvent("pagecontext:select", {detail: {
+          componentId: "sales-table", resourceRef: ref, values: {note: "picked"}}}))""",
+        ROW,
+    )
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    demo.locator("[data-pc-ask]").click()
+    chip = assistant.locator(f'[data-pc-chip="{ROW}"]')
     expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    demo.locator('select[name="region"]').select_option("North")
+    expect(demo.locator(f"{table} tbody tr")).to_have_count(12, timeout=STEP_TIMEOUT_MS)
+    expect(demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]')).to_have_attribute(
+        "aria-selected", "true"
+    )
+    show_and_expect(assistant, "stale-context")
+    expect(receipt(assistant)).to_contain_text("view-changed")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
 
 
 def test_a_cells_text_is_shared_as_the_page_shows_it(demo: Page) -> None:

@@ -494,8 +494,13 @@ class Edge:
         # The (componentId, resourceRef) of the selection held: the last one sent to the
         # worker, or the one the worker kept when it refused that.
         self.selecting: tuple[str, str] | None = None
+        # The view (pageId, filters, generation) the selection held was made in, if this
+        # edge read all its values from the page (`_follow`); None if the page gave some
+        # (`pagecontext:select` with values) or the worker kept an earlier selection.
+        self.selecting_view: Any = None
         self.components: dict[str, Any] = {}  # componentId -> component element
-        self.generations: dict[str, int] = {}  # componentId -> generation last reported
+        # componentId -> the view last reported: (pageId, filters, generation).
+        self.views: dict[str, tuple[str, Any, int]] = {}
         self.pending_refresh: dict[str, list[str]] = {}  # componentId -> [commandId]
         # The newest selection revision a highlight on the page was drawn for.
         self.marks_revision = -1
@@ -1239,7 +1244,7 @@ class Edge:
             return
         for component_id in gone:
             del self.components[component_id]
-            self.generations.pop(component_id, None)
+            self.views.pop(component_id, None)
             for element in self.registry.pop(component_id, {}).values():
                 self._unmark(element)
             for command_id in self.pending_refresh.pop(component_id, []):
@@ -1277,17 +1282,18 @@ class Edge:
         # (a list built again, a framework's new rows): the selection is the object's,
         # and "Ask AI" still shares it.
         held = self.selecting
-        if held is not None and held[0] == component_id:
-            element = refs.get(held[1])
-            if element is not None and element != self.selected:
-                self._mark_selected(element)
+        element = refs.get(held[1]) if held is not None and held[0] == component_id else None
+        if element is not None and element != self.selected:
+            self._mark_selected(element)
+        page_id = component.getAttribute("data-pc-page") or "page"
+        view = (page_id, filters, generation)
         self.components[component_id] = component
-        self.generations[component_id] = generation
+        self.views[component_id] = view
         self._to_worker(
             {
                 "kind": "view",
                 "componentId": component_id,
-                "pageId": component.getAttribute("data-pc-page") or "page",
+                "pageId": page_id,
                 "filters": filters,
                 # The worker's CPython puts them in the text's order, which a MicroPython
                 # dict does not keep (integration.filters_in_page_order).
@@ -1297,10 +1303,26 @@ class Edge:
                 "shareable": _declared(component),
             }
         )
+        if element is not None:
+            self._follow(component_id, view)
         if component_id == self.refreshing:
             self.rendered_while_refreshing = True
         for command_id in self.pending_refresh.pop(component_id, []):
             self._ui_done(command_id, "applied", "ok")
+
+    def _follow(self, component_id: str, view: Any) -> None:
+        """The selected object is still rendered after its component rendered: if the
+        component shows another view than the one it was selected in (other filters, a
+        new generation), select it again as it is shown now, so that the selection the
+        user sees marked is the one "Ask AI" shares, in the view its commands are
+        checked against. Not a selection whose values the page gave: those are the
+        page's to give again (`pagecontext:select`). One refused (values the page shows
+        now that cannot be shared) is not tried again at every render: the selection
+        before it stays, as the user's own refused one would."""
+        held = self.selecting
+        if held is not None and self.selecting_view not in (None, view):
+            self.selecting_view = None
+            self._select(component_id, held[1], {})
 
     def _on_click(self, event: Any) -> None:
         target = event.target
@@ -1345,6 +1367,7 @@ class Edge:
             values[name] = given[name]
         self._mark_selected(row)
         self.selecting = (component_id, ref)
+        self.selecting_view = None if given else self.views.get(component_id)
         self._selection_changed(
             {
                 "kind": "select",
@@ -1395,6 +1418,7 @@ class Edge:
         current = message.get("current")
         kept = None
         self.selecting = None
+        self.selecting_view = None
         if isinstance(current, list) and len(current) == 2:
             kept = self.registry.get(current[0], {}).get(current[1])
             self.selecting = (current[0], current[1])
@@ -1484,6 +1508,7 @@ class Edge:
         `share: "select"`, else on the next "Ask AI")."""
         self._mark_selected(None)
         self.selecting = None
+        self.selecting_view = None
         self._selection_changed({"kind": "clear"})
 
     def _apply(self, message: dict[str, Any]) -> None:
@@ -1560,8 +1585,8 @@ class Edge:
         # What the component shows now; a generation that does not parse keeps the one it
         # last reported (as its refused report did).
         shown = _view_generation(component)
-        if shown is None:
-            shown = self.generations.get(component_id)
+        if shown is None and component_id in self.views:
+            shown = self.views[component_id][2]
         if generation is not None and shown != generation:
             # It rendered another view after the worker checked the command against it.
             self._ui_done(command_id, "stale-context", "view-changed")
