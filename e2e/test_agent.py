@@ -237,6 +237,47 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     assert finished, "the held flag request never ended once released"
 
 
+def test_a_flag_whose_confirmation_got_no_answer_was_never_asked_for_and_is_offered_again(
+    demo: Page, origins: Origins
+) -> None:
+    """The server cannot be reached when the user confirms: the request for a
+    confirmation fails, so no flag is asked for, and the panel says so (not "may or may
+    not be flagged"). Asked again, the agent proposes it again, and that one flags the
+    row."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    ask(assistant, QUESTION)
+    proposals = assistant.locator('[data-pc-log-kind="action"]')
+    expect(proposals).to_have_count(1)
+    first = proposals.nth(0)
+    before = admin(origins, "GET", "/admin/flags")["flags"]
+    confirmations = "**/api/actions/flag/confirmations"
+    demo.route(confirmations, lambda route: route.abort("connectionrefused"))
+    first.get_by_role("button", name="Flag for review").click()
+    expect(first).to_have_attribute("data-pc-action-state", "unconfirmed", timeout=STEP_TIMEOUT_MS)
+    status = first.locator("[data-pc-action-status]")
+    expect(status).to_contain_text("Not flagged from here")
+    expect(status).to_contain_text("(unreachable), so no flag was asked for")
+    expect(status).not_to_contain_text("may or may not")
+    assert admin(origins, "GET", "/admin/flags")["flags"] == before
+    demo.unroute(confirmations)
+
+    answer = ask(assistant, QUESTION)
+    expect(answer.locator("[data-pc-answer-text]")).to_contain_text(
+        "I propose flagging it for review"
+    )
+    expect(proposals).to_have_count(2)
+    again = proposals.nth(1)
+    again.get_by_role("button", name="Flag for review").click()
+    expect(again).to_have_attribute("data-pc-action-state", "applied", timeout=STEP_TIMEOUT_MS)
+    flags = admin(origins, "GET", "/admin/flags")["flags"]
+    assert isinstance(flags, list)
+    [flag] = [f for f in flags if isinstance(f, dict) and f not in before]
+    assert (flag["ref"], flag["user"]) == (ROW, "ana")
+    # The first proposal still says what became of it.
+    expect(status).to_contain_text("Not flagged from here")
+
+
 # In the assistant's frame: while `window.__held` is an array, the worker's panel states
 # are kept there instead of drawn, until `window.__release()` draws them (a state that
 # has arrived and is not drawn yet, as on a busy main thread). Other messages pass.

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from ag_ui.core import AssistantMessage, BaseEvent, FunctionCall, ToolCall, UserMessage
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    FunctionCall,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from starlette.testclient import TestClient
 
 from clients import assistant_client
@@ -337,15 +344,19 @@ def test_agent_streams_a_verified_run_that_explains_and_highlights(
     assert [name for name, _ in calls] == ["highlight"] * 3 + ["flag_for_review"]
 
 
-def with_an_earlier_flag_proposal(arguments: str) -> dict[str, object]:
+def with_an_earlier_flag_proposal(
+    arguments: str, result: dict[str, object] | None = None
+) -> dict[str, object]:
     """The run body of a follow-up question: before it, the agent's answer that called
-    `flag_for_review` with `arguments`."""
+    `flag_for_review` with `arguments`, and the call's `result` if given."""
     body = run_body()
     call = ToolCall(id="c0", function=FunctionCall(name="flag_for_review", arguments=arguments))
-    earlier = AssistantMessage(id="a0", content="About the row.", tool_calls=[call])
+    earlier = [AssistantMessage(id="a0", content="About the row.", tool_calls=[call])]
+    if result is not None:
+        earlier.append(ToolMessage(id="t0", tool_call_id="c0", content=json.dumps(result)))
     messages = body["messages"]
     assert isinstance(messages, list)
-    body["messages"] = [json.loads(earlier.model_dump_json(by_alias=True)), *messages]
+    body["messages"] = [json.loads(m.model_dump_json(by_alias=True)) for m in earlier] + messages
     return body
 
 
@@ -366,6 +377,36 @@ def test_a_row_proposed_for_review_earlier_in_the_conversation_is_not_proposed_a
         other = stream(assistant, with_an_earlier_flag_proposal(arguments))
         assert [name for name, _ in _tool_calls(other)][-1] == "flag_for_review", arguments
         assert "I propose flagging it for review" in _text(other)
+
+
+@pytest.mark.parametrize(
+    ("result", "again"),
+    [
+        # The user confirmed it and the server never answered the request for a
+        # confirmation: nothing was asked to flag the row, so it is offered again.
+        ({"status": "unconfirmed", "reason": "unreachable", "requested": False}, True),
+        # The flag request itself got no answer: the row may be flagged.
+        ({"status": "unconfirmed", "reason": "timeout"}, False),
+        # The user said no; the server refused; the row was flagged.
+        ({"status": "declined"}, False),
+        ({"status": "rejected", "reason": "no-permission"}, False),
+        ({"status": "applied", "reason": "done"}, False),
+    ],
+)
+def test_a_proposal_never_sent_to_the_server_is_proposed_again(
+    origins: tuple[TestClient, TestClient], result: dict[str, object], again: bool
+) -> None:
+    """Only a proposal whose result says it was never requested (`"requested": false`)
+    is proposed again in a follow-up; any other outcome stands."""
+    _, assistant = origins
+    events = stream(
+        assistant,
+        with_an_earlier_flag_proposal(json.dumps({"resourceRef": NORTH_MARCH}), result),
+    )
+    proposed = [name for name, _ in _tool_calls(events)][-1] == "flag_for_review"
+    assert proposed is again
+    said = "I propose flagging it for review" if again else "which I proposed earlier"
+    assert said in _text(events)
 
 
 @pytest.mark.scenario(5)

@@ -114,6 +114,50 @@ def test_a_business_actions_reason_is_the_servers_and_reaches_the_agent() -> Non
     assert tool_result(action) == {"status": "rejected", "reason": "token-expired"}
 
 
+@pytest.mark.parametrize(
+    ("received", "business", "expected"),
+    [
+        # The request for a confirmation got no answer: no flag was asked for.
+        (
+            {"state": "unconfirmed", "reason": "unreachable"},
+            {"state": "unconfirmed", "reason": "unreachable"},
+            {"status": "unconfirmed", "reason": "unreachable", "requested": False},
+        ),
+        (
+            {"state": "unconfirmed", "reason": "deadline", "late": True, "lateStatus": "applied"},
+            {"state": "unconfirmed", "reason": "deadline"},
+            {"status": "unconfirmed", "reason": "deadline", "requested": False},
+        ),
+        # The token came and the flag request got no answer: it may have been written.
+        (
+            {"state": "applied", "reason": "confirmation-issued"},
+            {"state": "unconfirmed", "reason": "timeout"},
+            {"status": "unconfirmed", "reason": "timeout"},
+        ),
+        # The server refused the confirmation: nothing is left to ask.
+        (
+            {"state": "rejected", "reason": "no-permission"},
+            {"state": "rejected", "reason": "no-permission"},
+            {"status": "rejected", "reason": "no-permission"},
+        ),
+    ],
+)
+def test_an_action_never_sent_to_be_carried_out_says_so_to_the_agent(
+    received: dict[str, JsonValue], business: dict[str, JsonValue], expected: JsonValue
+) -> None:
+    """A confirmed action whose confirmation got no answer was never sent to be carried
+    out, and its result says so (`"requested": false`); one whose flag request got no
+    answer may have been carried out, and says nothing of the kind."""
+    action: dict[str, JsonValue] = {
+        "kind": "action",
+        "id": "a1",
+        "decision": "confirmed",
+        "received": received,
+        "business": business,
+    }
+    assert tool_result(action) == expected
+
+
 PENDING: dict[str, JsonValue] = {"state": "pending"}
 
 

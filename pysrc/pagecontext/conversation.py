@@ -9,7 +9,9 @@ becomes the `messages` of a `RunAgentInput`:
 - each of those tool calls is followed by a tool message, its result: the receipt of
   the page command it became (`integration.command_standing`: the `ui` layer once
   settled, else the `received` layer if that did not apply, else pending), the state
-  of the business action it proposed (the user's decision, then the server's answer),
+  of the business action it proposed (the user's decision, then the server's answer;
+  with `"requested": false` when its confirmation got no answer, so nothing was asked
+  to carry it out),
   the context a context tool asked for, or why the assistant refused it. So the
   receipts reach the agent as tool results. A receipt's reason that the protocol does
   not list (a page may name its own) reaches it as `page-defined`: a page's words
@@ -33,7 +35,7 @@ from typing import Final
 
 from ag_ui.core import AssistantMessage, FunctionCall, Message, ToolCall, ToolMessage, UserMessage
 
-from pagecontext.integration import command_standing, reason_listed
+from pagecontext.integration import action_unsent, command_standing, reason_listed
 from pagecontext.items import JsonValue
 from pagecontext.models import is_reason
 
@@ -75,6 +77,10 @@ def tool_result(entry: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
         result["reason"] = reason if listed else PAGE_DEFINED
     if view.get("late"):
         result["lateStatus"] = view.get("lateStatus")
+    if entry.get("kind") == "action" and action_unsent(entry):
+        # Its confirmation got no answer: nothing was asked of the server to carry it
+        # out, so the agent may propose it again (agent.run.flag_proposed).
+        result["requested"] = False
     return result
 
 

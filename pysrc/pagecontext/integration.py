@@ -57,6 +57,7 @@ __all__ = [
     "VARIATION_SELECTORS",
     "ConfigError",
     "action_checkable",
+    "action_unsent",
     "authorization_parts",
     "command_standing",
     "filters_in_page_order",
@@ -745,6 +746,16 @@ def action_checkable(view: Any) -> bool:
     if not is_layer_view(view) or view["state"] != "unconfirmed":
         return False
     return not view.get("late") or view.get("lateStatus") == "not-found"
+
+
+def action_unsent(entry: Any) -> bool:
+    """True if a confirmed business action was never sent to be carried out: its request
+    for a confirmation got no answer in time (its `received` layer unconfirmed: no
+    answer, a timeout, the deadline, a reload), so no token came to send it with (a token
+    that comes late is never used). Nothing was asked of the server in this action's
+    name but the confirmation; the user may be offered it again."""
+    view = entry.get("received") if isinstance(entry, dict) else None
+    return is_layer_view(view) and view["state"] == "unconfirmed"
 
 
 def reason_listed(state: Any, reason: Any) -> bool:

@@ -26,6 +26,7 @@ from ag_ui.core import (
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    ToolMessage,
 )
 
 from pagecontext.agent.explain import Answer
@@ -71,9 +72,18 @@ def flag_proposed(run_input: RunAgentInput, resource_ref: str) -> bool:
     """Whether the conversation the run carries (its `messages`) holds this agent's
     proposal to flag `resource_ref` already: a `flag_for_review` call of an assistant
     message naming that row, read as the assistant reads one (`business_proposal`); a
-    call it would refuse proposed nothing."""
+    call it would refuse proposed nothing, and neither did one whose result says it was
+    never sent (`"requested": false`: the user confirmed it, and the server did not
+    answer the request for a confirmation), so that the user is offered it again."""
+    unsent = {
+        message.tool_call_id
+        for message in run_input.messages
+        if isinstance(message, ToolMessage) and _never_requested(message.content)
+    }
     for message in run_input.messages:
         for call in getattr(message, "tool_calls", None) or ():
+            if call.id in unsent:
+                continue
             try:
                 proposal = business_proposal(call.function.name, call.function.arguments)
             except ToolCallError:
@@ -81,6 +91,18 @@ def flag_proposed(run_input: RunAgentInput, resource_ref: str) -> bool:
             if proposal.resource_ref == resource_ref:
                 return True
     return False
+
+
+def _never_requested(content: object) -> bool:
+    """True if a tool result (the assistant's JSON text) says its action was never sent
+    to be carried out."""
+    if not isinstance(content, str):
+        return False
+    try:
+        result = json.loads(content)
+    except ValueError:
+        return False
+    return isinstance(result, dict) and result.get("requested") is False
 
 
 def user_authorization(run_input: RunAgentInput) -> str:

@@ -14,6 +14,7 @@ import js
 from pagecontext.integration import (
     STOPPED,
     action_checkable,
+    action_unsent,
     command_standing,
     isolated_strings,
     panel_text,
@@ -376,6 +377,14 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
         text = "Flagged for review by the server (flag " + str(result.get("id")) + ")."
     elif state == "rejected":
         text = "The server refused: " + reason + "."
+    elif state == "unconfirmed" and action_unsent(entry):
+        # No token came, so no flag was asked for from here; another tab's confirmation
+        # of the same proposal is what a check could still find.
+        text = (
+            "Not flagged from here: the server did not answer the request to confirm it ("
+            + reason
+            + "), so no flag was asked for. Ask the assistant again to flag it."
+        )
     elif state == "unconfirmed":
         text = (
             "Unconfirmed: no answer from the server (" + reason + "). It may or may not be flagged."
