@@ -1329,6 +1329,49 @@ def test_share_mode_select_shares_every_selection(
     expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
 
 
+def test_share_mode_select_shares_the_selection_again_in_a_new_view(
+    page: Page, origins: Origins
+) -> None:
+    """With `"share": "select"`, a render of the selected row's component in another
+    view (other filters, a new generation, new values) selects the row again and shares
+    it at once, with no click and no Ask AI: the chip shows the new values and filters,
+    and Show me for it is `applied`."""
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+        "share": "select",
+    }
+    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    wait_bound(page)
+    wait_bound(panel(page))
+    render = """([filters, generation, total]) => {
+      const table = document.querySelector('[data-pc-component="orders"]');
+      table.querySelector("tbody").innerHTML =
+        `<tr data-pc-resource-ref="order-7" tabindex="-1" aria-selected="false">
+           <td data-pc-field="status">open</td>
+           <td data-pc-field="total" data-pc-value="${total}">${total}</td></tr>`;
+      table.setAttribute("data-pc-filters", filters);
+      table.setAttribute("data-pc-generation", String(generation));
+      table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+    }"""
+    page.evaluate(render, ['{"status": "open"}', 1, 12.5])
+    row = page.locator('tr[data-pc-resource-ref="order-7"]')
+    row.click()
+    assistant = panel(page)
+    chip = assistant.locator('[data-pc-chip="order-7"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("12.5 EUR")
+    page.evaluate(render, ['{"status": "any"}', 2, 13])
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("13 EUR")
+    expect(chip.locator(".pc-chip-meta")).to_contain_text('filters: status="any" ·')
+    expect(html(page)).to_have_attribute("data-pc-shared-revision", "2")
+    expect(row).to_have_attribute("aria-selected", "true")
+    show_and_expect(assistant, "applied")
+    expect(row).to_have_attribute("data-pc-highlight", "focus")
+
+
 def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(
     demo: Page,
 ) -> None:
