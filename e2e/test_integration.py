@@ -1335,7 +1335,7 @@ def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     """With `"share": "select"`, a render of the selected row's component in another
     view (other filters, a new generation, new values) selects the row again and shares
     it at once, with no click and no Ask AI: the chip shows the new values and filters,
-    and Show me for it is `applied`."""
+    the panel says so once, and Show me for it is `applied`."""
     config = {
         "role": "page",
         "peerOrigin": origins.assistant,
@@ -1368,6 +1368,18 @@ def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     expect(chip.locator(".pc-chip-meta")).to_contain_text('filters: status="any" ·')
     expect(html(page)).to_have_attribute("data-pc-shared-revision", "2")
     expect(row).to_have_attribute("aria-selected", "true")
+    announce = assistant.locator("[data-pc-announce]")
+    said = "announce => announce.textContent"
+    expect(announce).to_have_text("Context updated: order-7")
+    # Filters that JavaScript reads as equal and the page's worker does not (1 and true
+    # are two views): each is a new view, selected again. Said once, not at every render
+    # (the words are not repeated with a mark that makes a screen reader say them again).
+    page.evaluate(render, ['{"status": 1}', 3, 13])
+    expect(chip).to_have_attribute("data-pc-chip-revision", "3", timeout=STEP_TIMEOUT_MS)
+    page.evaluate(render, ['{"status": true}', 3, 13])
+    expect(chip).to_have_attribute("data-pc-chip-revision", "4", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator(".pc-chip-meta")).to_contain_text("filters: status=true ·")
+    assert announce.evaluate(said) == "Context updated: order-7"
     show_and_expect(assistant, "applied")
     expect(row).to_have_attribute("data-pc-highlight", "focus")
 

@@ -128,6 +128,18 @@ def test_a_business_actions_reason_is_the_servers_and_reaches_the_agent() -> Non
             {"state": "unconfirmed", "reason": "deadline"},
             {"status": "unconfirmed", "reason": "deadline", "requested": False},
         ),
+        # No token came, and a check found the flag of this very action (another tab
+        # confirmed the same proposal): it was asked for after all.
+        (
+            {"state": "unconfirmed", "reason": "unreachable"},
+            {
+                "state": "unconfirmed",
+                "reason": "unreachable",
+                "late": True,
+                "lateStatus": "applied",
+            },
+            {"status": "unconfirmed", "reason": "unreachable", "lateStatus": "applied"},
+        ),
         # The token came and the flag request got no answer: it may have been written.
         (
             {"state": "applied", "reason": "confirmation-issued"},

@@ -755,7 +755,14 @@ def action_unsent(entry: Any) -> bool:
     that comes late is never used). Nothing was asked of the server in this action's
     name but the confirmation; the user may be offered it again."""
     view = entry.get("received") if isinstance(entry, dict) else None
-    return is_layer_view(view) and view["state"] == "unconfirmed"
+    if not (is_layer_view(view) and view["state"] == "unconfirmed"):
+        return False
+    # Flagged after all, as a check found (another tab's confirmation of the same
+    # proposal): it was asked for, and is not to be offered again.
+    business = entry.get("business")
+    return not (
+        is_layer_view(business) and business.get("late") and business.get("lateStatus") == "applied"
+    )
 
 
 def reason_listed(state: Any, reason: Any) -> bool:

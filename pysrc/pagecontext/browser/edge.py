@@ -1286,7 +1286,11 @@ class Edge:
         if element is not None and element != self.selected:
             self._mark_selected(element)
         page_id = component.getAttribute("data-pc-page") or "page"
-        view = (page_id, filters, generation)
+        # The filters as written: `_follow` must tell apart every view the worker does
+        # (1, 1.0 and true are three filters there, and compare equal here); a text that
+        # differs only in its spacing or order selects again in the same view, which is
+        # harmless.
+        view = (page_id, filters_text, generation)
         self.components[component_id] = component
         self.views[component_id] = view
         self._to_worker(
@@ -1900,10 +1904,20 @@ class Edge:
         if self._changed("revision", revision) and not first:
             # What Ask AI did, said to a user who cannot see the panel change: the context
             # taken, or kept out as they asked.
+            # The same object again (selected again as its component rendered another
+            # view, shared at once with share "select", as a live component does at
+            # every render): said once, not at every render.
+            same_object = (
+                isinstance(chip, dict)
+                and bool(before)
+                and (before.get("componentId"), before.get("resourceRef"))
+                == (chip.get("componentId"), chip.get("resourceRef"))
+            )
             if chip is not None and chip_changed and not same_context:
-                self._announce("Context added: " + str(chip.get("resourceRef")))
+                said = "Context updated: " if same_object else "Context added: "
+                self._announce(said + str(chip.get("resourceRef")), not same_object)
             elif chip is None and state.get("dismissed"):
-                self._announce(CONTEXT_STAYS_REMOVED)
+                self._announce(CONTEXT_STAYS_REMOVED, False)
         reloaded = isinstance(chip, dict) and bool(chip.get("pageReloaded"))
         if same_context and reloaded and not before.get("pageReloaded"):
             # Heard as well as seen: the chip's note.
@@ -1986,12 +2000,13 @@ class Edge:
             # Not scrolled into view: a focus in the panel never scrolls the page around it.
             target.focus(to_js({"preventScroll": True}))
 
-    def _announce(self, text: str) -> None:
-        """Say `text` through the panel's status region (a polite live region), said
-        again if it repeats what the region holds (a second press that must wait)."""
+    def _announce(self, text: str, again: bool = True) -> None:
+        """Say `text` through the panel's status region (a polite live region); with
+        `again`, said again if it repeats what the region holds (a second press that
+        must wait)."""
         region = js.document.querySelector("[data-pc-announce]")
         if region is not None:
-            _say(region, text, True)
+            _say(region, text, again)
 
     def _render_log(self, ids: list[Any], changed: list[Any]) -> None:
         """Redraw the changed entries of the conversation, add new ones at the end and
