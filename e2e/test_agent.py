@@ -237,13 +237,30 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     assert finished, "the held flag request never ended once released"
 
 
-def test_a_flag_whose_confirmation_got_no_answer_was_never_asked_for_and_is_offered_again(
-    demo: Page, origins: Origins
+@pytest.mark.parametrize(
+    ("failure", "state", "said"),
+    [
+        (
+            "unreachable",
+            "unconfirmed",
+            "Not flagged from here: the server did not answer the request to confirm it"
+            " (unreachable), so no flag was asked for. Ask the assistant again to flag it.",
+        ),
+        (
+            "http-503",
+            "rejected",
+            "Not flagged: the server failed to confirm it (http-503), so no flag was asked"
+            " for. Ask the assistant again to flag it.",
+        ),
+    ],
+)
+def test_a_flag_whose_confirmation_failed_was_never_asked_for_and_is_offered_again(
+    demo: Page, origins: Origins, failure: str, state: str, said: str
 ) -> None:
-    """The server cannot be reached when the user confirms: the request for a
-    confirmation fails, so no flag is asked for, and the panel says so (not "may or may
-    not be flagged"). Asked again, the agent proposes it again, and that one flags the
-    row."""
+    """The server cannot be reached, or fails, when the user confirms: no confirmation
+    comes, so no flag is asked for, and the panel says so (not "may or may not be
+    flagged", nor that the server refused). Asked again, the agent proposes it again,
+    and that one flags the row."""
     assistant = panel(demo)
     pin(demo, assistant, ROW)
     ask(assistant, QUESTION)
@@ -252,13 +269,18 @@ def test_a_flag_whose_confirmation_got_no_answer_was_never_asked_for_and_is_offe
     first = proposals.nth(0)
     before = admin(origins, "GET", "/admin/flags")["flags"]
     confirmations = "**/api/actions/flag/confirmations"
-    demo.route(confirmations, lambda route: route.abort("connectionrefused"))
+
+    def fail(route: Route) -> None:
+        if failure == "unreachable":
+            route.abort("connectionrefused")
+        else:
+            route.fulfill(status=503, body="")
+
+    demo.route(confirmations, fail)
     first.get_by_role("button", name="Flag for review").click()
-    expect(first).to_have_attribute("data-pc-action-state", "unconfirmed", timeout=STEP_TIMEOUT_MS)
+    expect(first).to_have_attribute("data-pc-action-state", state, timeout=STEP_TIMEOUT_MS)
     status = first.locator("[data-pc-action-status]")
-    expect(status).to_contain_text("Not flagged from here")
-    expect(status).to_contain_text("(unreachable), so no flag was asked for")
-    expect(status).not_to_contain_text("may or may not")
+    expect(status).to_have_text(said)
     assert admin(origins, "GET", "/admin/flags")["flags"] == before
     demo.unroute(confirmations)
 
@@ -275,7 +297,7 @@ def test_a_flag_whose_confirmation_got_no_answer_was_never_asked_for_and_is_offe
     [flag] = [f for f in flags if isinstance(f, dict) and f not in before]
     assert (flag["ref"], flag["user"]) == (ROW, "ana")
     # The first proposal still says what became of it.
-    expect(status).to_contain_text("Not flagged from here")
+    expect(status).to_have_text(said)
 
 
 # In the assistant's frame: while `window.__held` is an array, the worker's panel states

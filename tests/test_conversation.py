@@ -146,6 +146,12 @@ def test_a_business_actions_reason_is_the_servers_and_reaches_the_agent() -> Non
             {"state": "unconfirmed", "reason": "timeout"},
             {"status": "unconfirmed", "reason": "timeout"},
         ),
+        # The server failed as it was asked for a confirmation: no token came.
+        (
+            {"state": "rejected", "reason": "http-503"},
+            {"state": "rejected", "reason": "http-503"},
+            {"status": "rejected", "reason": "http-503", "requested": False},
+        ),
         # The server refused the confirmation: nothing is left to ask.
         (
             {"state": "rejected", "reason": "no-permission"},

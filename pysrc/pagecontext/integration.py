@@ -751,11 +751,15 @@ def action_checkable(view: Any) -> bool:
 def action_unsent(entry: Any) -> bool:
     """True if a confirmed business action was never sent to be carried out: its request
     for a confirmation got no answer in time (its `received` layer unconfirmed: no
-    answer, a timeout, the deadline, a reload), so no token came to send it with (a token
-    that comes late is never used). Nothing was asked of the server in this action's
-    name but the confirmation; the user may be offered it again."""
+    answer, a timeout, the deadline, a reload) or failed on the server (`http-5xx`), so
+    no token came to send it with (a token that comes late is never used). Nothing was
+    asked of the server in this action's name but the confirmation; the user may be
+    offered it again (not after a refusal the server meant: `no-permission`, say)."""
     view = entry.get("received") if isinstance(entry, dict) else None
-    if not (is_layer_view(view) and view["state"] == "unconfirmed"):
+    if not is_layer_view(view):
+        return False
+    failed = view["state"] == "rejected" and str(view.get("reason") or "").startswith("http-5")
+    if view["state"] != "unconfirmed" and not failed:
         return False
     # Flagged after all, as a check found (another tab's confirmation of the same
     # proposal): it was asked for, and is not to be offered again.

@@ -375,6 +375,12 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
     if state == "applied":
         result = entry.get("result") or {}
         text = "Flagged for review by the server (flag " + str(result.get("id")) + ")."
+    elif state == "rejected" and action_unsent(entry):
+        text = (
+            "Not flagged: the server failed to confirm it ("
+            + reason
+            + "), so no flag was asked for. Ask the assistant again to flag it."
+        )
     elif state == "rejected":
         text = "The server refused: " + reason + "."
     elif state == "unconfirmed" and action_unsent(entry):
