@@ -1282,6 +1282,20 @@ def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
     expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
 
 
+def open_share_select(page: Page, origins: Origins) -> None:
+    """Open a configured page with `"share": "select"` and its assistant, once both are
+    bound."""
+    config = {
+        "role": "page",
+        "peerOrigin": origins.assistant,
+        "childUrl": origins.assistant + "/assistant.html",
+        "share": "select",
+    }
+    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
+    wait_bound(page)
+    wait_bound(panel(page))
+
+
 @pytest.mark.parametrize(
     ("filters", "shown"),
     [
@@ -1302,15 +1316,7 @@ def test_share_mode_select_shares_every_selection(
     """A page configured with `"share": "select"` and a `childUrl` binds its assistant, and
     a selection alone reaches it, with no Ask AI, its filters in the page's order
     (filters JavaScript would not read are refused, never read otherwise)."""
-    config = {
-        "role": "page",
-        "peerOrigin": origins.assistant,
-        "childUrl": origins.assistant + "/assistant.html",
-        "share": "select",
-    }
-    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
-    wait_bound(page)
-    wait_bound(panel(page))
+    open_share_select(page, origins)
     page.evaluate(
         """(filters) => {
           const table = document.querySelector('[data-pc-component="orders"]');
@@ -1336,15 +1342,7 @@ def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     view (other filters, a new generation, new values) selects the row again and shares
     it at once, with no click and no Ask AI: the chip shows the new values and filters,
     the panel says so once, and Show me for it is `applied`."""
-    config = {
-        "role": "page",
-        "peerOrigin": origins.assistant,
-        "childUrl": origins.assistant + "/assistant.html",
-        "share": "select",
-    }
-    page.goto(f"{origins.page}/e2e/configured.html?frame=1&config={quote(json.dumps(config))}")
-    wait_bound(page)
-    wait_bound(panel(page))
+    open_share_select(page, origins)
     render = """([filters, generation, total]) => {
       const table = document.querySelector('[data-pc-component="orders"]');
       table.querySelector("tbody").innerHTML =

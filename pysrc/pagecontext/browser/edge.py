@@ -1879,12 +1879,7 @@ class Edge:
         chip_changed = self._changed("chip", chip)
         # The context drawn before, drawn again (its page reloaded since, say): no new
         # context, though the revision moved (a new page document starts its own anew).
-        same_context = (
-            isinstance(chip, dict)
-            and bool(before)
-            and (before.get("pageInstanceId"), before.get("revision"))
-            == (chip.get("pageInstanceId"), chip.get("revision"))
-        )
+        same_context = _same_chip(before, chip, "pageInstanceId", "revision")
         # No chip because the user removed the pinned one (not a cleared selection while
         # an older removal stands): Ask AI on the same object keeps it out, so the empty
         # area asks for another one (Bring it back is shown under it).
@@ -1907,12 +1902,7 @@ class Edge:
             # The same object again (selected again as its component rendered another
             # view, shared at once with share "select", as a live component does at
             # every render): said once, not at every render.
-            same_object = (
-                isinstance(chip, dict)
-                and bool(before)
-                and (before.get("componentId"), before.get("resourceRef"))
-                == (chip.get("componentId"), chip.get("resourceRef"))
-            )
+            same_object = _same_chip(before, chip, "componentId", "resourceRef")
             if chip is not None and chip_changed and not same_context:
                 said = "Context updated: " if same_object else "Context added: "
                 self._announce(said + str(chip.get("resourceRef")), not same_object)
@@ -2125,6 +2115,16 @@ def _say(region: Any, text: str, again: bool) -> None:
             return
         text = text + "\u00a0" if shown == text else text
     region.textContent = text
+
+
+def _same_chip(before: Any, chip: Any, *keys: str) -> bool:
+    """Whether the chip drawn `before` and `chip` (both dicts, or none drawn) agree on
+    `keys`."""
+    return (
+        isinstance(chip, dict)
+        and bool(before)
+        and [before.get(key) for key in keys] == [chip.get(key) for key in keys]
+    )
 
 
 def _holds_focus(element: Any) -> bool:

@@ -375,22 +375,22 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
     if state == "applied":
         result = entry.get("result") or {}
         text = "Flagged for review by the server (flag " + str(result.get("id")) + ")."
-    elif state == "rejected" and action_unsent(entry):
+    elif action_unsent(entry):
+        # No token came (no answer to the request for a confirmation, or the server
+        # failed it), so no flag was asked for from here; another tab's confirmation of
+        # the same proposal is what a check could still find.
+        if state == "unconfirmed":
+            said = "Not flagged from here: the server did not answer the request to confirm it"
+        else:
+            said = "Not flagged: the server failed to confirm it"
         text = (
-            "Not flagged: the server failed to confirm it ("
+            said
+            + " ("
             + reason
             + "), so no flag was asked for. Ask the assistant again to flag it."
         )
     elif state == "rejected":
         text = "The server refused: " + reason + "."
-    elif state == "unconfirmed" and action_unsent(entry):
-        # No token came, so no flag was asked for from here; another tab's confirmation
-        # of the same proposal is what a check could still find.
-        text = (
-            "Not flagged from here: the server did not answer the request to confirm it ("
-            + reason
-            + "), so no flag was asked for. Ask the assistant again to flag it."
-        )
     elif state == "unconfirmed":
         text = (
             "Unconfirmed: no answer from the server (" + reason + "). It may or may not be flagged."
