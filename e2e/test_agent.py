@@ -237,6 +237,46 @@ def test_a_flag_the_server_never_answers_is_unconfirmed_never_success(
     assert finished, "the held flag request never ended once released"
 
 
+def test_a_flag_request_a_gateway_failed_after_the_server_wrote_it_is_unconfirmed(
+    demo: Page, origins: Origins
+) -> None:
+    """The server writes the flag, and the gateway in front of it answers 502: the panel
+    says the server failed and the row may or may not be flagged (not that the server
+    refused), and a check finds the flag."""
+    assistant = panel(demo)
+    pin(demo, assistant, ROW)
+    ask(assistant, QUESTION)
+    proposal = assistant.locator('[data-pc-log-kind="action"]').last
+    before = admin(origins, "GET", "/admin/flags")["flags"]
+    flag_request = "**/api/actions/flag"
+
+    def written_then_failed(route: Route) -> None:
+        assert route.fetch().status == 201
+        route.fulfill(status=502, body="<html>Bad Gateway</html>")
+
+    demo.route(flag_request, written_then_failed)
+    try:
+        proposal.get_by_role("button", name="Flag for review").click()
+        expect(proposal).to_have_attribute(
+            "data-pc-action-state", "unconfirmed", timeout=STEP_TIMEOUT_MS
+        )
+    finally:
+        demo.unroute(flag_request)
+    status = proposal.locator("[data-pc-action-status]")
+    expect(status).to_have_text(
+        "Unconfirmed: the server failed (http-502). It may or may not be flagged."
+    )
+    flags = admin(origins, "GET", "/admin/flags")["flags"]
+    assert isinstance(flags, list)
+    [flag] = [f for f in flags if isinstance(f, dict) and f not in before]
+    assert (flag["ref"], flag["user"]) == (ROW, "ana")
+    proposal.get_by_role("button", name="Check with the server").click()
+    expect(status).to_contain_text(
+        f"The server says it was flagged later (flag {flag['id']}).", timeout=STEP_TIMEOUT_MS
+    )
+    expect(proposal).to_have_attribute("data-pc-action-state", "unconfirmed")
+
+
 @pytest.mark.parametrize(
     ("failure", "state", "said"),
     [

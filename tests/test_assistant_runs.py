@@ -872,6 +872,55 @@ def test_an_action_apis_refusal_keeps_its_reason_only_if_it_is_a_word(
     assert tool_result(log(pair, "action")[0]) == {"status": "rejected", "reason": kept}
 
 
+@pytest.mark.parametrize("server_wrote", [True, False])
+def test_a_flag_request_the_server_failed_is_unconfirmed_and_can_be_checked(
+    origins: Origins, db: Path, server_wrote: bool
+) -> None:
+    """A 5xx from the flag request is a failure, not a refusal: a gateway's 502 may come
+    after the server wrote the flag. The action is unconfirmed, named by the status
+    whatever word the body holds, and a check finds out what happened; a failure after
+    that is no news."""
+    page, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    execute = confirmed(pair, page, proposal["id"])
+    if server_wrote:
+        assert call_api(page, execute, ANA)[0] == 201  # then the gateway failed
+    failed = {"reason": "database-busy"}
+    assert pair.assistant.on_action_answer(proposal["id"], "execute", 502, failed)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    assert (record.state, record.reason, record.late) == ("unconfirmed", "http-502", False)
+    pair.assistant.state()
+    assert tool_result(log(pair, "action")[0]) == {"status": "unconfirmed", "reason": "http-502"}
+    assert pair.assistant.on_action_answer(proposal["id"], "execute", 503, {}) == []
+    [check] = pair.assistant.check_action(proposal["id"])
+    status, body = call_api(page, check, ANA)
+    pair.assistant.on_action_answer(proposal["id"], "check", status, body)
+    record = pair.assistant.ledger.get(proposal["id"])["business"]
+    found = "applied" if server_wrote else "not-found"
+    assert (record.state, record.late, record.late_status) == ("unconfirmed", True, found)
+
+
+def test_a_confirmation_the_server_failed_is_named_by_its_status(
+    origins: Origins, db: Path
+) -> None:
+    """A 5xx from the request for a confirmation is the server's failure, whatever word
+    its body holds: no token came, so no flag was asked for, and the agent is told so."""
+    _, assistant = origins
+    pair = sales_pair(db)
+    proposal = flag_proposal(pair, db, assistant)
+    assert requests_in(pair.assistant.confirm_action(proposal["id"]))
+    pair.assistant.on_action_answer(proposal["id"], "confirm", 503, {"reason": "database-busy"})
+    assert layers(pair, proposal["id"]) == {"received": "rejected", "business": "rejected"}
+    pair.assistant.state()
+    assert tool_result(log(pair, "action")[0]) == {
+        "status": "rejected",
+        "reason": "http-503",
+        "requested": False,
+    }
+    assert access.list_flags(db) == []
+
+
 def test_a_user_without_the_permission_gets_the_servers_refusal(origins: Origins, db: Path) -> None:
     """A user without permission is refused by the server, and no flag is written."""
     page, assistant = origins

@@ -1502,8 +1502,15 @@ class AssistantSession:
 
         Success is recorded only from the server's 201, or its 200 with the flag this
         very action already had (its row, its task); a refusal keeps the server's
-        reason. An answer past the layer's deadline is recorded late, never as success.
+        reason. A failure (5xx) of the flag request is no usable answer
+        (`on_action_failed`). An answer past the layer's deadline is recorded late, never
+        as success.
         """
+        if step == "execute" and status >= 500:
+            # The server failed the flag request (a gateway's 502 may come after the
+            # server wrote the flag): no usable answer, as if none came. The row may or
+            # may not be flagged, which a check can find out.
+            return self.on_action_failed(action_id, step, f"http-{status}")
         layer = _action_layer(step)
         reason = body.get("reason")
         effects: list[Effect] = []
@@ -1537,8 +1544,10 @@ class AssistantSession:
             step == "execute" and status == 200 and self._its_flag(action_id, body)
         ):
             # The server's reason is kept if it is a word; other text never reaches the
-            # panel or the agent (conversation.tool_result) as the server's reason.
-            why = reason if is_reason(reason) else f"http-{status}"
+            # panel or the agent (conversation.tool_result) as the server's reason. A
+            # failure (5xx) is named by its status, whatever its body says: it is not a
+            # refusal (integration.action_unsent).
+            why = reason if status < 500 and is_reason(reason) else f"http-{status}"
             record = self.ledger.settle(action_id, layer, "rejected", why)
         elif step == "confirm":
             record = self.ledger.settle(action_id, layer, "applied", "confirmation-issued")
@@ -1574,8 +1583,9 @@ class AssistantSession:
             return False
 
     def on_action_failed(self, action_id: str, step: str, code: str) -> list[Effect]:
-        """`step` of `action_id` got no answer (`code` e.g. "timeout", "unreachable"): the
-        layer is unconfirmed, never success. The server may still have acted."""
+        """`step` of `action_id` got no answer, or none it can use (`code` e.g.
+        "timeout", "unreachable", or "http-502" for a flag request the server failed):
+        the layer is unconfirmed, never success. The server may still have acted."""
         layer = _action_layer(step)
         if step != "check":
             self._in_flight.discard(action_id)

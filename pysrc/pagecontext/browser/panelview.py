@@ -392,9 +392,10 @@ def _action_summary(entry: dict[str, Any]) -> tuple[str, str]:
     elif state == "rejected":
         text = "The server refused: " + reason + "."
     elif state == "unconfirmed":
-        text = (
-            "Unconfirmed: no answer from the server (" + reason + "). It may or may not be flagged."
-        )
+        # A flag request the server failed (5xx) got an answer, but not one that says
+        # what happened.
+        cause = "the server failed" if reason.startswith("http-5") else "no answer from the server"
+        text = "Unconfirmed: " + cause + " (" + reason + "). It may or may not be flagged."
     else:
         state = "pending"
         text = "Asking the server…"
