@@ -415,11 +415,14 @@ def test_a_child_that_does_not_answer_is_reported_and_binds_when_it_comes(
     expect(html(page)).not_to_have_attribute("data-pc-error", re.compile(".*"))
     last = page.evaluate("window.__pcStates.at(-1)")
     assert (last["state"], last["child"], last["error"]) == ("ready", "silent", None), last
+    words = page.locator("[data-pc-state-text]")
+    expect(words).to_have_text("The assistant is not answering")
     assert len(documents) == 1, documents
     documents[0].fallback()
     wait_bound(page)
     wait_bound(panel(page))
     expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
+    expect(words).to_have_text("Assistant connected")
     assert child_reports(page) == [None, "silent", None]
 
 
@@ -505,6 +508,8 @@ def test_a_child_whose_handshake_is_refused_is_reported_refused(
     expect(html(page)).to_have_attribute("data-pc-rejected-handshake-not-connected", "1")
     expect(html(page)).to_have_attribute("data-pc-state", "ready")
     assert child_reports(page) == [None, "refused"]
+    words = page.locator("[data-pc-state-text]")
+    expect(words).to_have_text("The assistant could not connect to this page")
     page.evaluate(
         "url => document.querySelector('iframe[data-pc-child]').setAttribute('data-pc-src', url)",
         origins.assistant + "/assistant.html",
@@ -513,6 +518,7 @@ def test_a_child_whose_handshake_is_refused_is_reported_refused(
     wait_bound(page)
     expect(html(page)).not_to_have_attribute("data-pc-child-state", re.compile(".*"))
     assert child_reports(page) == [None, "refused", None]
+    expect(words).to_have_text("Assistant connected")
 
 
 def test_a_refused_child_reloaded_while_its_server_is_down_is_reported_silent(
@@ -658,6 +664,30 @@ def test_a_bound_worker_stopped_by_an_uncaught_error_is_ended_and_its_page_stays
     states = [state["state"] for state in page.evaluate("window.__pcStates")]
     assert states[-1] == "failed", states
     assert states.count("failed") == 1, states
+
+
+def test_a_bound_assistant_whose_worker_stopped_is_reported_not_answering(
+    page: Page, origins: Origins
+) -> None:
+    """The assistant's worker, bound, stops on an uncaught error: the assistant says it
+    stopped; the page, told `bye`, waits for its child again, and past
+    `timeouts.childMs` says the assistant is not answering, not "Connecting…" for good."""
+    page.add_init_script(RECORD_STATES)
+    page.goto(quick_child_report(origins, origins.assistant + "/assistant.html", 1000))
+    wait_bound(page)
+    assistant = panel(page)
+    wait_bound(assistant)
+    [worker] = [w for w in page.workers if w.url.startswith(origins.assistant)]
+    with worker.expect_event("close", timeout=STEP_TIMEOUT_MS):
+        worker.evaluate("setTimeout(() => { throw new Error('stopped here'); })")
+    expect(html(assistant)).to_have_attribute("data-pc-state", "failed")
+    expect(assistant.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant stopped: reload the page to try again"
+    )
+    expect(html(page)).to_have_attribute("data-pc-child-state", "silent", timeout=STEP_TIMEOUT_MS)
+    expect(html(page)).to_have_attribute("data-pc-state", "ready")
+    expect(page.locator("[data-pc-state-text]")).to_have_text("The assistant is not answering")
+    assert child_reports(page)[-2:] == [None, "silent"]
 
 
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:

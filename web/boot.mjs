@@ -567,6 +567,14 @@ const SETUP_FAILED = "The assistant could not start: it is not set up correctly 
 const SLOW_START = "The assistant is taking longer than usual to start…";
 // A frame whose worker had started (it was `ready` or further) and then failed did start.
 const STOPPED = "The assistant stopped: reload the page to try again";
+// An embedder waiting for its child (`ready`, `connecting`) once the child is reported
+// `silent` past `timeouts.childMs` (its server is down, it failed, its policy names
+// another page) or `refused` (this page's worker refused its handshake): not
+// "Connecting…" for good. A child that answers takes the report away.
+const CHILD_WORDS = {
+  silent: "The assistant is not answering",
+  refused: "The assistant could not connect to this page",
+};
 const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
 let stateRole = null;
 // Whether this mount's frame has been `ready` (or further) since it mounted.
@@ -579,9 +587,10 @@ let bootProgress = null;
 // A boot timeout: the frame is still starting (SLOW_START).
 const slowStart = (state, error) => state === "failed" && typeof error === "string" && error.startsWith("boot-timeout:");
 
-function sayState(state, error) {
+function sayState(state, error, child = null) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
+  if ((state === "ready" || state === "connecting") && Object.hasOwn(CHILD_WORDS, child)) words = CHILD_WORDS[child];
   const slow = slowStart(state, error);
   if (["ready", "connecting", "bound"].includes(state)) started = true;
   if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
@@ -597,7 +606,7 @@ function sayState(state, error) {
     if (element.textContent !== words) element.textContent = words;
   }
 }
-document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state, event.detail?.error));
+document.addEventListener("pagecontext:state", (event) => sayState(event.detail?.state, event.detail?.error, event.detail?.child));
 
 // The worker's `progress` (reportProgress in worker.mjs): published on <html
 // data-pc-boot-progress> and in the state's words while the frame is starting.
