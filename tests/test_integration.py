@@ -499,9 +499,18 @@ def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() 
         ("\U0001f600\U000e0148\U000e0169", "\U0001f600[U+E0148][U+E0169]"),
         ("North\ufe0f\ufe0f", "North[U+FE0F][U+FE0F]"),
         ("a\u200b\u2060\u200cb", "a[U+200B][U+2060][U+200C]b"),
+        # Of any mix: selectors and zero-width characters alternating are one run.
+        ("x\U000e0148\u200b\U000e0169\u200b", "x[U+E0148][U+200B][U+E0169][U+200B]"),
+        # The other characters that draw as nothing: invisible operators, deprecated
+        # format controls, the Hangul filler, the combining grapheme joiner.
+        ("n\u2062\u2063\u2062o", "n[U+2062][U+2063][U+2062]o"),
+        ("n\u206a\u3164\u034fo", "n[U+206A][U+3164][U+034F]o"),
+        ("\ufe0f\u200d\u200d", "[U+FE0F][U+200D][U+200D]"),
         # One alone is how scripts and emoji are written: an emoji's selector, the
         # joiner of an emoji's sequence (after a selector), a Persian non-joiner.
         ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),
+        ("\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f3f3\ufe0f\u200d\U0001f308"),
+        ("a\u2062b", "a\u2062b"),
         (
             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
@@ -510,7 +519,8 @@ def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() 
     ],
 )
 def test_the_panel_shows_runs_of_characters_that_draw_as_nothing(text: str, shown: str) -> None:
-    """Two or more variation selectors, or zero-width characters, in a row draw as
-    nothing and can carry data the model would get: the panel shows them as code
-    points; one alone stays as written."""
+    """Two or more characters that draw as nothing (variation selectors, zero-width and
+    other format characters, of any mix) in a row can carry data the model would get:
+    the panel shows them as code points; one alone stays as written, and so does an
+    emoji's selector and joiner."""
     assert panel_text(text) == shown

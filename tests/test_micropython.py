@@ -91,4 +91,6 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
         # (an emoji's, a joiner in an emoji's sequence, a non-joiner) stays.
         "\U0001f600[U+E0100][U+E01EF][U+FE0F] \u2764\ufe0f\u200d\U0001f525"
         " a[U+200B][U+200B][U+FEFF]b\u200cc",
+        # Of any mix, and the other characters that draw as nothing; one alone stays.
+        "x[U+E0148][U+200B][U+E0169] n[U+2062][U+2063]o [U+1D173][U+3164] a\u2062b",
     ]

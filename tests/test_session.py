@@ -328,6 +328,7 @@ def test_select_then_share_commits_exactly_that_revision(embedder: Side) -> None
     assert shown == {
         "revision": 2,
         "pageInstanceId": "page-1",
+        "pageId": "orders",
         "componentId": "orders",
         "resourceRef": "row:2",
         "observedAt": "2023-11-14T22:13:20.000Z",

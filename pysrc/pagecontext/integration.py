@@ -474,14 +474,36 @@ def panel_text(text: str) -> str:
 
 # Characters that draw as nothing, and mean something one at a time only: a variation
 # selector picks how the character before it is drawn (an emoji's U+FE0F, an
-# ideograph's U+E0100 and after), and a zero-width space, joiner or non-joiner, word
-# joiner or U+FEFF goes between two characters. Two or more in a row draw as nothing and
-# carry nothing a script or an emoji needs, but can carry data ("emoji smuggling": a byte
-# per selector after one emoji), which the model would get (escaped) and the user never
-# see: such a run is shown as code points, as tag characters are. One alone stays. (A
-# label is not cut before a variation selector either: pagecontext.budget.)
+# ideograph's U+E0100 and after), a zero-width space, joiner or non-joiner, word joiner
+# or U+FEFF goes between two characters, and the other default-ignorable and format
+# characters below (the combining grapheme joiner, the Hangul fillers, Khmer's inherent
+# vowels, the Mongolian selectors, the invisible operators, the deprecated format
+# controls, U+FFF0-U+FFF8, and the Egyptian, shorthand and musical format controls)
+# each mark up the one character beside it. A run of two or more of them, of any mix,
+# draws as nothing and carries nothing a script or an emoji needs, but can carry data
+# ("emoji smuggling": a byte per selector after one emoji), which the model would get
+# (escaped) and the user never see: such a run is shown as code points, as tag
+# characters are. One alone stays, and so does the one pair an emoji needs: a
+# presentation selector, then the joiner to the next emoji (U+2764 U+FE0F U+200D
+# U+1F525). The direction marks (U+200E, U+200F, U+061C) stay as they are. (A label is
+# not cut before a variation selector either: pagecontext.budget.)
 VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")
+_OTHER_UNSEEN = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2061, 0x2064),
+    (0x206A, 0x206F),
+    (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+)
+_EMOJI_JOINS = ("\ufe0e\u200d", "\ufe0f\u200d")
 # The first bytes of their UTF-8: a text without any (nearly every one) is not read
 # character by character.
 _UNSEEN_LEADS = (
@@ -493,38 +515,45 @@ _UNSEEN_LEADS = (
     b"\xe2\x80\x8b",
     b"\xe2\x80\x8c",
     b"\xe2\x80\x8d",
-    b"\xe2\x81\xa0",
     b"\xef\xbb\xbf",
+    b"\xcd\x8f",
+    b"\xe1\x85",
+    b"\xe1\x9e\xb4",
+    b"\xe1\x9e\xb5",
+    b"\xe1\xa0",
+    b"\xe2\x81",
+    b"\xe3\x85\xa4",
+    b"\xef\xbe\xa0",
+    b"\xef\xbf",
+    b"\xf0\x93\x90",
+    b"\xf0\x9b\xb2",
+    b"\xf0\x9d\x85",
 )
 
 
-def _unseen_kind(char: str) -> int:
-    """1 for a variation selector, 2 for a zero-width character, 0 for anything else."""
+def _unseen(char: str) -> bool:
+    """True for a character that draws as nothing (above)."""
+    if char in _ZERO_WIDTH:
+        return True
     code = ord(char)
-    for first, last in VARIATION_SELECTORS:
-        if first <= code <= last:
-            return 1
-    return 2 if char in _ZERO_WIDTH else 0
+    return any(first <= code <= last for first, last in VARIATION_SELECTORS + _OTHER_UNSEEN)
 
 
 def _shown_unseen_runs(text: str) -> str:
-    """`text` with each run of two or more variation selectors, or of two or more
-    zero-width characters, written as code points (`[U+FE0F][U+FE0F]`)."""
+    """`text` with each run of two or more characters that draw as nothing, of any mix,
+    written as code points (`[U+FE0F][U+200B]`), but an emoji's selector and joiner."""
     parts: list[str] = []
     run: list[str] = []
-    kind = 0
     for char in text + " ":
-        now = _unseen_kind(char)
-        if now and now == kind:
+        if _unseen(char):
             run.append(char)
             continue
-        if len(run) > 1:
+        if len(run) > 1 and "".join(run) not in _EMOJI_JOINS:
             parts.extend(f"[U+{ord(unseen):04X}]" for unseen in run)
         else:
             parts.extend(run)
-        run, kind = ([char], now) if now else ([], 0)
-        if not now:
-            parts.append(char)
+        run = []
+        parts.append(char)
     return "".join(parts)[:-1]
 
 

@@ -1745,6 +1745,7 @@ class AssistantSession:
             chip = {
                 "revision": pinned.selection_revision,
                 "pageInstanceId": pinned.page_instance_id,
+                "pageId": pinned.selection.page_id,
                 "componentId": pinned.selection.component_id,
                 "resourceRef": pinned.selection.resource_ref,
                 "observedAt": pinned.selection.observed_at,

@@ -188,6 +188,14 @@ def chip_element(chip: dict[str, Any]) -> Any:
     # Focusable from script: "Bring it back" hands the focus to the chip it restored.
     el.setAttribute("tabindex", "-1")
     el.append(text_element("div", chip["resourceRef"], "pc-chip-title", True))
+    # The component and page ids go to the model with the ref, as text the page wrote:
+    # shown too, each in an isolate of its own ("in sales-table of sales-2026").
+    where = js.document.createElement("div")
+    where.className = "pc-chip-where"
+    where.setAttribute("data-pc-chip-where", "")
+    component, page = panel_text(str(chip["componentId"])), panel_text(str(chip["pageId"]))
+    _append_parts(where, [["in ", False], [component, True], [" of ", False], [page, True]])
+    el.append(where)
     # [name, value] pairs, in the page's order (a MicroPython dict keeps none).
     values = js.document.createElement("dl")
     for name, value in chip.get("snapshot") or []:
