@@ -163,6 +163,47 @@ def test_a_header_two_rules_name_is_sent_once_with_both_values(tmp_path: Path) -
     assert response.headers["content-security-policy"] == SCRIPTS_POLICY
 
 
+def test_a_rule_added_while_serving_applies_to_the_next_request(
+    bundle: Path, client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A page of one's own and its rule, added while `serve` runs: the next request gets
+    the rule's headers, as it would after a deploy. A page no rule gives a policy is
+    served, and said once in the log."""
+    (bundle / "orders.html").write_text("<p>my page</p>")
+    with caplog.at_level("WARNING", logger="pagecontext.server.hosting"):
+        for _ in range(2):
+            response = client.get("/orders.html")
+            assert response.status_code == 200
+            assert "content-security-policy" not in response.headers
+    said = [r.getMessage() for r in caplog.records if "orders.html" in r.getMessage()]
+    assert said == [
+        "pagecontext serve: /orders.html is served with no Content-Security-Policy: no rule of"
+        ' _headers gives it one (docs/deploy.md, "Your own pages")'
+    ]
+    with (bundle / "_headers").open("a") as rules:
+        rules.write(f"/orders.html\n  Content-Security-Policy: {PAGE_POLICY}\n")
+    assert client.get("/orders.html").headers["content-security-policy"] == PAGE_POLICY
+    # The build's own pages are given theirs: nothing said of them.
+    assert client.get("/").headers["content-security-policy"] == PAGE_POLICY
+    assert [r for r in caplog.records if "index.html" in r.getMessage()] == []
+
+
+def test_a_rules_file_edited_into_another_shape_answers_500_saying_why(
+    bundle: Path, client: TestClient
+) -> None:
+    """`_headers` edited into something that is no rules file: every request is answered
+    500 with why, not served with rules the file no longer holds; mended, it serves."""
+    rules = bundle / "_headers"
+    good = rules.read_text()
+    rules.write_text(good + "orders.html\n  X-A: 1\n")
+    response = client.get("/")
+    assert response.status_code == 500
+    assert "a rule's path must start with /" in response.text
+    assert "content-security-policy" not in response.headers
+    rules.write_text(good + "/orders.html\n  X-A: 1\n")
+    assert client.get("/").headers["content-security-policy"] == PAGE_POLICY
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

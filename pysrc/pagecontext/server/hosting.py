@@ -12,6 +12,7 @@ bundle is tried so under the policies a deployment sends.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import posixpath
 import stat
@@ -24,7 +25,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 HEADERS_PATH: Final = "_headers"
+POLICY_HEADER: Final = "content-security-policy"
+
+_log = logging.getLogger(__name__)
 
 
 class BundleError(ValueError):
@@ -174,23 +178,67 @@ def _served_path(path: str) -> str:
     return posixpath.normpath("/" + "/".join(part for part in path.split("/") if part))
 
 
+class _Rules:
+    """The rules of a folder's `_headers`, read again whenever the file changes, so that
+    a rule added or edited while `serve` runs applies to the next request, as it would
+    after a deploy."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / HEADERS_PATH
+        self.read_as: tuple[int, int, int] | None = None
+        self.rules: list[HeaderRule] = []
+
+    def current(self) -> list[HeaderRule]:
+        """The rules as the file holds them now. Raises BundleError if it is missing or
+        not a rules file."""
+        try:
+            found = self.path.stat()
+            read_as = (found.st_mtime_ns, found.st_size, found.st_ino)
+            if read_as != self.read_as:
+                self.rules = read_headers(self.path.read_text(encoding="utf-8"))
+                self.read_as = read_as
+        except (OSError, UnicodeDecodeError) as error:
+            raise BundleError(f"{self.path} cannot be read: {error}") from None
+        except ValueError as error:
+            raise BundleError(f"{self.path}: {error}") from None
+        return self.rules
+
+
 class _RuleHeaders:
     """Sends with each response the headers of every rule the path of the file it
     serves matches (not the path as requested: `/assistant/` is the page `/assistant`,
     with its policy). A header that two matching rules name is sent once, their values
-    joined by a comma in the file's order, as Netlify and Cloudflare Pages send it."""
+    joined by a comma in the file's order, as Netlify and Cloudflare Pages send it.
 
-    def __init__(self, app: ASGIApp, rules: list[HeaderRule]) -> None:
+    A `_headers` edited into something that is no rules file answers every request 500,
+    saying why (a host would refuse the deploy), rather than serve with rules it no
+    longer holds. A page (`.html`) no rule gives a Content-Security-Policy is served,
+    and said once in the log: a deployment would send it with none."""
+
+    def __init__(self, app: ASGIApp, rules: _Rules) -> None:
         self.app = app
         self.rules = rules
+        self.said: set[str] = set()
+
+    def _say_once(self, text: str) -> None:
+        if text not in self.said:
+            self.said.add(text)
+            _log.warning("pagecontext serve: %s", text)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        try:
+            rules = self.rules.current()
+        except BundleError as error:
+            self._say_once(str(error))
+            response = PlainTextResponse(f"pagecontext serve: {error}\n", status_code=500)
+            await response(scope, receive, send)
+            return
         served = _served_path(scope["path"])
         values: dict[str, list[str]] = {}
-        for rule in self.rules:
+        for rule in rules:
             if rule.matches(served):
                 for name, value in rule.headers:
                     values.setdefault(name.lower(), []).append(value)
@@ -200,6 +248,12 @@ class _RuleHeaders:
                 headers = MutableHeaders(scope=message)
                 for name, given in values.items():
                     headers[name] = ", ".join(given)
+                page = headers.get("content-type", "").startswith("text/html")
+                if page and message["status"] == 200 and POLICY_HEADER not in values:
+                    self._say_once(
+                        f"{served} is served with no Content-Security-Policy: no rule of "
+                        f'{self.rules.path.name} gives it one (docs/deploy.md, "Your own pages")'
+                    )
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -208,12 +262,8 @@ class _RuleHeaders:
 def bundle_app(folder: Path) -> Starlette:
     """The ASGI app serving the bundle in `folder` (either origin's: they serve the same
     files). Raises BundleError if its `_headers` is missing or not a rules file."""
-    try:
-        rules = read_headers((folder / HEADERS_PATH).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise BundleError(f"{folder}/{HEADERS_PATH} cannot be read: {error}") from None
-    except ValueError as error:
-        raise BundleError(f"{folder}/{HEADERS_PATH}: {error}") from None
+    rules = _Rules(folder)
+    rules.current()
     return Starlette(
         routes=[Mount("/", app=_BundleFiles(folder))],
         middleware=[Middleware(_RuleHeaders, rules=rules)],
