@@ -167,6 +167,30 @@ def test_a_single_page_app_has_pagecontexts_policy_name_before_it_mounts(
     assert taken is True
 
 
+def open_under_policy(page: Page, origins: Origins, allowed: str, refused: str) -> list[str]:
+    """Open the demo page with `allowed` in its policy replaced by `refused`; wait for it to
+    fail. Return the console's errors, as they come."""
+    url = origins.page + "/"
+
+    def changed_policy(route: Route) -> None:
+        response = fetched(route)
+        sent = response.headers["content-security-policy"]
+        assert allowed in sent
+        policy = sent.replace(allowed, refused)
+        route.fulfill(
+            response=response, headers={**response.headers, "content-security-policy": policy}
+        )
+
+    page.route(url, changed_policy)
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.goto(url)
+    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=STEP_TIMEOUT_MS)
+    return errors
+
+
 def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
     page: Page, origins: Origins
 ) -> None:
@@ -174,24 +198,9 @@ def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
     cannot start, and the page says why and how to allow it (failed, data-pc-error,
     console.error) instead of staying `booting`, and tells its user the page is not set up
     for the assistant; its own apps still draw its rows."""
-    url = origins.page + "/"
-
-    def other_policy_names(route: Route) -> None:
-        response = fetched(route)
-        sent = response.headers["content-security-policy"]
-        assert "trusted-types pagecontext" in sent
-        policy = sent.replace("trusted-types pagecontext", "trusted-types dashboard")
-        route.fulfill(
-            response=response, headers={**response.headers, "content-security-policy": policy}
-        )
-
-    page.route(url, other_policy_names)
-    errors: list[str] = []
-    page.on(
-        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    errors = open_under_policy(
+        page, origins, "trusted-types pagecontext", "trusted-types dashboard"
     )
-    page.goto(url)
-    expect(html(page)).to_have_attribute("data-pc-state", "failed", timeout=STEP_TIMEOUT_MS)
     reason = html(page).get_attribute("data-pc-error") or ""
     assert reason.startswith("worker: the browser refused to start the worker")
     assert "its trusted-types directive must allow the name pagecontext" in reason
@@ -201,6 +210,36 @@ def test_a_page_whose_trusted_types_refuse_pagecontext_fails_loudly(
         "The assistant could not start: it is not set up correctly on this page"
     )
     expect(page.locator("tbody [data-pc-resource-ref]")).to_have_count(60, timeout=STEP_TIMEOUT_MS)
+
+
+@pytest.mark.parametrize(
+    ("allowed", "refused", "said"),
+    [
+        (
+            "script-src 'self' 'wasm-unsafe-eval'",
+            "script-src 'self'",
+            "script-src blocked 'wasm-eval'",
+        ),
+        (
+            "connect-src 'self' data:",
+            "connect-src data:",
+            "connect-src blocked {page}/py/runtime.json",
+        ),
+    ],
+)
+def test_a_page_whose_policy_blocks_pagecontext_names_the_block(
+    page: Page, origins: Origins, allowed: str, refused: str, said: str
+) -> None:
+    """A page whose policy leaves out what pagecontext needs (`'wasm-unsafe-eval'` for
+    MicroPython, its own origin in `connect-src`): the page fails, the console names the
+    directive and what it blocked, and its user reads that the page is not set up for
+    the assistant (a reload would not help), not "reload the page to try again"."""
+    errors = open_under_policy(page, origins, allowed, refused)
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: it is not set up correctly on this page"
+    )
+    named = f"pagecontext: the page's Content-Security-Policy {said.format(page=origins.page)}: "
+    assert any(error.startswith(named) for error in errors), errors
 
 
 def test_the_fresh_boot_raises_no_violation(

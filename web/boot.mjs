@@ -576,6 +576,29 @@ const CHILD_WORDS = {
   refused: "The assistant could not connect to this page",
 };
 const setupFailure = (error) => typeof error === "string" && (error.startsWith("config:") || error.endsWith(TRUSTED_TYPES_HINT));
+
+// What the page's Content-Security-Policy blocked of pagecontext's own, from this script's
+// start: compiling WebAssembly (`wasm-eval`: MicroPython's, without 'wasm-unsafe-eval'),
+// or a request to pagecontext's origin or to the assistant's (`connect-src`,
+// `frame-src`, ...). A frame that then fails, or whose child stays silent, is set up
+// wrong (a reload mends nothing): its words say so, and the console names each block
+// once, with the directive to mend. The page's own blocked requests are not counted.
+const blocked = [];
+let blockedPeer = null;
+const blockedOrigin = (uri) => { try { return new URL(uri).origin; } catch { return null; } };
+document.addEventListener("securitypolicyviolation", (event) => {
+  // A report-only policy blocks nothing (the browser says what it would have blocked).
+  if (event.disposition !== "enforce") return;
+  const uri = event.blockedURI;
+  const origin = blockedOrigin(uri);
+  const ours = uri === "wasm-eval" || origin === new URL(import.meta.url).origin || (origin !== null && origin === blockedPeer);
+  const said = `${event.effectiveDirective} blocked ${origin === null ? `'${uri}'` : uri}`;
+  if (!ours || blocked.includes(said) || blocked.length >= 8) return;
+  blocked.push(said);
+  console.error(`pagecontext: the page's Content-Security-Policy ${said}: allow it as docs/integration.md ("Five minutes", step 1) lists`);
+  const data = document.documentElement.dataset;
+  sayState(data.pcState, data.pcError, data.pcChildState || null);
+});
 let stateRole = null;
 // Whether this mount's frame has been `ready` (or further) since it mounted.
 let started = false;
@@ -591,9 +614,10 @@ function sayState(state, error, child = null) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
   if ((state === "ready" || state === "connecting") && Object.hasOwn(CHILD_WORDS, child)) words = CHILD_WORDS[child];
+  const policyBlocked = blocked.length > 0 && (state === "failed" || Object.hasOwn(CHILD_WORDS, child));
   const slow = slowStart(state, error);
   if (["ready", "connecting", "bound"].includes(state)) started = true;
-  if (state === "failed" && setupFailure(error)) words = SETUP_FAILED;
+  if ((state === "failed" && setupFailure(error)) || policyBlocked) words = SETUP_FAILED;
   else if (slow) words = SLOW_START;
   else if (state === "failed" && started) words = STOPPED;
   if (state === "booting" || slow) {
@@ -677,6 +701,7 @@ async function mountConfig(config) {
   delete data.pcErrorField;
   data.pcState = "booting";
   stateRole = config.role;
+  blockedPeer = typeof config.peerOrigin === "string" ? blockedOrigin(config.peerOrigin) : null;
   started = false;
   bootProgress = null;
   delete data.pcBootProgress;
