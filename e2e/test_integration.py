@@ -1137,7 +1137,10 @@ def test_a_selection_the_page_gave_values_for_is_not_selected_again_by_a_render(
         "aria-selected", "true"
     )
     show_and_expect(assistant, "stale-context")
-    expect(receipt(assistant)).to_contain_text("view-changed")
+    expect(receipt(assistant)).to_have_text(
+        "Not done: the page shows other data since: share it again from the page"
+        " [highlight: stale-context (view-changed)]"
+    )
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
 
 

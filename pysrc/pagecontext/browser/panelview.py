@@ -460,7 +460,7 @@ _NOT_DONE_WHY = {
     "not-focusable": "The keyboard's focus could not move to it",
     "not-scrolled": "Not scrolled to: that would have moved what you are typing in",
     "no-refresh": "Not done: the page does not refresh it",
-    "view-changed": "Not done: the page shows other data since",
+    "view-changed": "Not done: the page shows other data since: share it again from the page",
     "page-instance": "Not done: the page was reloaded since",
 }
 # ...or, for another reason, by state.
