@@ -1303,15 +1303,24 @@ def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
     demo: Page,
 ) -> None:
     """A page that cancels `pagecontext:command` and never answers: no UI receipt is sent
-    for it, so the assistant records it `unconfirmed` at its deadline, never `applied`."""
+    for it, so the assistant records it `unconfirmed` at its deadline, never `applied`;
+    the page's console says which command it took and did not answer."""
     demo.evaluate(TAKE_HIGHLIGHTS, False)
     select_and_ask(demo, ROW)
     assistant = panel(demo)
     expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
-    assistant.get_by_role("button", name="Show me").click()
-    expect(receipt(assistant)).to_have_attribute(
-        "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
+    said = re.compile(
+        r"^pagecontext: the page took highlight command \S+ \(it cancelled pagecontext:command\)"
+        r" and has not answered it with pagecontext:command-done after 10 s"
     )
+    with demo.expect_console_message(
+        lambda message: message.type == "warning" and said.match(message.text) is not None,
+        timeout=STEP_TIMEOUT_MS,
+    ):
+        assistant.get_by_role("button", name="Show me").click()
+        expect(receipt(assistant)).to_have_attribute(
+            "data-pc-receipt-status", "unconfirmed", timeout=STEP_TIMEOUT_MS
+        )
     expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
 
 

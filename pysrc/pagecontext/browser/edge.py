@@ -423,6 +423,10 @@ def _shows_object(component: Any, element: Any, ref: str) -> bool:
 # refreshes of one component that has not rendered since. The oldest beyond it are
 # forgotten (their receipts stay unconfirmed at the assistant).
 WAITING_MAX = 256
+# A command the page took over (`pagecontext:command`, cancelled) and has not answered
+# (`pagecontext:command-done`) after this long is said once in the console: the
+# assistant reports it `unconfirmed` at its deadline (10 s by default: the ledger's).
+UNANSWERED_MS = 10000
 
 
 def _highlight(element: Any, tone: str) -> None:
@@ -1542,6 +1546,7 @@ class Edge:
                 self._page_done(command_id, marks, early[0], early[1])
                 return
             _keep_last(self.delegated, (command_id, marks))
+            self.owner.later(UNANSWERED_MS, lambda: self._unanswered(command_id, str(action)))
             return
         if early is not None:
             self._refuse_event("command-done", command_id + " was not cancelled by the page")
@@ -1632,6 +1637,19 @@ class Edge:
                 self._ui_done(command_id, "not-found", "not-focusable")
                 return
         self._ui_done(command_id, "applied", "ok")
+
+    def _unanswered(self, command_id: str, action: str) -> None:
+        """Say in the console that the page took command `command_id` and has not
+        answered it, if it still has not."""
+        if any(entry[0] == command_id for entry in self.delegated):
+            js.console.warn(
+                "pagecontext: the page took "
+                + action
+                + " command "
+                + command_id
+                + " (it cancelled pagecontext:command) and has not answered it with"
+                + " pagecontext:command-done after 10 s: the assistant reports it unconfirmed"
+            )
 
     def _on_command_done(self, event: Any) -> None:
         """The page finished (or could not do) a command it took over."""
