@@ -503,6 +503,7 @@ _OTHER_UNSEEN = (
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
 )
+_UNSEEN_RANGES = VARIATION_SELECTORS + _OTHER_UNSEEN
 _EMOJI_JOINS = ("\ufe0e\u200d", "\ufe0f\u200d")
 # The first bytes of their UTF-8: a text without any (nearly every one) is not read
 # character by character.
@@ -536,7 +537,7 @@ def _unseen(char: str) -> bool:
     if char in _ZERO_WIDTH:
         return True
     code = ord(char)
-    return any(first <= code <= last for first, last in VARIATION_SELECTORS + _OTHER_UNSEEN)
+    return any(first <= code <= last for first, last in _UNSEEN_RANGES)
 
 
 def _shown_unseen_runs(text: str) -> str:
