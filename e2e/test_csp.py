@@ -242,6 +242,43 @@ def test_a_page_whose_policy_blocks_pagecontext_names_the_block(
     assert any(error.startswith(named) for error in errors), errors
 
 
+# Every console.error of the page, kept as it is made.
+RECORD_ERRORS = """
+window.__errors = [];
+const error = console.error.bind(console);
+console.error = (...parts) => { window.__errors.push(parts.join(" ")); error(...parts); };
+"""
+
+# The page adds a policy of its own that blocks images, then shows an image of its own;
+# resolves with the block's directive once it is reported (after pagecontext's own
+# listener, added before, has seen it).
+BLOCKED_IMAGE = """() => new Promise((resolve) => {
+  const meta = document.createElement("meta");
+  meta.httpEquiv = "Content-Security-Policy";
+  meta.content = "img-src 'none'";
+  document.head.append(meta);
+  const reported = (event) => resolve(event.effectiveDirective);
+  document.addEventListener("securitypolicyviolation", reported, { once: true });
+  const logo = document.createElement("img");
+  logo.src = "/brand/logo.png";
+  document.body.append(logo);
+})"""
+
+
+def test_a_block_of_the_pages_own_is_not_taken_for_pagecontexts(
+    page: Page, origins: Origins
+) -> None:
+    """The page's policy blocks an image of its own, on pagecontext's origin: pagecontext
+    does not name it as a block of its own, nor say it is not set up correctly."""
+    page.add_init_script(RECORD_ERRORS)
+    page.goto(origins.page + "/")
+    wait_bound(page)
+    assert page.evaluate(BLOCKED_IMAGE) == "img-src"
+    errors: list[str] = page.evaluate("window.__errors")
+    assert not [e for e in errors if "Content-Security-Policy" in e], errors
+    expect(page.locator("[data-pc-state-text]")).to_have_text("Assistant connected")
+
+
 def test_the_fresh_boot_raises_no_violation(
     page: Page, context: BrowserContext, origins: Origins
 ) -> None:

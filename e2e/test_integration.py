@@ -690,6 +690,55 @@ def test_a_bound_assistant_whose_worker_stopped_is_reported_not_answering(
     assert child_reports(page)[-2:] == [None, "silent"]
 
 
+def test_a_child_the_pages_policy_will_not_frame_is_said_to_be_set_up_wrong(
+    page: Page, origins: Origins
+) -> None:
+    """The page's `frame-src` leaves out the assistant's origin: the frame never loads,
+    the console names the block, and past `timeouts.childMs` the page says it is not set
+    up correctly (a reload would not mend it), not only that the assistant is silent."""
+    url = quick_child_report(origins, origins.assistant + "/assistant.html")
+
+    def other_frames(route: Route) -> None:
+        response = fetched(route)
+        policy = {"content-security-policy": "frame-src 'self'"}
+        route.fulfill(response=response, headers={**response.headers, **policy})
+
+    page.route(lambda address: address == url, other_frames)
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.goto(url)
+    expect(html(page)).to_have_attribute("data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("[data-pc-state-text]")).to_have_text(
+        "The assistant could not start: it is not set up correctly on this page"
+    )
+    named = f"pagecontext: the page's Content-Security-Policy frame-src blocked {origins.assistant}"
+    assert any(error.startswith(named) for error in errors), errors
+
+
+def test_a_workbench_whose_page_is_silent_waits_for_the_page(
+    page: Page, context: BrowserContext, origins: Origins
+) -> None:
+    """The assistant's workbench frames the business page, whose server is down: past
+    `timeouts.childMs` it reports its child silent, and its words still say it waits for
+    the page, not that the assistant (itself) is not answering."""
+    workbench = origins.assistant + "/workbench.html"
+    peer = f'"peerOrigin": "{origins.page}",'
+
+    def quick_report(route: Route) -> None:
+        response = fetched(route)
+        assert peer in response.text()
+        body = response.text().replace(peer, peer + ' "timeouts": {"childMs": 500},')
+        route.fulfill(response=response, body=body)
+
+    page.route(workbench, quick_report)
+    context.route(origins.page + "/", lambda route: route.abort("connectionrefused"))
+    page.goto(workbench)
+    expect(html(page)).to_have_attribute("data-pc-child-state", "silent", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("[data-pc-state-text]")).to_have_text("Waiting for the page…")
+
+
 def test_state_events_follow_the_connection_and_the_selection(page: Page, origins: Origins) -> None:
     """`pagecontext:state` goes booting, ready, bound (connection 1), then carries the
     selection's revision and the revision shared with the assistant. The assistant, the

@@ -506,11 +506,19 @@ def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() 
         ("n\u2062\u2063\u2062o", "n[U+2062][U+2063][U+2062]o"),
         ("n\u206a\u3164\u034fo", "n[U+206A][U+3164][U+034F]o"),
         ("\ufe0f\u200d\u200d", "[U+FE0F][U+200D][U+200D]"),
+        # Soft hyphens, and the unassigned default-ignorables past the tags.
+        ("a\u00ad\u00adb", "a[U+00AD][U+00AD]b"),
+        ("x\U000e00e6\U000e0f00", "x[U+E00E6][U+E0F00]"),
+        # A direction mark between them does not end the run, and stays as it is.
+        ("x\ufe03\u200e\ufe05\u200f\u061c\ufe07", "x[U+FE03]\u200e[U+FE05]\u200f\u061c[U+FE07]"),
         # One alone is how scripts and emoji are written: an emoji's selector, the
         # joiner of an emoji's sequence (after a selector), a Persian non-joiner.
         ("\u2764\ufe0f\u200d\U0001f525", "\u2764\ufe0f\u200d\U0001f525"),
         ("\U0001f3f3\ufe0f\u200d\U0001f308", "\U0001f3f3\ufe0f\u200d\U0001f308"),
         ("a\u2062b", "a\u2062b"),
+        ("Stra\u00dfen\u00adbahn", "Stra\u00dfen\u00adbahn"),
+        ("a\u200e\u200fb", "a\u200e\u200fb"),
+        ("\u2764\ufe0f\u200e\u200d\U0001f525", "\u2764\ufe0f\u200e\u200d\U0001f525"),
         (
             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",

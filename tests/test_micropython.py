@@ -93,4 +93,6 @@ def test_the_integration_rules_answer_alike_under_micropython_and_cpython(
         " a[U+200B][U+200B][U+FEFF]b\u200cc",
         # Of any mix, and the other characters that draw as nothing; one alone stays.
         "x[U+E0148][U+200B][U+E0169] n[U+2062][U+2063]o [U+1D173][U+3164] a\u2062b",
+        # A direction mark in a run stays, and does not end it; soft hyphens; past tags.
+        "x[U+FE03]\u200e[U+FE05] a[U+00AD][U+00AD]b [U+E00E6][U+E00E7] a\u200e\u200fb",
     ]

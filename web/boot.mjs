@@ -584,6 +584,8 @@ const setupFailure = (error) => typeof error === "string" && (error.startsWith("
 // wrong (a reload mends nothing): its words say so, and the console names each block
 // once, with the directive to mend. The page's own blocked requests are not counted.
 const blocked = [];
+const OWN_PATHS = ["/web/", "/py/", "/vendor/", "/wheels/"];
+const PEER_DIRECTIVES = ["frame-src", "child-src"];
 let blockedPeer = null;
 const blockedOrigin = (uri) => { try { return new URL(uri).origin; } catch { return null; } };
 document.addEventListener("securitypolicyviolation", (event) => {
@@ -591,7 +593,11 @@ document.addEventListener("securitypolicyviolation", (event) => {
   if (event.disposition !== "enforce") return;
   const uri = event.blockedURI;
   const origin = blockedOrigin(uri);
-  const ours = uri === "wasm-eval" || origin === new URL(import.meta.url).origin || (origin !== null && origin === blockedPeer);
+  // Only what pagecontext itself loads: its files at its origin's root, the frame of its
+  // peer. The page's own image, font or API call on the same origin is not its own.
+  const own = origin === new URL(import.meta.url).origin && OWN_PATHS.some((path) => new URL(uri).pathname.startsWith(path));
+  const peer = origin !== null && origin === blockedPeer && PEER_DIRECTIVES.includes(event.effectiveDirective);
+  const ours = uri === "wasm-eval" || own || peer;
   const said = `${event.effectiveDirective} blocked ${origin === null ? `'${uri}'` : uri}`;
   if (!ours || blocked.includes(said) || blocked.length >= 8) return;
   blocked.push(said);
@@ -613,8 +619,10 @@ const slowStart = (state, error) => state === "failed" && typeof error === "stri
 function sayState(state, error, child = null) {
   const table = stateRole === "assistant" && Object.hasOwn(ASSISTANT_WORDS, state) ? ASSISTANT_WORDS : STATE_WORDS;
   let words = Object.hasOwn(table, state) ? table[state] : "";
-  if ((state === "ready" || state === "connecting") && Object.hasOwn(CHILD_WORDS, child)) words = CHILD_WORDS[child];
-  const policyBlocked = blocked.length > 0 && (state === "failed" || Object.hasOwn(CHILD_WORDS, child));
+  // A page's child is its assistant; a workbench's (an assistant's) is the page.
+  const childSaid = stateRole !== "assistant" && Object.hasOwn(CHILD_WORDS, child);
+  if ((state === "ready" || state === "connecting") && childSaid) words = CHILD_WORDS[child];
+  const policyBlocked = blocked.length > 0 && (state === "failed" || child === "silent");
   const slow = slowStart(state, error);
   if (["ready", "connecting", "bound"].includes(state)) started = true;
   if ((state === "failed" && setupFailure(error)) || policyBlocked) words = SETUP_FAILED;

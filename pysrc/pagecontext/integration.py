@@ -476,25 +476,27 @@ def panel_text(text: str) -> str:
 # selector picks how the character before it is drawn (an emoji's U+FE0F, an
 # ideograph's U+E0100 and after), a zero-width space, joiner or non-joiner, word joiner
 # or U+FEFF goes between two characters, and the other default-ignorable and format
-# characters below (the combining grapheme joiner, the Hangul fillers, Khmer's inherent
-# vowels, the Mongolian selectors, the invisible operators, the deprecated format
-# controls, U+FFF0-U+FFF8, and the Egyptian, shorthand and musical format controls)
-# each mark up the one character beside it. A run of two or more of them, of any mix,
+# characters below (the soft hyphen, the combining grapheme joiner, the Hangul fillers,
+# Khmer's inherent vowels, the Mongolian selectors, the invisible operators, the
+# deprecated format controls, U+FFF0-U+FFF8, the Egyptian, shorthand and musical format
+# controls, and the unassigned rest of U+E0000-U+E0FFF) each mark up the one character
+# beside it. A run of two or more of them, of any mix,
 # draws as nothing and carries nothing a script or an emoji needs, but can carry data
 # ("emoji smuggling": a byte per selector after one emoji), which the model would get
 # (escaped) and the user never see: such a run is shown as code points, as tag
 # characters are. One alone stays, and so does the one pair an emoji needs: a
 # presentation selector, then the joiner to the next emoji (U+2764 U+FE0F U+200D
-# U+1F525). The direction marks (U+200E, U+200F, U+061C) stay as they are. (A label is
-# not cut before a variation selector either: pagecontext.budget.)
+# U+1F525). The direction marks (U+200E, U+200F, U+061C) stay as they are, but do not end
+# a run. (A label is not cut before a variation selector either: pagecontext.budget.)
 VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")
 _OTHER_UNSEEN = (
+    (0x00AD, 0x00AD),
     (0x034F, 0x034F),
     (0x115F, 0x1160),
     (0x17B4, 0x17B5),
     (0x180B, 0x180F),
-    (0x2061, 0x2064),
+    (0x2061, 0x2065),
     (0x206A, 0x206F),
     (0x3164, 0x3164),
     (0xFFA0, 0xFFA0),
@@ -502,17 +504,22 @@ _OTHER_UNSEEN = (
     (0x13430, 0x1343F),
     (0x1BCA0, 0x1BCA3),
     (0x1D173, 0x1D17A),
+    # The rest of U+E0000-U+E0FFF past the tags and the selectors: default-ignorable,
+    # drawn as nothing, and escaped for the model (pagecontext.block) all the same.
+    (0xE0080, 0xE00FF),
+    (0xE01F0, 0xE0FFF),
 )
 _UNSEEN_RANGES = VARIATION_SELECTORS + _OTHER_UNSEEN
+# Selectors with a direction mark between each (U+FE03 U+200E U+FE05 U+200E ...) draw as
+# nothing all the same.
+_MARKS = ("\u200e", "\u200f", "\u061c")
 _EMOJI_JOINS = ("\ufe0e\u200d", "\ufe0f\u200d")
 # The first bytes of their UTF-8: a text without any (nearly every one) is not read
 # character by character.
 _UNSEEN_LEADS = (
     b"\xef\xb8",
-    b"\xf3\xa0\x84",
-    b"\xf3\xa0\x85",
-    b"\xf3\xa0\x86",
-    b"\xf3\xa0\x87",
+    b"\xf3\xa0",
+    b"\xc2\xad",
     b"\xe2\x80\x8b",
     b"\xe2\x80\x8c",
     b"\xe2\x80\x8d",
@@ -542,15 +549,17 @@ def _unseen(char: str) -> bool:
 
 def _shown_unseen_runs(text: str) -> str:
     """`text` with each run of two or more characters that draw as nothing, of any mix,
-    written as code points (`[U+FE0F][U+200B]`), but an emoji's selector and joiner."""
+    written as code points (`[U+FE0F][U+200B]`), but an emoji's selector and joiner. A
+    direction mark inside a run stays as it is, and the run goes on after it."""
     parts: list[str] = []
     run: list[str] = []
     for char in text + " ":
-        if _unseen(char):
+        if _unseen(char) or (run and char in _MARKS):
             run.append(char)
             continue
-        if len(run) > 1 and "".join(run) not in _EMOJI_JOINS:
-            parts.extend(f"[U+{ord(unseen):04X}]" for unseen in run)
+        unseen = "".join(c for c in run if c not in _MARKS)
+        if len(unseen) > 1 and unseen not in _EMOJI_JOINS:
+            parts.extend(c if c in _MARKS else f"[U+{ord(c):04X}]" for c in run)
         else:
             parts.extend(run)
         run = []

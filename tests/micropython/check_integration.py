@@ -69,6 +69,7 @@ PANEL = (
     "\U0001f3f4\U000e0069\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065\U000e007f\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f",
     "\U0001f600\U000e0100\U000e01ef\ufe0f \u2764\ufe0f\u200d\U0001f525 a\u200b\u200b\ufeffb\u200cc",
     "x\U000e0148\u200b\U000e0169 n\u2062\u2063o \U0001d173\u3164 a\u2062b",
+    "x\ufe03\u200e\ufe05 a\u00ad\u00adb \U000e00e6\U000e00e7 a\u200e\u200fb",
 )
 # Blocks with right-to-left strings on item lines, escaped quotes and backslashes in them.
 ISOLATED = (
