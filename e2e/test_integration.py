@@ -1348,6 +1348,36 @@ def test_a_highlight_the_page_draws_for_another_selection_takes_pagecontexts_mar
     expect(marks).to_have_count(0)
 
 
+# The table's rows carry their ref under a misspelled attribute, and it reports a render.
+MISSPELLED_REFS = """() => {
+  const table = document.querySelector('[data-pc-component="sales-table"]');
+  for (const row of table.querySelectorAll("[data-pc-resource-ref]")) {
+    row.setAttribute("data-pc-resourceref", row.getAttribute("data-pc-resource-ref"));
+    row.removeAttribute("data-pc-resource-ref");
+  }
+  table.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+}"""
+
+
+def test_a_click_in_a_component_with_no_objects_says_so_once(demo: Page) -> None:
+    """The page misspells its objects' attribute: a click on a row selects nothing, and
+    the console says once that the component reports no objects."""
+    demo.evaluate(MISSPELLED_REFS)
+    said = "pagecontext: a click in component sales-table selected nothing: it reports no objects"
+    warned: list[str] = []
+    demo.on("console", lambda message: warned.append(message.text))
+    row = demo.locator(f'tr[data-pc-resourceref="{ROW}"]')
+    with demo.expect_console_message(lambda message: message.text.startswith(said)):
+        row.click()
+    row.click()
+    demo.get_by_role("button", name="Ask AI").click()
+    expect(html(demo)).not_to_have_attribute("data-pc-revision", re.compile(".*"))
+    # Console messages come in order: once this one is here, any the second click made is.
+    with demo.expect_console_message(lambda message: message.text == "after the clicks"):
+        demo.evaluate("console.warn('after the clicks')")
+    assert sum(text.startswith(said) for text in warned) == 1, warned
+
+
 def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
     demo: Page,
 ) -> None:

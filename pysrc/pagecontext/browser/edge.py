@@ -515,6 +515,8 @@ class Edge:
         # The commands the page took (`pagecontext:command` cancelled), with the selection
         # revision of each highlight among them (None for other actions).
         self.delegated: list[tuple[str, Any]] = []
+        # The components a click selected nothing in, said once each (`_clicked_nothing`).
+        self.said_empty: set[str] = set()
         # The command whose pagecontext:command is being dispatched, and an answer the
         # page gave for it during the dispatch.
         self.dispatching: str | None = None
@@ -1340,7 +1342,10 @@ class Edge:
             self._share()
             return
         row = target.closest("[data-pc-resource-ref]")
-        component = row.closest("[data-pc-component]") if row is not None else None
+        if row is None:
+            self._clicked_nothing(target)
+            return
+        component = row.closest("[data-pc-component]")
         if component is None:
             return
         component_id = component.getAttribute("data-pc-component")
@@ -1348,6 +1353,25 @@ class Edge:
         if self.registry.get(component_id, {}).get(ref) != row:
             return  # not an object this component reported as rendered
         self._select(component_id, ref, {})
+
+    def _clicked_nothing(self, target: Any) -> None:
+        """A click in a component that reports no object at all selected nothing: said
+        once per component in the console, since its objects' attribute may be
+        misspelled (`data-pc-resourceref`). A component with objects is not said: a click
+        beside them (a header, a gap) is an ordinary one."""
+        component = target.closest("[data-pc-component]")
+        if component is None:
+            return
+        component_id = str(component.getAttribute("data-pc-component"))
+        if self.registry.get(component_id) or component_id in self.said_empty:
+            return
+        self.said_empty.add(component_id)
+        js.console.warn(
+            "pagecontext: a click in component "
+            + component_id
+            + " selected nothing: it reports no objects (no element in it has"
+            + " data-pc-resource-ref when it reports pagecontext:rendered; docs/integration.md)"
+        )
 
     def _select(self, component_id: str, ref: str, given: dict[str, Any]) -> None:
         """Select object `ref` of a component: what the user sees of it, the component's
