@@ -579,10 +579,11 @@ const setupFailure = (error) => typeof error === "string" && (error.startsWith("
 
 // What the page's Content-Security-Policy blocked of pagecontext's own, from this script's
 // start: compiling WebAssembly (`wasm-eval`: MicroPython's, without 'wasm-unsafe-eval'),
-// or a request to pagecontext's origin or to the assistant's (`connect-src`,
-// `frame-src`, ...). A frame that then fails, or whose child stays silent, is set up
-// wrong (a reload mends nothing): its words say so, and the console names each block
-// once, with the directive to mend. The page's own blocked requests are not counted.
+// a request for one of its files (OWN_PATHS, at the boot script's origin: `connect-src`,
+// `script-src`, ...), or the frame of its peer (`frame-src`). A frame that then fails,
+// or whose child stays silent, is set up wrong (a reload mends nothing): its words say
+// so, and the console names each block once, with the directive to mend. The page's own
+// blocked requests are not counted, nor what a report-only policy reports.
 const blocked = [];
 const OWN_PATHS = ["/web/", "/py/", "/vendor/", "/wheels/"];
 const PEER_DIRECTIVES = ["frame-src", "child-src"];
@@ -593,8 +594,6 @@ document.addEventListener("securitypolicyviolation", (event) => {
   if (event.disposition !== "enforce") return;
   const uri = event.blockedURI;
   const origin = blockedOrigin(uri);
-  // Only what pagecontext itself loads: its files at its origin's root, the frame of its
-  // peer. The page's own image, font or API call on the same origin is not its own.
   const own = origin === new URL(import.meta.url).origin && OWN_PATHS.some((path) => new URL(uri).pathname.startsWith(path));
   const peer = origin !== null && origin === blockedPeer && PEER_DIRECTIVES.includes(event.effectiveDirective);
   const ours = uri === "wasm-eval" || own || peer;

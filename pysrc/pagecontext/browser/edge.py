@@ -1672,7 +1672,9 @@ class Edge:
                 + " command "
                 + command_id
                 + " (it cancelled pagecontext:command) and has not answered it with"
-                + " pagecontext:command-done after 10 s: the assistant reports it unconfirmed"
+                + " pagecontext:command-done after "
+                + str(UNANSWERED_MS // 1000)
+                + " s: the assistant reports it unconfirmed"
             )
 
     def _on_command_done(self, event: Any) -> None:
