@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 import wire
+from pagecontext.block import render_block
 from pagecontext.integration import (
+    _UNSEEN_RANGES,
+    _ZERO_WIDTH,
     DEFAULT_HISTORY,
     LIMIT_FIELDS,
     LIMIT_MIN,
@@ -29,6 +32,7 @@ from pagecontext.integration import (
     shown_text,
     url_on_origin,
 )
+from pagecontext.items import ContextItem
 from pagecontext.models import Limits, parse_message
 from pagecontext.session import PageSession
 
@@ -490,6 +494,18 @@ def test_right_to_left_strings_of_an_item_line_are_isolated_and_the_text_kept() 
     assert isolated_strings('- {"type":"text","value":"ASCII only"}') == [
         ['- {"type":"text","value":"ASCII only"}', False]
     ]
+
+
+def test_every_character_the_panel_shows_in_runs_is_escaped_for_the_model() -> None:
+    """The panel's characters that draw as nothing (`integration._UNSEEN_RANGES`,
+    `_ZERO_WIDTH`) are a twin of part of the block's escaped set (`pagecontext.block`):
+    each one reaches the model escaped, so "What the AI sees" shows it as the panel
+    does."""
+    unseen = [chr(code) for first, last in _UNSEEN_RANGES for code in range(first, last + 1)]
+    unseen += list(_ZERO_WIDTH)
+    block = render_block([], [ContextItem(type="text", value="".join(unseen))])
+    raw = [f"U+{ord(char):04X}" for char in unseen if char in block]
+    assert raw == []
 
 
 @pytest.mark.parametrize(

@@ -480,14 +480,14 @@ def panel_text(text: str) -> str:
 # Khmer's inherent vowels, the Mongolian selectors, the invisible operators, the
 # deprecated format controls, U+FFF0-U+FFF8, the Egyptian, shorthand and musical format
 # controls, and the unassigned rest of U+E0000-U+E0FFF) each mark up the one character
-# beside it. A run of two or more of them, of any mix,
-# draws as nothing and carries nothing a script or an emoji needs, but can carry data
-# ("emoji smuggling": a byte per selector after one emoji), which the model would get
-# (escaped) and the user never see: such a run is shown as code points, as tag
-# characters are. One alone stays, and so does the one pair an emoji needs: a
-# presentation selector, then the joiner to the next emoji (U+2764 U+FE0F U+200D
-# U+1F525). The direction marks (U+200E, U+200F, U+061C) stay as they are, but do not end
-# a run. (A label is not cut before a variation selector either: pagecontext.budget.)
+# beside it. A run of two or more of them, of any mix, draws as nothing and carries
+# nothing a script or an emoji needs, but can carry data ("emoji smuggling": a byte per
+# selector after one emoji), which the model would get (escaped) and the user never
+# see: such a run is shown as code points, as tag characters are. One alone stays, and
+# so does the one pair an emoji needs: a presentation selector, then the joiner to the
+# next emoji (U+2764 U+FE0F U+200D U+1F525). The direction marks (U+200E, U+200F,
+# U+061C) stay as they are, but do not end a run. (A label is not cut before a variation
+# selector either: pagecontext.budget.)
 VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff")
 _OTHER_UNSEEN = (
