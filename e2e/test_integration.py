@@ -1348,6 +1348,19 @@ def test_a_highlight_the_page_draws_for_another_selection_takes_pagecontexts_mar
     expect(marks).to_have_count(0)
 
 
+def said_in_console(page: Page, texts: list[str]) -> list[str]:
+    """Every console message `page` says from now on, in `texts` as it comes."""
+    page.on("console", lambda message: texts.append(message.text))
+    return texts
+
+
+def after_console_settles(page: Page) -> None:
+    """Return once every console message said before this call has been heard: they
+    come in order, so once a marker said now is here, any before it is."""
+    with page.expect_console_message(lambda message: message.text == "settled"):
+        page.evaluate("console.warn('settled')")
+
+
 # The table's rows carry their ref under a misspelled attribute, and it reports a render.
 MISSPELLED_REFS = """() => {
   const table = document.querySelector('[data-pc-component="sales-table"]');
@@ -1364,18 +1377,66 @@ def test_a_click_in_a_component_with_no_objects_says_so_once(demo: Page) -> None
     the console says once that the component reports no objects."""
     demo.evaluate(MISSPELLED_REFS)
     said = "pagecontext: a click in component sales-table selected nothing: it reports no objects"
-    warned: list[str] = []
-    demo.on("console", lambda message: warned.append(message.text))
+    warned = said_in_console(demo, [])
     row = demo.locator(f'tr[data-pc-resourceref="{ROW}"]')
     with demo.expect_console_message(lambda message: message.text.startswith(said)):
         row.click()
     row.click()
     demo.get_by_role("button", name="Ask AI").click()
     expect(html(demo)).not_to_have_attribute("data-pc-revision", re.compile(".*"))
-    # Console messages come in order: once this one is here, any the second click made is.
-    with demo.expect_console_message(lambda message: message.text == "after the clicks"):
-        demo.evaluate("console.warn('after the clicks')")
+    after_console_settles(demo)
     assert sum(text.startswith(said) for text in warned) == 1, warned
+
+
+def test_misspelled_markup_of_a_component_is_said_once_in_the_console(demo: Page) -> None:
+    """The table's `data-pc-shareable` is misspelled: a click on a row says once that the
+    table has an attribute pagecontext does not read, and that it declares no field, so
+    its values are not shared (the chip shows none). Declared again with one field
+    misspelled: the field with no value and the value not shared are said once, and the
+    chip shows the other fields only."""
+    table = '[data-pc-component="sales-table"]'
+    said = said_in_console(demo, [])
+    demo.evaluate(
+        """(table) => {
+          const element = document.querySelector(table);
+          element.setAttribute("data-pc-shareble", element.getAttribute("data-pc-shareable"));
+          element.removeAttribute("data-pc-shareable");
+          element.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+        }""",
+        table,
+    )
+    unread = (
+        "pagecontext: component sales-table has data-pc-shareble, which pagecontext does"
+        " not read there"
+    )
+    none = (
+        "pagecontext: component sales-table declares no field shareable (data-pc-shareable);"
+        " these of its values are not shared: month, region, revenueEur, unitsSold"
+    )
+    select_and_ask(demo, ROW)
+    chip = panel(demo).locator(f'[data-pc-chip="{ROW}"]')
+    expect(chip).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator("[data-pc-chip-field]")).to_have_count(0)
+    demo.locator(f'{table} tr[data-pc-resource-ref="sales-2026-03-south"]').click()
+    after_console_settles(demo)
+    assert sum(text.startswith(unread) for text in said) == 1, said
+    assert sum(text.startswith(none) for text in said) == 1, said
+    demo.evaluate(
+        """(table) => document.querySelector(table).setAttribute("data-pc-shareable",
+             "region month unitsSold:units revnueEur:EUR")""",
+        table,
+    )
+    misspelled = (
+        "pagecontext: data-pc-shareable of component sales-table names revnueEur, which this"
+        " selection has no value for; these of its values are not shared: revenueEur"
+    )
+    select_and_ask(demo, ROW)
+    expect(chip.locator("[data-pc-chip-field]")).to_have_count(3, timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="revenueEur"]')).to_have_count(0)
+    demo.locator(f'{table} tr[data-pc-resource-ref="sales-2026-03-south"]').click()
+    after_console_settles(demo)
+    assert sum(text.startswith(misspelled) for text in said) == 1, said
+    assert sum(text.startswith(unread) for text in said) == 1, said
 
 
 def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
@@ -1456,6 +1517,20 @@ def test_share_mode_select_shares_every_selection(
     expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
 
 
+# The orders table of `configured.html` rendered with its one row, order-7, in a view
+# ([filters, generation, total]).
+RENDER_ORDER = """([filters, generation, total]) => {
+  const table = document.querySelector('[data-pc-component="orders"]');
+  table.querySelector("tbody").innerHTML =
+    `<tr data-pc-resource-ref="order-7" tabindex="-1" aria-selected="false">
+       <td data-pc-field="status">open</td>
+       <td data-pc-field="total" data-pc-value="${total}">${total}</td></tr>`;
+  table.setAttribute("data-pc-filters", filters);
+  table.setAttribute("data-pc-generation", String(generation));
+  table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+}"""
+
+
 def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     page: Page, origins: Origins
 ) -> None:
@@ -1464,16 +1539,7 @@ def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     it at once, with no click and no Ask AI: the chip shows the new values and filters,
     the panel says so once, and Show me for it is `applied`."""
     open_share_select(page, origins)
-    render = """([filters, generation, total]) => {
-      const table = document.querySelector('[data-pc-component="orders"]');
-      table.querySelector("tbody").innerHTML =
-        `<tr data-pc-resource-ref="order-7" tabindex="-1" aria-selected="false">
-           <td data-pc-field="status">open</td>
-           <td data-pc-field="total" data-pc-value="${total}">${total}</td></tr>`;
-      table.setAttribute("data-pc-filters", filters);
-      table.setAttribute("data-pc-generation", String(generation));
-      table.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
-    }"""
+    render = RENDER_ORDER
     page.evaluate(render, ['{"status": "open"}', 1, 12.5])
     row = page.locator('tr[data-pc-resource-ref="order-7"]')
     row.click()
@@ -1501,6 +1567,38 @@ def test_share_mode_select_shares_the_selection_again_in_a_new_view(
     assert announce.evaluate(said) == "Context updated: order-7"
     show_and_expect(assistant, "applied")
     expect(row).to_have_attribute("data-pc-highlight", "focus")
+
+
+def test_a_refused_selection_a_newer_one_replaced_keeps_the_row_followed(
+    page: Page, origins: Origins
+) -> None:
+    """Two renders of the selected row in one task, each in a new view: the first with a
+    total past the numbers JavaScript keeps exact (its selection is refused), the second
+    with a valid one. The refusal comes after the newer selection was sent, and changes
+    nothing: the row stays selected and shared as the second render shows it, and a
+    render in a fourth view selects it again and shares it, as any render does."""
+    open_share_select(page, origins)
+    page.evaluate(RENDER_ORDER, ['{"status": "open"}', 1, 12.5])
+    row = page.locator('tr[data-pc-resource-ref="order-7"]')
+    row.click()
+    chip = panel(page).locator('[data-pc-chip="order-7"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    page.evaluate(
+        f"""(views) => {{
+          const render = {RENDER_ORDER};
+          for (const view of views) render(view);
+        }}""",
+        [['{"status": "any"}', 2, "12345678901234567890"], ['{"status": "all"}', 3, 13]],
+    )
+    expect(html(page)).to_have_attribute("data-pc-refused-select", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip).to_have_attribute("data-pc-chip-revision", "2", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("13 EUR")
+    expect(row).to_have_attribute("aria-selected", "true")
+    page.evaluate(RENDER_ORDER, ['{"status": "closed"}', 4, 14])
+    expect(chip).to_have_attribute("data-pc-chip-revision", "3", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="total"]')).to_have_text("14 EUR")
+    expect(chip.locator(".pc-chip-meta")).to_contain_text('filters: status="closed" ·')
+    expect(row).to_have_attribute("aria-selected", "true")
 
 
 def test_a_component_with_bad_view_attributes_is_refused_and_keeps_its_view(

@@ -2015,14 +2015,17 @@ def test_a_selection_the_tracker_refuses_changes_nothing_and_says_why(
     component: str, values: dict[str, Any]
 ) -> None:
     """The page's own bad data is a refused select for the edge to count, never an
-    exception out of the session: the revision and what is shared stay as they were."""
+    exception out of the session: the revision and what is shared stay as they were,
+    and the refusal carries the edge's number for the selection."""
     pair = ChannelPair()
     render_orders(pair)
     revision = select(pair)
-    effects = pair.page.on_select(component, "row:1", values)
+    effects = pair.page.on_select(component, "row:1", values, seq=7)
     [refused] = [e.message for e in effects if isinstance(e, ToEdge)]
     assert refused["kind"] == "select-refused"
     assert "can't select" in str(refused["reason"])
+    # The edge's number for the selection, so that it can tell it from a newer one.
+    assert refused["seq"] == 7
     assert pair.page.tracker.latest_revision == revision
     current = pair.page.tracker.current
     assert current is not None

@@ -537,15 +537,21 @@ class PageSession:
             self.tracker.forget_component(component_id)
 
     def on_select(
-        self, component_id: str, resource_ref: str, values: Mapping[str, Scalar]
+        self,
+        component_id: str,
+        resource_ref: str,
+        values: Mapping[str, Scalar],
+        *,
+        seq: object = None,
     ) -> list[Effect]:
         """Record a new selection; it is shared when the user asks (share mode `ask`).
 
         A selection the tracker refuses (an undeclared component, one with no view yet,
         a value that is not valid for its field), or whose context the assistant would
         refuse (`_within_the_assistants_limits`), changes nothing: the edge is told why
-        (`select-refused`, with the object refused and the one still selected, which it
-        marks again), and counts it as a refused select.
+        (`select-refused`, with the object refused, the one still selected, which it
+        marks again, and `seq`, the edge's number for the selection, given back as it
+        came), and counts it as a refused select.
         """
         try:
             revision, _selection = self.tracker.select(
@@ -563,6 +569,7 @@ class PageSession:
                         "current": None
                         if current is None
                         else [current.component_id, current.resource_ref],
+                        "seq": seq,
                     }
                 )
             ]

@@ -371,33 +371,35 @@ def _components_in_document() -> dict[str, Any]:
     return found
 
 
-# The `data-pc-shareable` values already warned about: a component renders again and again.
-_WARNED_SHAREABLE: set[str] = set()
+# The attributes pagecontext reads on a component, its objects and their fields, or
+# writes there (docs/integration.md, "Components and objects"). Another `data-pc-` name
+# there is said once in the console: a misspelled one would be read as absent.
+OBJECT_ATTRIBUTES = (
+    "data-pc-component",
+    "data-pc-page",
+    "data-pc-shareable",
+    "data-pc-filters",
+    "data-pc-generation",
+    "data-pc-values",
+    "data-pc-resource-ref",
+    "data-pc-field",
+    "data-pc-value",
+    "data-pc-highlight",
+    "data-pc-ask",
+)
 
 
-def _declared(component: Any) -> list[list[Any]]:
-    """The fields a component declares shareable now (`data-pc-shareable`, each
-    `name` or `name:unit`), as [name, unit or None] pairs. A colon with nothing on one
-    side of it (`total: EUR`, `:EUR`) is taken as written, and said once in the console:
-    such a field is shared with no unit, and the word after the space is a field."""
-    written = component.getAttribute("data-pc-shareable") or ""
-    shareable = []
-    for item in written.split():
-        name, colon, unit = item.partition(":")
-        if colon and not (name and unit) and written not in _WARNED_SHAREABLE:
-            _WARNED_SHAREABLE.add(written)
-            js.console.warn(
-                "pagecontext: data-pc-shareable of component "
-                + str(component.getAttribute("data-pc-component"))
-                + " has "
-                + json.dumps(item)
-                + ", with no "
-                + ("unit after" if name else "field before")
-                + " its colon (a field's unit follows its colon with no space:"
-                + " total:EUR); taken as written"
-            )
-        shareable.append([name, unit or None])
-    return shareable
+def _unread_attributes(elements: list[Any]) -> list[str]:
+    """The `data-pc-` attribute names on `elements` that pagecontext does not read there
+    (`OBJECT_ATTRIBUTES`), each once, in the order found."""
+    found: list[str] = []
+    for element in elements:
+        names = element.getAttributeNames()
+        for i in range(names.length):
+            name = str(names[i])
+            if name.startswith("data-pc-") and name not in OBJECT_ATTRIBUTES and name not in found:
+                found.append(name)
+    return found
 
 
 def _view_generation(component: Any) -> int | None:
@@ -515,8 +517,12 @@ class Edge:
         # The commands the page took (`pagecontext:command` cancelled), with the selection
         # revision of each highlight among them (None for other actions).
         self.delegated: list[tuple[str, Any]] = []
-        # The components a click selected nothing in, said once each (`_clicked_nothing`).
-        self.said_empty: set[str] = set()
+        # What this edge has said in the console of the page's markup, each once
+        # (`_say_once`): a page renders and selects again and again.
+        self.said: set[str] = set()
+        # The number of the last `select` sent to the worker, which answers a refused
+        # one with it: a refusal of one that a newer one replaced changes nothing.
+        self.select_seq = 0
         # The command whose pagecontext:command is being dispatched, and an answer the
         # page gave for it during the dispatch.
         self.dispatching: str | None = None
@@ -1310,7 +1316,7 @@ class Edge:
                 "filtersText": filters_text,
                 "generation": generation,
                 "refs": list(refs.keys()),
-                "shareable": _declared(component),
+                "shareable": self._declared(component),
             }
         )
         if element is not None:
@@ -1363,14 +1369,91 @@ class Edge:
         if component is None:
             return
         component_id = str(component.getAttribute("data-pc-component"))
-        if self.registry.get(component_id) or component_id in self.said_empty:
+        if self.registry.get(component_id):
             return
-        self.said_empty.add(component_id)
-        js.console.warn(
-            "pagecontext: a click in component "
+        self._say_once(
+            "empty " + component_id,
+            "a click in component "
             + component_id
             + " selected nothing: it reports no objects (no element in it has"
-            + " data-pc-resource-ref when it reports pagecontext:rendered; docs/integration.md)"
+            + " data-pc-resource-ref when it reports pagecontext:rendered; docs/integration.md)",
+        )
+
+    def _say_once(self, key: str, text: str) -> None:
+        """Warn in the console with `text`, the first time only for `key`."""
+        if key not in self.said:
+            self.said.add(key)
+            js.console.warn("pagecontext: " + text)
+
+    def _declared(self, component: Any) -> list[list[Any]]:
+        """The fields a component declares shareable now (`data-pc-shareable`, each
+        `name` or `name:unit`), as [name, unit or None] pairs. A colon with nothing on one
+        side of it (`total: EUR`, `:EUR`) is taken as written, and said once in the
+        console: such a field is shared with no unit, and the word after the space is a
+        field."""
+        written = component.getAttribute("data-pc-shareable") or ""
+        shareable = []
+        for item in written.split():
+            name, colon, unit = item.partition(":")
+            if colon and not (name and unit):
+                self._say_once(
+                    "shareable " + written,
+                    "data-pc-shareable of component "
+                    + str(component.getAttribute("data-pc-component"))
+                    + " has "
+                    + json.dumps(item)
+                    + ", with no "
+                    + ("unit after" if name else "field before")
+                    + " its colon (a field's unit follows its colon with no space:"
+                    + " total:EUR); taken as written",
+                )
+            shareable.append([name, unit or None])
+        return shareable
+
+    def _say_unshared(
+        self, component: Any, row: Any, declared: list[list[Any]], values: dict[str, Any]
+    ) -> None:
+        """Say once what of a selection's markup looks misspelled, since nothing else
+        shows it: a `data-pc-` attribute pagecontext does not read on the component, the
+        object or inside it (the first object selected in each component is looked at),
+        and values the selection has but does not share while a field the component
+        declares has none, or while it declares none."""
+        component_id = str(component.getAttribute("data-pc-component"))
+        if row is not None and "looked " + component_id not in self.said:
+            self.said.add("looked " + component_id)
+            inside = row.querySelectorAll("*")
+            elements = [component, row] + [inside[i] for i in range(inside.length)]
+            for name in _unread_attributes(elements):
+                self._say_once(
+                    "attribute " + component_id + " " + name,
+                    "component "
+                    + component_id
+                    + " has "
+                    + name
+                    + ", which pagecontext does not read there (misspelled? the attributes"
+                    + ' are listed in docs/integration.md, "Components and objects")',
+                )
+        names = [pair[0] for pair in declared]
+        missing = [name for name in names if name not in values]
+        unshared = sorted([name for name in values if name not in names])
+        if not unshared or (names and not missing):
+            return
+        if names:
+            said = (
+                "data-pc-shareable of component "
+                + component_id
+                + " names "
+                + ", ".join(missing)
+                + ", which this selection has no value for"
+            )
+        else:
+            said = "component " + component_id + " declares no field shareable (data-pc-shareable)"
+        self._say_once(
+            "unshared " + component_id + " " + " ".join(missing),
+            said
+            + "; these of its values are not shared: "
+            + ", ".join(unshared)
+            + " (a name misspelled in data-pc-shareable, data-pc-field or data-pc-values?)",
         )
 
     def _select(self, component_id: str, ref: str, given: dict[str, Any]) -> None:
@@ -1397,16 +1480,20 @@ class Edge:
                 values[cell.getAttribute("data-pc-field")] = value
         for name in given:
             values[name] = given[name]
+        declared = self._declared(component)
+        self._say_unshared(component, row, declared, values)
         self._mark_selected(row)
         self.selecting = (component_id, ref)
         self.selecting_view = None if given else self.views.get(component_id)
+        self.select_seq += 1
         self._selection_changed(
             {
                 "kind": "select",
                 "componentId": component_id,
                 "resourceRef": ref,
                 "values": values,
-                "shareable": _declared(component),
+                "shareable": declared,
+                "seq": self.select_seq,
             }
         )
 
@@ -1442,10 +1529,11 @@ class Edge:
 
     def _selection_refused(self, message: dict[str, Any]) -> None:
         """The core refused the selection this edge sent last: the object selected before
-        it is marked again (none if none was, or if it is not rendered). Nothing if the
-        user has selected another since."""
+        it is marked again (none if none was, or if it is not rendered). Nothing if this
+        edge has sent a newer selection since, even of the same object: the worker takes
+        that one after the refused one (the refusal names its `seq`)."""
         refused = (message.get("componentId"), message.get("resourceRef"))
-        if refused != self.selecting:
+        if refused != self.selecting or message.get("seq") != self.select_seq:
             return
         current = message.get("current")
         kept = None
@@ -1470,7 +1558,7 @@ class Edge:
             target = records[i].target
             component_id = target.getAttribute("data-pc-component")
             if component_id in self.components:
-                declared[component_id] = _declared(target)
+                declared[component_id] = self._declared(target)
         if declared:
             self._to_worker({"kind": "declared", "declared": declared})
 
@@ -1485,7 +1573,7 @@ class Edge:
         declared = {}
         for component_id in self.components:
             element = present.get(component_id)
-            declared[component_id] = [] if element is None else _declared(element)
+            declared[component_id] = [] if element is None else self._declared(element)
         self._to_worker({"kind": "share", "declared": declared})
 
     def _refuse_event(self, name: str, why: str) -> None:

@@ -527,7 +527,10 @@ class WorkerBinding:
         if kind == "select":
             session.declare(message["componentId"], _pairs(message["shareable"]))
             return session.on_select(
-                message["componentId"], message["resourceRef"], message["values"]
+                message["componentId"],
+                message["resourceRef"],
+                message["values"],
+                seq=message.get("seq"),
             )
         if kind == "declared":
             _declare_all(session, message["declared"])
