@@ -1507,6 +1507,67 @@ def test_a_restored_pin_keeps_its_revision_from_the_page_it_came_from() -> None:
     assert pair.assistant.receiver.counts["stale-revision"] == 2
 
 
+def test_a_restored_cleared_selection_keeps_its_revision_from_the_page_it_came_from() -> None:
+    """The page cleared the selection it had shared, and the assistant reloads beside
+    the same page instance, with no chip to restore: the cleared revision is still the
+    last one, so the context of an older revision replaces nothing (stale-revision), and
+    the same selection-cleared again is the page's repeat, not refused."""
+    pair = shared_pair("page")
+    [context] = pair.sent_by("page", "context")
+    pair.run("page", pair.page.clear_selection())
+    share(pair)
+    saved = json.loads(pair.last_edge("assistant", "persist")["text"])
+    assert saved["pinned"] is None
+    assert saved["cleared"] == {"pageInstanceId": "page-1", "selectionRevision": 2}
+    pair.reload_assistant("asst-2")
+    pair.assistant.restore(saved)
+    # Saved again before it binds: nothing of it is lost.
+    again = json.loads(pair.assistant.edge_message("persist")["text"])
+    assert again["cleared"] == saved["cleared"]
+    pair.handshake()
+    older = {**context, "messageId": "replayed-1"}
+    pair.post("assistant", older)
+    pair.pump()
+    assert pair.assistant.receiver.counts["stale-revision"] == 1
+    assert pair.assistant.pinned is None
+    assert state(pair)["chip"] is None
+    cleared = envelope(pair, "selection-cleared", selectionRevision=2, messageId="again-1")
+    pair.post("assistant", cleared)
+    pair.pump()
+    assert sum(pair.assistant.receiver.counts.values()) == 1
+    select(pair, "row:3")
+    share(pair)
+    assert pair.sent_by("page", "context")[-1]["selectionRevision"] == 3
+    assert chip(pair)["resourceRef"] == "row:3"
+    assert json.loads(pair.last_edge("assistant", "persist")["text"])["cleared"] is None
+
+
+@pytest.mark.parametrize(
+    "cleared",
+    [
+        "x",
+        {"pageInstanceId": "page-1"},
+        {"pageInstanceId": "page-1", "selectionRevision": True},
+        {"pageInstanceId": "page-1", "selectionRevision": 0},
+        {"pageInstanceId": "page-1", "selectionRevision": 2.0},
+        {"pageInstanceId": "page-1", "selectionRevision": 2**53},
+        {"pageInstanceId": 1, "selectionRevision": 2},
+    ],
+)
+def test_a_saved_cleared_revision_that_is_not_one_restores_nothing(cleared: object) -> None:
+    """A damaged `cleared` in the saved state is left out: the receiver starts as
+    without one, and a context of revision 1 from the page is taken."""
+    pair = shared_pair("page")
+    [context] = pair.sent_by("page", "context")
+    pair.reload_assistant("asst-2")
+    pair.assistant.restore({"pinned": None, "cleared": cleared})
+    pair.handshake()
+    pair.post("assistant", {**context, "messageId": "again-1"})
+    pair.pump()
+    assert pair.assistant.receiver.counts == {}
+    assert chip(pair)["resourceRef"] == "row:2"
+
+
 @pytest.mark.scenario(24)
 def test_a_reloaded_assistant_shows_its_commands_receipts_and_sends_none_again() -> None:
     """Show me applied, and a second one still on its way, then the assistant reloads

@@ -76,6 +76,21 @@ class ContextReceiver:
         return self._last_revision
 
     @property
+    def page_instance_id(self) -> str | None:
+        """The page instance this receiver was last bound to; None before any."""
+        return self._page_instance_id
+
+    @property
+    def cleared_at(self) -> tuple[str, int] | None:
+        """(page instance, revision) if the last message accepted was a
+        selection-cleared, as `resume_cleared` takes it back; else None."""
+        if self._committed is not None or self._page_instance_id is None:
+            return None
+        if self._last_revision == 0:
+            return None
+        return (self._page_instance_id, self._last_revision)
+
+    @property
     def counts(self) -> Mapping[str, int]:
         """Refusals per reason code."""
         return MappingProxyType(self._counts)
@@ -109,6 +124,15 @@ class ContextReceiver:
         ):
             self._last_revision = message.selection_revision
             self._committed = message
+
+    def resume_cleared(self, page_instance_id: str, revision: int) -> None:
+        """Take `revision`, a selection-cleared of `page_instance_id` accepted before the
+        assistant reloaded (`cleared_at`, saved), as the last one of the bound page
+        instance, with nothing committed, if it is that instance's and newer than what
+        this receiver has: as `resume` does for a context. Call it after `bind`."""
+        if page_instance_id == self._page_instance_id and revision > self._last_revision:
+            self._last_revision = revision
+            self._committed = None
 
     def receive(self, raw: object) -> ReceiveResult:
         """Check a raw port message and commit it if it passes; return the outcome.

@@ -921,6 +921,9 @@ class AssistantSession:
         self._pinned: ContextMessage | None = None
         self._pinned_wire: dict[str, object] | None = None
         self.pinned_restored = False
+        # The page's selection-cleared that was the last revision taken before the
+        # assistant reloaded (page instance, revision), from the saved state.
+        self._cleared_restored: tuple[str, int] | None = None
         # The last "Show me"'s two commands: the panel's receipt line follows the
         # highlight, and names the locate when it settled otherwise (a row that cannot
         # take the focus).
@@ -1670,7 +1673,9 @@ class AssistantSession:
         return [_STATE, _PERSIST] if expired else []
 
     def restore(self, saved: Mapping[str, object]) -> None:
-        """Restore the pinned context saved by `_persist`, marked as restored.
+        """Restore the pinned context saved by `_persist`, marked as restored, or the
+        page's selection-cleared that came after it, which bound again to the same page
+        instance is its last revision (docs/protocol.md 8.7).
 
         Nothing is sent: a restored context is shown, and a command for it is only sent
         when the user asks again (the page then judges it against its own instance). A
@@ -1691,6 +1696,16 @@ class AssistantSession:
             if isinstance(message, ContextMessage):
                 self.pinned = message
                 self.pinned_restored = True
+        cleared = saved.get("cleared")
+        if isinstance(cleared, dict):
+            instance = cleared.get("pageInstanceId")
+            revision = cleared.get("selectionRevision")
+            if (
+                isinstance(instance, str)
+                and type(revision) is int
+                and 0 < revision <= MAX_SAFE_INTEGER
+            ):
+                self._cleared_restored = (instance, revision)
 
     def _restore_unconfirmed_actions(self) -> None:
         """Put the restored business actions the user may still check with the server
@@ -1812,19 +1827,33 @@ class AssistantSession:
             effects = self._switch_conversation(binding)
         else:
             self.receiver.bind(binding.page_instance_id, self.conversation_id)
+        # Revisions never go back across a reload of the assistant either.
         if self.pinned is not None and self.pinned_restored:
-            # Revisions never go back across a reload of the assistant either.
             self.receiver.resume(self.pinned)
+        if self._cleared_restored is not None:
+            self.receiver.resume_cleared(*self._cleared_restored)
         return [*effects, ToEdge({"kind": "bound", "connection": binding.connection_id}), _STATE]
 
     def _persist(self) -> ToEdge:
         pinned = self._pinned_as_wire()
         self._sync_log()
-        # The JSON text of {format, conversationId, pinned, composer}, the log's entries
-        # as the composer keeps them built.
+        # The page's selection-cleared taken last, as the receiver holds it; before any
+        # binding, the one restored (a restored chip is `pinned`).
+        if self.receiver.page_instance_id is None:
+            cleared_at = self._cleared_restored
+        else:
+            cleared_at = self.receiver.cleared_at
+        cleared = (
+            None
+            if cleared_at is None
+            else {"pageInstanceId": cleared_at[0], "selectionRevision": cleared_at[1]}
+        )
+        # The JSON text of {format, conversationId, pinned, cleared, composer}, the log's
+        # entries as the composer keeps them built.
         text = (
             f'{{"format": {SAVED_STATE_FORMAT}, '
             f'"conversationId": {json.dumps(self.conversation_id)}, '
-            f'"pinned": {json.dumps(pinned)}, "composer": {self.composer.saved_text()}}}'
+            f'"pinned": {json.dumps(pinned)}, "cleared": {json.dumps(cleared)}, '
+            f'"composer": {self.composer.saved_text()}}}'
         )
         return ToEdge({"kind": "persist", "text": text})
