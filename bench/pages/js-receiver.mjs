@@ -83,8 +83,10 @@ class Rejected extends Error {
 }
 
 const isPlainObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+// models.Scalar: a number is at most MAX_SAFE_INTEGER either way (_SafeInt, _FiniteFloat).
 const isScalar = (value) =>
-  value === null || typeof value === "string" || typeof value === "boolean" || typeof value === "number";
+  value === null || typeof value === "string" || typeof value === "boolean"
+  || (typeof value === "number" && Math.abs(value) <= MAX_SAFE_INTEGER);
 const isIdentifier = (value) => typeof value === "string" && value.length >= 1;
 
 // models._inspect_json: keys, depth and value types in one walk; the longest string.

@@ -81,10 +81,13 @@ function contextMessage(session, revision) {
 // gives it (the name); `last` is the last committed revision.
 function invalidCases(base, last) {
   const cases = [];
+  // Each case on a revision of its own: a receiver that wrongly commits one does not
+  // make the cases after it read as committed (or as stale) too.
   const add = (name, change) => {
     const message = base();
+    const revision = message.selectionRevision;
     change(message);
-    cases.push([name, message]);
+    cases.push([name, message, revision]);
   };
   add("malformed: extra key", (m) => { m.extra = 1; });
   add("malformed: extra selection key", (m) => { m.selection.color = "red"; });
@@ -93,6 +96,8 @@ function invalidCases(base, last) {
   add("malformed: revision as string", (m) => { m.selectionRevision = String(m.selectionRevision); });
   add("malformed: revision 0", (m) => { m.selectionRevision = 0; });
   add("malformed: revision past safe integers", (m) => { m.selectionRevision = 2 ** 53; });
+  add("malformed: filter number past safe integers", (m) => { m.selection.filters.max = 2 ** 53; });
+  add("malformed: quantity value 1e300", (m) => { m.selection.snapshot.unitsSold.value = 1e300; });
   add("malformed: bad messageId", (m) => { m.messageId = "no spaces"; });
   add("malformed: empty resourceRef", (m) => { m.selection.resourceRef = ""; });
   add("malformed: February 30", (m) => { m.selection.observedAt = "2026-02-30T10:00:00.000Z"; });
@@ -256,13 +261,13 @@ class Session {
   // which must still be committed. Messages that are not plain data get no state (they
   // are counted apart, in the diagnostics' notPlainData).
   async equivalence() {
-    const revision = this.revision + 1;
-    const base = () => contextMessage(this, revision);
+    let revision = this.revision;
+    const base = () => contextMessage(this, (revision += 1));
     const cases = invalidCases(base, this.revision);
     let counts = { ...(await this.diagnose()).contexts };
     const plainBefore = (await this.diagnose()).notPlainData;
     const outcomes = [];
-    for (const [name, message] of cases) {
+    for (const [name, message, caseRevision] of cases) {
       if (name.startsWith("not plain data")) {
         this.port.postMessage(message);
         outcomes.push([name, "not plain data"]);
@@ -274,14 +279,15 @@ class Session {
       const refused = data.refused || {};
       const reasons = Object.keys(refused).filter((key) => (refused[key] || 0) !== (counts[key] || 0));
       counts = { ...refused };
-      const committed = data.chip && data.chip.revision === revision;
+      const committed = data.chip && data.chip.revision === caseRevision;
       outcomes.push([name, committed ? "committed" : reasons.join(",") || "nothing"]);
     }
+    const sentinel = base();
     const done = this.waitFor(
       (source, data) => source === "worker" && data.kind === "state" && data.chip && data.chip.revision === revision,
       "the equivalence sentinel",
     );
-    this.port.postMessage(base());
+    this.port.postMessage(sentinel);
     const { data } = await done;
     this.revision = revision;
     const diagnostics = await this.diagnose();
