@@ -1580,12 +1580,15 @@ def budgets(results: Json) -> list[Json]:
         frames = [(cache, frame) for cache in ("cold", "warm") for frame in ("page", "assistant")]
         longest = max(boot[c][f]["long_tasks"]["longest_ms"]["max"] for c, f in frames)
         typical = max(boot[c][f]["long_tasks"]["longest_ms"]["median"] for c, f in frames)
+        # Chromium reports a `longtask` entry only for a task over 50 ms, and rounds its
+        # duration to a whole millisecond: an entry of "50 ms" is a task over the
+        # budget. Any entry at all (a longest above 0) is over.
         rows.append(
             _budget(
                 "long tasks at boot",
                 f"none > {LONG_TASK_BUDGET_MS:.0f} ms",
                 f"longest {longest:.0f} ms in any visit ({typical:.0f} ms at the median)",
-                longest <= LONG_TASK_BUDGET_MS,
+                longest == 0,
             )
         )
         for cache, limit in (("warm", READY_WARM_BUDGET_MS), ("cold", READY_COLD_BUDGET_MS)):

@@ -34,8 +34,8 @@ def _summary(median: float, maximum: float | None = None) -> dict[str, float]:
 
 def results(
     *,
-    longest_ms: float = 40,
-    longest_any_ms: float = 45,
+    longest_ms: float = 0,
+    longest_any_ms: float = 0,
     ready_warm_ms: float = 900,
     ready_cold_ms: float = 2500,
     first_visit_bytes: float = 5_000_000,
@@ -103,6 +103,8 @@ def test_a_run_within_every_budget_meets_all_of_them() -> None:
     ("change", "over"),
     [
         ({"longest_any_ms": 51}, "long tasks at boot"),
+        # A longtask entry is a task over 50 ms whose duration Chromium rounds: 50 is over.
+        ({"longest_any_ms": 50}, "long tasks at boot"),
         ({"ready_warm_ms": 1001}, "ready, warm"),
         ({"ready_cold_ms": 3001}, "ready, cold"),
         ({"first_visit_bytes": 6_000_001}, "bytes, first visit"),
@@ -126,9 +128,9 @@ def test_each_budget_is_over_exactly_when_its_number_is(change: dict[str, Any], 
 
 
 def test_the_limits_themselves_are_within_budget() -> None:
-    """At exactly the limit a budget is met: "<= 1.0 s", "none over 50 ms"."""
+    """At exactly the limit a budget is met: "<= 1.0 s" (long tasks have no such
+    limit to be at: every longtask entry is a task over 50 ms)."""
     at_limit = results(
-        longest_any_ms=50,
         ready_warm_ms=1000,
         ready_cold_ms=3000,
         first_visit_bytes=6_000_000,
