@@ -87,6 +87,9 @@ class Plan:
     burst_size: int
     receiver_rounds: int
     receiver_messages: int
+    # Reports of each table size of `RENDER_ROWS`, and Show me presses on the largest.
+    render_rounds: int = 0
+    render_commands: int = 0
 
 
 FULL: Final = Plan(
@@ -96,6 +99,8 @@ FULL: Final = Plan(
     burst_size=1000,
     receiver_rounds=5,
     receiver_messages=10_000,
+    render_rounds=5,
+    render_commands=20,
 )
 # Only to get a bound demo when latency runs without boot.
 ONE_BOOT: Final = Plan(
@@ -108,7 +113,11 @@ QUICK: Final = Plan(
     burst_size=1000,
     receiver_rounds=2,
     receiver_messages=10_000,
+    render_rounds=2,
+    render_commands=5,
 )
+# The table sizes of the `render` benchmark: a page's table or grid of many rows.
+RENDER_ROWS: Final = (200, 2000)
 
 
 # -- statistics --------------------------------------------------------------------------
@@ -1017,6 +1026,55 @@ def run_latency(page: Page, origins: Origins, plan: Plan, log: Callable[[str], N
     }
 
 
+def run_render(page: Page, origins: Origins, plan: Plan, log: Callable[[str], None]) -> Json:
+    """The demo table built anew with many rows (`RENDER_ROWS`) and reported: the page's
+    main-thread time of the report (pagecontext reads the objects in the dispatch), for
+    new rows and for the same rows reported again (a list scrolled); then Show me on a
+    row of the largest table, each of which must be applied."""
+    panel = panel_frame(page, origins)
+    sizes: Json = {}
+    generation = int(
+        page.evaluate("() => document.querySelector('#sales-table').dataset.pcGeneration")
+    )
+    for rows in RENDER_ROWS:
+        new: list[float] = []
+        same: list[float] = []
+        for _ in range(plan.render_rounds):
+            generation += 1
+            new.append(
+                float(
+                    page.evaluate(
+                        "([n, g]) => window.__pcBench.renderRows(n, g)", [rows, generation]
+                    )
+                )
+            )
+            same.append(float(page.evaluate("() => window.__pcBench.reportRender()")))
+        sizes[str(rows)] = {"new_rows_ms": summary(new), "same_rows_ms": summary(same)}
+        log(
+            f"render: {rows:,} rows, report {statistics.median(new):.1f} ms new, "
+            f"{statistics.median(same):.1f} ms the same again"
+        )
+    ref = f"bench-row-{RENDER_ROWS[-1] // 2}"
+    revision = _panel_revision(panel) + 1
+    page.evaluate("ref => window.__pcBench.selectAndAsk(ref)", ref)
+    _wait_revision(panel, revision)
+    applied: list[float] = []
+    statuses: dict[str, int] = {}
+    for _ in range(plan.render_commands):
+        outcome: Json = panel.evaluate("() => window.__pcBench.show()")
+        status = str(outcome["status"])
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == "applied":
+            applied.append(float(outcome["t"]) - float(outcome["t0"]))
+    log(f"render: {plan.render_commands} Show me on a row of {RENDER_ROWS[-1]:,}, {statuses}")
+    return {
+        "rows": sizes,
+        "command_to_applied_ms": summary(applied),
+        "command_statuses": statuses,
+        "commands_ok": statuses == {"applied": plan.render_commands},
+    }
+
+
 # -- receiver ratio and memory ------------------------------------------------------------
 
 
@@ -1499,6 +1557,21 @@ def _latency_lines(results: Json) -> list[str]:
     return lines
 
 
+def _render_lines(results: Json) -> list[str]:
+    render = results["render"]
+    lines = ["render report of the demo table (ms of the page's main thread)"]
+    for rows, part in render["rows"].items():
+        lines.append(
+            f"  {int(rows):>6,} rows: new {_ms(part['new_rows_ms'])}; "
+            f"the same again {_ms(part['same_rows_ms'])}"
+        )
+    lines.append(
+        f"  Show me on a row of {RENDER_ROWS[-1]:,}: {_ms(render['command_to_applied_ms'])}"
+        f" {render['command_statuses']}"
+    )
+    return lines
+
+
 def _receiver_lines(results: Json) -> list[str]:
     lines: list[str] = []
     rr = results["receiver_ratio"]
@@ -1642,6 +1715,19 @@ def budgets(results: Json) -> list[Json]:
                 bool(lat["burst_ok"]),
             )
         )
+    if "render" in results:
+        # The largest table's reports, new rows and the same again: the longest of any.
+        largest = results["render"]["rows"][str(RENDER_ROWS[-1])]
+        longest = max(largest["new_rows_ms"]["max"], largest["same_rows_ms"]["max"])
+        rows.append(
+            _budget(
+                f"render report, {RENDER_ROWS[-1]:,} rows",
+                f"<= {LONG_TASK_BUDGET_MS:.0f} ms of the main thread",
+                f"longest {longest:.1f} ms (median {largest['new_rows_ms']['median']:.1f} ms new,"
+                f" {largest['same_rows_ms']['median']:.1f} ms the same again)",
+                longest <= LONG_TASK_BUDGET_MS,
+            )
+        )
     if "receiver_ratio" in results:
         ratio = results["receiver_ratio"]["ratio"]
         rows.append(
@@ -1692,6 +1778,7 @@ def table(results: Json) -> str:
     for key, section in (
         ("boot", _boot_lines),
         ("latency", _latency_lines),
+        ("render", _render_lines),
         ("receiver_ratio", _receiver_lines),
     ):
         if key in results:
@@ -1753,6 +1840,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 mark = time.perf_counter()
                 results["latency"] = run_latency(page, origins, plan, log)
                 phases["latency"] = time.perf_counter() - mark
+                # After the latency runs: it builds the page's table anew.
+                mark = time.perf_counter()
+                results["render"] = run_render(page, origins, plan, log)
+                phases["render"] = time.perf_counter() - mark
             context.close()
             if "boot" in sections:
                 mark = time.perf_counter()
@@ -1784,7 +1875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         | {"total": round(total, 1)},
     }
     ordered: Json = {"meta": meta, "budgets": budgets(results)}
-    for key in ("boot", "bytes", "latency", "receiver_ratio", "memory"):
+    for key in ("boot", "bytes", "latency", "render", "receiver_ratio", "memory"):
         if key in results:
             ordered[key] = results[key]
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -1799,6 +1890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed.append("latency.command_to_applied_ms.single_not_applied")
     if "latency" in results and not results["latency"]["select_to_commit_ms"]["single_ok"]:
         failed.append("latency.select_to_commit_ms.single_missed")
+    if "render" in results and not results["render"]["commands_ok"]:
+        failed.append("render.command_statuses")
     receiver_ok = results.get("receiver_ratio")
     if receiver_ok is not None and not receiver_ok["all_committed_nothing_refused"]:
         failed.append("receiver_ratio.all_committed_nothing_refused")

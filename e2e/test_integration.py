@@ -1517,6 +1517,53 @@ def test_share_mode_select_shares_every_selection(
     expect(html(page)).to_have_attribute("data-pc-shared-revision", "1")
 
 
+def test_a_table_of_thousands_of_rows_is_selected_and_highlighted_by_its_ref(
+    demo: Page,
+) -> None:
+    """The demo table built anew with 3,000 rows: a click on one deep in it shares that
+    row, Show me highlights it and no other, and a click on a row of the old table's
+    that is gone selects nothing new."""
+    table = '[data-pc-component="sales-table"]'
+    old = demo.locator(f'{table} tr[data-pc-resource-ref="{ROW}"]').element_handle()
+    demo.evaluate(
+        """(table) => {
+          const element = document.querySelector(table);
+          const rows = [];
+          for (let i = 0; i < 3000; i += 1) {
+            const row = document.createElement("tr");
+            row.setAttribute("data-pc-resource-ref", `many-${i}`);
+            row.tabIndex = -1;
+            const cell = document.createElement("td");
+            cell.setAttribute("data-pc-field", "unitsSold");
+            cell.setAttribute("data-pc-value", String(i));
+            cell.textContent = String(i);
+            row.append(cell);
+            rows.push(row);
+          }
+          element.querySelector("tbody").replaceChildren(...rows);
+          element.setAttribute("data-pc-generation", "99");
+          element.dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }""",
+        table,
+    )
+    old.evaluate("row => row.click()")
+    expect(html(demo)).not_to_have_attribute("data-pc-revision", re.compile(".*"))
+    # Clicked on the row itself: a pointer at its middle would land on the table, beside
+    # its one cell, in the table's four columns.
+    demo.locator('tr[data-pc-resource-ref="many-2718"]').evaluate("row => row.click()")
+    demo.locator("[data-pc-ask]").click()
+    assistant = panel(demo)
+    chip = assistant.locator('[data-pc-chip="many-2718"]')
+    expect(chip).to_have_attribute("data-pc-chip-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(chip.locator('[data-pc-chip-field="unitsSold"]')).to_have_text("2718 units")
+    show_and_expect(assistant, "applied")
+    marks = demo.locator("[data-pc-highlight]")
+    expect(marks).to_have_count(1)
+    expect(demo.locator('tr[data-pc-resource-ref="many-2718"]')).to_have_attribute(
+        "data-pc-highlight", "focus"
+    )
+
+
 # The orders table of `configured.html` rendered with its one row, order-7, in a view
 # ([filters, generation, total]).
 RENDER_ORDER = """([filters, generation, total]) => {

@@ -48,6 +48,8 @@ def results(
     objects_growth: int = 0,
     objects_growth_later: int = 0,
     selections_missed: int = 0,
+    render_new_ms: float = 5,
+    render_same_ms: float = 4,
 ) -> dict[str, Any]:
     frame = {
         "ready_ms": _summary(ready_warm_ms),
@@ -66,6 +68,14 @@ def results(
             | {"single_missed": [{"index": i} for i in range(selections_missed)]},
             "command_to_applied_ms": single,
             "burst_ok": burst_ok,
+        },
+        "render": {
+            "rows": {
+                "2000": {
+                    "new_rows_ms": _summary(3, render_new_ms),
+                    "same_rows_ms": _summary(2, render_same_ms),
+                }
+            }
         },
         "receiver_ratio": {"ratio": ratio},
         "memory": {
@@ -94,6 +104,7 @@ def test_a_run_within_every_budget_meets_all_of_them() -> None:
         "select -> commit, p99": True,
         "command -> applied, p99": True,
         "1,000-selection bursts": True,
+        "render report, 2,000 rows": True,
         "receiver ratio": True,
         "memory across 10,000 messages": True,
     }
@@ -110,6 +121,9 @@ def test_a_run_within_every_budget_meets_all_of_them() -> None:
         ({"first_visit_bytes": 6_000_001}, "bytes, first visit"),
         ({"p99_ms": 16.1}, "select -> commit, p99"),
         ({"burst_ok": False}, "1,000-selection bursts"),
+        # The longest report of 2,000 rows, new or the same again, is judged.
+        ({"render_new_ms": 50.1}, "render report, 2,000 rows"),
+        ({"render_same_ms": 50.1}, "render report, 2,000 rows"),
         ({"ratio": 1.51}, "receiver ratio"),
         ({"selections_missed": 1}, "select -> commit, p99"),
         ({"heap_growth": 65536}, "memory across 10,000 messages"),
@@ -136,6 +150,8 @@ def test_the_limits_themselves_are_within_budget() -> None:
         first_visit_bytes=6_000_000,
         p99_ms=16,
         ratio=1.5,
+        render_new_ms=50,
+        render_same_ms=50,
         in_use_growth=1024,
         in_use_growth_later=1024,
     )
@@ -145,7 +161,7 @@ def test_the_limits_themselves_are_within_budget() -> None:
 def test_only_the_sections_that_ran_are_judged() -> None:
     """Only the sections that ran are judged; a run with none is judged on nothing."""
     run = results()
-    del run["boot"], run["bytes"], run["latency"]
+    del run["boot"], run["bytes"], run["latency"], run["render"]
     assert set(verdicts(run)) == {"receiver ratio", "memory across 10,000 messages"}
     assert bench.budgets({}) == []
 

@@ -100,6 +100,40 @@
     return true;
   };
 
+  // Build the demo table anew with `count` rows (the demo's own attributes: a ref, and
+  // four fields with their values), at data generation `generation`, and report the
+  // render; return the main-thread milliseconds of the report alone: pagecontext reads
+  // the table's objects in its `pagecontext:rendered` listener, inside the dispatch.
+  bench.renderRows = (count, generation) => {
+    const table = document.querySelector('[data-pc-component="sales-table"]');
+    const made = [];
+    for (let i = 0; i < count; i += 1) {
+      const row = document.createElement("tr");
+      row.setAttribute("data-pc-resource-ref", `bench-row-${i}`);
+      row.tabIndex = -1;
+      for (const [field, value] of [["region", "North"], ["month", "2026-03"], ["unitsSold", i], ["revenueEur", i * 1.5]]) {
+        const cell = document.createElement("td");
+        cell.setAttribute("data-pc-field", field);
+        cell.setAttribute("data-pc-value", JSON.stringify(value));
+        cell.textContent = String(value);
+        row.append(cell);
+      }
+      made.push(row);
+    }
+    table.querySelector("tbody").replaceChildren(...made);
+    table.setAttribute("data-pc-generation", String(generation));
+    return bench.reportRender();
+  };
+
+  // Report a render of the demo table as it is (a list scrolled, the same rows); return
+  // the report's main-thread milliseconds.
+  bench.reportRender = () => {
+    const table = document.querySelector('[data-pc-component="sales-table"]');
+    const t0 = performance.now();
+    table.dispatchEvent(new CustomEvent("pagecontext:rendered", { bubbles: true }));
+    return performance.now() - t0;
+  };
+
   bench.highlighted = () =>
     [...document.querySelectorAll("[data-pc-highlight]")].map((el) => [
       el.getAttribute("data-pc-resource-ref"),

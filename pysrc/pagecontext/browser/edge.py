@@ -234,6 +234,11 @@ def _exact_ints(value: Any) -> Any:
     return value
 
 
+def _each(array: Any) -> list[Any]:
+    """The items of a JavaScript array, as a list."""
+    return [array[i] for i in range(array.length)]
+
+
 def _js_data(value: Any) -> Any:
     """`value` (plain data) as JavaScript data holding what it holds (`_exact_ints`);
     through JSON when a string holds a NUL (its escape carries it)."""
@@ -495,7 +500,9 @@ class Edge:
         self.child_load: Any = None
         self.child_loads = 0
         self.refused_at = 0
-        self.registry: dict[str, dict[str, Any]] = {}  # componentId -> {resourceRef: element}
+        # componentId -> its objects as last reported: a JavaScript Map from resourceRef
+        # to element, which the boot host makes and reads (`host.objects`).
+        self.registry: dict[str, Any] = {}
         self.selected: Any = None  # the element marked aria-selected, if any
         # The (componentId, resourceRef) of the selection held: the last one sent to the
         # worker, or the one the worker kept when it refused that.
@@ -651,13 +658,19 @@ class Edge:
         self.root.setAttribute("data-pc-window-rejected", str(sum(self.rejected.values())))
         self.root.setAttribute("data-pc-rejected-" + reason, str(count))
 
-    def _to_worker(self, message: dict[str, Any], transfer: list[Any] | None = None) -> None:
+    def _to_worker(
+        self, message: dict[str, Any], transfer: list[Any] | None = None, objects: Any = None
+    ) -> None:
+        """Post `message` to the worker, with `transfer` (ports); with `objects` (a
+        component's, `host.objects`), their refs as its `refs`, made in JavaScript."""
         if self.worker_ended:
             # Nobody reads it: a port it would have been handed is closed here.
             for port in transfer or []:
                 port.close()
             return
         data = _js_data(message)
+        if objects is not None:
+            data.refs = self.host.refs(objects)
         if transfer is None:
             self.worker.postMessage(data)
         else:
@@ -1257,8 +1270,10 @@ class Edge:
         for component_id in gone:
             del self.components[component_id]
             self.views.pop(component_id, None)
-            for element in self.registry.pop(component_id, {}).values():
-                self._unmark(element)
+            objects = self.registry.pop(component_id, None)
+            if objects is not None:
+                for element in _each(self.host.replaced(objects, None)):
+                    self._unmark(element)
             for command_id in self.pending_refresh.pop(component_id, []):
                 self._ui_done(command_id, "not-found", "not-rendered")
         self._to_worker({"kind": "gone", "componentIds": gone})
@@ -1277,24 +1292,24 @@ class Edge:
             # Nothing of it changes: its objects and view stay as last reported.
             self._refuse_event("rendered", component_id + ": " + str(error))
             return
-        rows = component.querySelectorAll("[data-pc-resource-ref]")
-        refs = {}
-        for i in range(rows.length):
-            row = rows[i]
-            # A component nested in this one reports its own objects.
-            if row.closest("[data-pc-component]") == component:
-                refs[row.getAttribute("data-pc-resource-ref")] = row
+        # A component nested in this one reports its own objects.
+        objects = self.host.objects(component)
         # An element that no longer stands for the object it stood for (a long list
         # recycles its rows for other objects) loses the marks it had for that object.
-        for ref, element in self.registry.get(component_id, {}).items():
-            if refs.get(ref) != element:
+        before = self.registry.get(component_id)
+        if before is not None:
+            for element in _each(self.host.replaced(before, objects)):
                 self._unmark(element)
-        self.registry[component_id] = refs
+        self.registry[component_id] = objects
         # The selected object keeps its mark through a render that gives it a new element
         # (a list built again, a framework's new rows): the selection is the object's,
         # and "Ask AI" still shares it.
         held = self.selecting
-        element = refs.get(held[1]) if held is not None and held[0] == component_id else None
+        element = (
+            self._object(component_id, held[1])
+            if held is not None and held[0] == component_id
+            else None
+        )
         if element is not None and element != self.selected:
             self._mark_selected(element)
         page_id = component.getAttribute("data-pc-page") or "page"
@@ -1315,9 +1330,9 @@ class Edge:
                 # dict does not keep (integration.filters_in_page_order).
                 "filtersText": filters_text,
                 "generation": generation,
-                "refs": list(refs.keys()),
                 "shareable": self._declared(component),
-            }
+            },
+            objects=objects,
         )
         if element is not None:
             self._follow(component_id, view)
@@ -1356,7 +1371,7 @@ class Edge:
             return
         component_id = component.getAttribute("data-pc-component")
         ref = row.getAttribute("data-pc-resource-ref")
-        if self.registry.get(component_id, {}).get(ref) != row:
+        if self._object(component_id, ref) != row:
             return  # not an object this component reported as rendered
         self._select(component_id, ref, {})
 
@@ -1369,7 +1384,8 @@ class Edge:
         if component is None:
             return
         component_id = str(component.getAttribute("data-pc-component"))
-        if self.registry.get(component_id):
+        objects = self.registry.get(component_id)
+        if objects is not None and objects.size:
             return
         self._say_once(
             "empty " + component_id,
@@ -1378,6 +1394,16 @@ class Edge:
             + " selected nothing: it reports no objects (no element in it has"
             + " data-pc-resource-ref when it reports pagecontext:rendered; docs/integration.md)",
         )
+
+    def _object(self, component_id: str, ref: Any) -> Any:
+        """The element of object `ref` of a component, as last reported; None if it has
+        none, or `ref` is no string. MicroPython hands JavaScript a string only up to a
+        NUL, so a ref holding one is no object's (it would find the one named by what
+        precedes it)."""
+        objects = self.registry.get(component_id)
+        if objects is None or not isinstance(ref, str) or "\x00" in ref:
+            return None
+        return self.host.object(objects, ref)
 
     def _say_once(self, key: str, text: str) -> None:
         """Warn in the console with `text`, the first time only for `key`."""
@@ -1464,7 +1490,7 @@ class Edge:
         unmarked. A `data-pc-values` that is not a JSON object of scalars refuses the
         selection (counted and logged, as a wrong `pagecontext:select` is)."""
         component = self.components[component_id]
-        row = self.registry.get(component_id, {}).get(ref)
+        row = self._object(component_id, ref)
         values: dict[str, Any] = {}
         for element in (component, row):
             problem = None if element is None else _attr_values(element, values)
@@ -1508,9 +1534,8 @@ class Edge:
     def _take_marks_off(self) -> None:
         """Take every highlight the assistant's commands drew off the page."""
         for objects in self.registry.values():
-            for element in objects.values():
-                if element.hasAttribute("data-pc-highlight"):
-                    _unhighlight(element)
+            for element in _each(self.host.highlighted(objects, None)):
+                _unhighlight(element)
 
     def _unmark(self, element: Any) -> None:
         """`element` no longer stands for the object it was marked for: its marks go."""
@@ -1540,7 +1565,7 @@ class Edge:
         self.selecting = None
         self.selecting_view = None
         if isinstance(current, list) and len(current) == 2:
-            kept = self.registry.get(current[0], {}).get(current[1])
+            kept = self._object(current[0], current[1])
             self.selecting = (current[0], current[1])
         self._mark_selected(kept)
 
@@ -1669,7 +1694,7 @@ class Edge:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "clear-highlight":
-            for el in objects.values():
+            for el in _each(self.host.highlighted(objects, None)):
                 _unhighlight(el)
             self._ui_done(command_id, "applied", "ok")
             return
@@ -1713,7 +1738,7 @@ class Edge:
             self._ui_done(command_id, "stale-context", "view-changed")
             return
         ref = message.get("resourceRef")
-        element = objects.get(ref) if isinstance(ref, str) else None
+        element = self._object(component_id, ref)
         # In the document but drawn nowhere (`hidden`, `display: none`, or inside such an
         # element: no box at all), or drawn unseen (`visibility: hidden`, `opacity: 0`,
         # on it or an ancestor): there is nothing the user could see highlighted or
@@ -1729,9 +1754,8 @@ class Edge:
             self._marks_for(message.get("basisRevision"))
             tone = message.get("tone")
             if tone == "focus":
-                for el in objects.values():
-                    if el.getAttribute("data-pc-highlight") == "focus":
-                        _unhighlight(el)
+                for el in _each(self.host.highlighted(objects, "focus")):
+                    _unhighlight(el)
             _highlight(element, str(tone))
         elif action == "locate" and message.get("focus") == "keep":
             # Not asked for by a press of the user's (an agent's): the keyboard's focus
@@ -2206,9 +2230,7 @@ class Edge:
         if self.selected is not None:
             self.selected.removeAttribute("aria-selected")
             self.selected = None
-        for objects in self.registry.values():
-            for element in objects.values():
-                _unhighlight(element)
+        self._take_marks_off()
         # What it published of its binding and selections goes with it: a mount after it
         # starts from none.
         for name, key in _CLOSED_WITH_THE_EDGE.items():
