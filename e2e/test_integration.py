@@ -1439,6 +1439,47 @@ def test_misspelled_markup_of_a_component_is_said_once_in_the_console(demo: Page
     assert sum(text.startswith(unread) for text in said) == 1, said
 
 
+def test_a_value_kept_on_the_page_beside_a_field_an_object_lacks_is_not_said(
+    demo: Page,
+) -> None:
+    """A correct page: every row of the table has a value it keeps to itself (a `note`
+    cell, not declared shareable), and one row has no `unitsSold`, a declared field. A
+    click on that row says nothing in the console: the note is not written like the
+    field. A `unitsSld` cell in another row is, and is said."""
+    said = said_in_console(demo, [])
+    demo.evaluate(
+        """([ref, other]) => {
+          const table = document.querySelector('[data-pc-component="sales-table"]');
+          for (const row of table.querySelectorAll("tr[data-pc-resource-ref]")) {
+            const note = document.createElement("td");
+            note.setAttribute("data-pc-field", "note");
+            note.textContent = "checked";
+            row.append(note);
+          }
+          table.querySelector(`tr[data-pc-resource-ref="${ref}"] [data-pc-field="unitsSold"]`)
+            .remove();
+          table.querySelector(`tr[data-pc-resource-ref="${other}"] [data-pc-field="unitsSold"]`)
+            .setAttribute("data-pc-field", "unitsSld");
+          table.dispatchEvent(new CustomEvent("pagecontext:rendered"));
+        }""",
+        [ROW, OTHER_ROW],
+    )
+    demo.locator(f'tr[data-pc-resource-ref="{ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    after_console_settles(demo)
+    assert [text for text in said if text.startswith("pagecontext:")] == [], said
+    demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "2", timeout=STEP_TIMEOUT_MS)
+    after_console_settles(demo)
+    misspelled = (
+        "pagecontext: data-pc-shareable of component sales-table names unitsSold, which this"
+        " selection has no value for; these of its values are not shared: unitsSld"
+    )
+    assert [text for text in said if text.startswith("pagecontext:")] == [
+        misspelled + " (a name misspelled in data-pc-shareable, data-pc-field or data-pc-values?)"
+    ], said
+
+
 def test_a_page_that_takes_a_command_and_never_answers_leaves_it_unconfirmed(
     demo: Page,
 ) -> None:

@@ -64,6 +64,7 @@ __all__ = [
     "is_layer_view",
     "is_scalar",
     "isolated_strings",
+    "misspelled_fields",
     "panel_text",
     "parse_command_done",
     "parse_config",
@@ -675,6 +676,43 @@ def _detail(detail: object, event: str, keys: tuple[str, ...]) -> dict[str, Any]
 
 
 MAX_GENERATION = 9007199254740991  # 2**53 - 1: a safe integer in JavaScript too
+
+
+def _folded(name: str) -> str:
+    """`name` as a misspelling would not change it: lower case, no `-` or `_`."""
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def _within_two_edits(a: str, b: str) -> bool:
+    """Whether `a` becomes `b` by at most two letters inserted, removed or changed."""
+    if abs(len(a) - len(b)) > 2:
+        return False
+    before = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        now = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            now[j] = min(before[j] + 1, now[j - 1] + 1, before[j - 1] + cost)
+        if min(now) > 2:
+            return False
+        before = now
+    return before[-1] <= 2
+
+
+def misspelled_fields(missing: list[str], unshared: list[str]) -> list[list[str]]:
+    """The fields a component declares shareable that a selection has no value for
+    (`missing`), each with the values it has but does not share (`unshared`) that look
+    like the same name written otherwise (`onhand` and `onHand`, `revnueEur` and
+    `revenueEur`: one in another case, or one or two letters apart), as
+    [missing name, unshared name] pairs; a pair of unlike names is none (a value the page
+    keeps to itself, a field one object does not have)."""
+    pairs: list[list[str]] = []
+    for name in missing:
+        for other in unshared:
+            a, b = _folded(name), _folded(other)
+            if a == b or (min(len(a), len(b)) > 3 and _within_two_edits(a, b)):
+                pairs.append([name, other])
+    return pairs
 
 
 def parse_view(filters_text: object, generation_text: object) -> tuple[dict[str, Any], int]:

@@ -98,7 +98,17 @@ VIEWS = (
     ("{}", "1e3"),
     ("nope", "1"),
 )
+# (declared fields a selection has no value for, its values not shared)
+MISSPELLED = (
+    (["revnueEur"], ["revenueEur"]),
+    (["onhand"], ["onHand", "note"]),
+    (["changePct"], ["reviewer"]),
+    (["series"], ["chart"]),
+    (["unit_price", "qty"], ["unitPrice", "quantity"]),
+    ([], ["total"]),
+)
 cases = {
+    "misspelled": [i.misspelled_fields(missing, unshared) for missing, unshared in MISSPELLED],
     "view": [outcome(lambda raw: i.parse_view(raw[0], raw[1]), raw) for raw in VIEWS],
     "config": [outcome(i.parse_config, raw) for raw in CONFIGS],
     "select": [outcome(i.parse_select, raw) for raw in SELECTS],

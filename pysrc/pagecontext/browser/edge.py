@@ -47,6 +47,7 @@ from pagecontext.integration import (
     STOPPED,
     ConfigError,
     is_scalar,
+    misspelled_fields,
     parse_command_done,
     parse_config,
     parse_generation,
@@ -1460,11 +1461,29 @@ class Edge:
                     + ' are listed in docs/integration.md, "Components and objects")',
                 )
         names = [pair[0] for pair in declared]
-        missing = [name for name in names if name not in values]
         unshared = sorted([name for name in values if name not in names])
-        if not unshared or (names and not missing):
+        if not unshared:
             return
+        key = "unshared " + component_id
         if names:
+            # Only values that look like a declared field with no value, each field said
+            # once: a value the page keeps to itself, beside a field that one object does
+            # not have, is a correct page's.
+            missing: list[str] = []
+            alike: list[str] = []
+            lacked = [name for name in names if name not in values]
+            for name, other in misspelled_fields(lacked, unshared):
+                if "missing " + component_id + " " + name not in self.said:
+                    if name not in missing:
+                        missing.append(name)
+                    if other not in alike:
+                        alike.append(other)
+            if not missing:
+                return
+            for name in missing:
+                self.said.add("missing " + component_id + " " + name)
+            key += " " + " ".join(missing)
+            unshared = sorted(alike)
             said = (
                 "data-pc-shareable of component "
                 + component_id
@@ -1475,7 +1494,7 @@ class Edge:
         else:
             said = "component " + component_id + " declares no field shareable (data-pc-shareable)"
         self._say_once(
-            "unshared " + component_id + " " + " ".join(missing),
+            key,
             said
             + "; these of its values are not shared: "
             + ", ".join(unshared)
