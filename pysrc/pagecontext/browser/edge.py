@@ -395,6 +395,11 @@ OBJECT_ATTRIBUTES = (
 )
 
 
+# How many elements inside the first object selected in a component are looked at for
+# an attribute pagecontext does not read (a row's cells and what is in them).
+SCANNED_ELEMENTS = 200
+
+
 def _unread_attributes(elements: list[Any]) -> list[str]:
     """The `data-pc-` attribute names on `elements` that pagecontext does not read there
     (`OBJECT_ATTRIBUTES`), each once, in the order found."""
@@ -1449,7 +1454,10 @@ class Edge:
         if row is not None and "looked " + component_id not in self.said:
             self.said.add("looked " + component_id)
             inside = row.querySelectorAll("*")
-            elements = [component, row] + [inside[i] for i in range(inside.length)]
+            # At most the first ones: each costs MicroPython calls into JavaScript, and an
+            # object may hold a whole nested component (5000 elements: most of a second).
+            count = min(inside.length, SCANNED_ELEMENTS)
+            elements = [component, row] + [inside[i] for i in range(count)]
             for name in _unread_attributes(elements):
                 self._say_once(
                     "attribute " + component_id + " " + name,
