@@ -1552,15 +1552,18 @@ def test_a_restored_cleared_selection_keeps_its_revision_from_the_page_it_came_f
         {"pageInstanceId": "page-1", "selectionRevision": 2.0},
         {"pageInstanceId": "page-1", "selectionRevision": 2**53},
         {"pageInstanceId": 1, "selectionRevision": 2},
+        {"pageInstanceId": "p" * 65, "selectionRevision": 2},
     ],
 )
 def test_a_saved_cleared_revision_that_is_not_one_restores_nothing(cleared: object) -> None:
-    """A damaged `cleared` in the saved state is left out: the receiver starts as
-    without one, and a context of revision 1 from the page is taken."""
+    """A damaged `cleared` in the saved state is left out: it is not saved again, the
+    receiver starts as without one, and a context of revision 1 from the page is
+    taken."""
     pair = shared_pair("page")
     [context] = pair.sent_by("page", "context")
     pair.reload_assistant("asst-2")
     pair.assistant.restore({"pinned": None, "cleared": cleared})
+    assert json.loads(pair.assistant.edge_message("persist")["text"])["cleared"] is None
     pair.handshake()
     pair.post("assistant", {**context, "messageId": "again-1"})
     pair.pump()

@@ -1700,8 +1700,10 @@ class AssistantSession:
         if isinstance(cleared, dict):
             instance = cleared.get("pageInstanceId")
             revision = cleared.get("selectionRevision")
+            # An id the handshake could have bound (none other is compared with).
             if (
                 isinstance(instance, str)
+                and is_instance_id(instance)
                 and type(revision) is int
                 and 0 < revision <= MAX_SAFE_INTEGER
             ):
