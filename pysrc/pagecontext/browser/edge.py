@@ -7,7 +7,8 @@ Owns what must happen on the main thread and nothing more:
   exact-origin and `event.source` checks on `ready` and `connect`;
 - handing the bound MessagePort to the core's Worker, which holds it from then on;
 - the DOM adapter, the page's integration surface (docs/integration.md): reading the
-  page's registry of rendered objects (`data-pc-*` attributes) and its selections
+  page's registry of rendered objects (`data-pc-*` attributes; the boot host keeps each
+  component's as a JavaScript Map, `host.objects`) and its selections
   (clicks, or `pagecontext:select` from a page that keeps the selection itself),
   publishing `pagecontext:state` and `pagecontext:command`, and applying highlight,
   locate, clear-highlight and refresh to the objects the registry holds (never through
