@@ -1605,6 +1605,43 @@ def test_a_table_of_thousands_of_rows_is_selected_and_highlighted_by_its_ref(
     )
 
 
+def test_an_object_whose_ref_holds_a_nul_is_selected_and_highlighted(
+    demo: Page, origins: Origins
+) -> None:
+    """A ref the page's JavaScript gave a NUL (`setAttribute`) is a ref as any other: a
+    click selects that object, the context names it whole, and a command for it
+    highlights it; a command for what precedes the NUL finds no object (MicroPython
+    hands JavaScript a string only up to a NUL)."""
+    nul_ref = OTHER_ROW + "\u0000x"
+    demo.evaluate(
+        """([other, ref]) => {
+          const row = document.querySelector(`tr[data-pc-resource-ref="${other}"]`);
+          row.setAttribute("data-pc-resource-ref", ref);
+          row.closest("[data-pc-component]")
+            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+          row.click();
+        }""",
+        [OTHER_ROW, nul_ref],
+    )
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    assistant = use_scripted_assistant(demo, origins)
+    demo.locator("[data-pc-ask]").click()
+    expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
+    assert json.loads(html(assistant).get_attribute("data-context") or "{}")["resourceRef"] == nul_ref
+    scripted_command(assistant, "n-1", "highlight", "sales-table", OTHER_ROW, 1)
+    expect(html(assistant)).to_have_attribute(
+        "data-received-n-1", re.compile("^not-found:"), timeout=STEP_TIMEOUT_MS
+    )
+    expect(demo.locator("[data-pc-highlight]")).to_have_count(0)
+    scripted_command(assistant, "n-2", "highlight", "sales-table", nul_ref, 1)
+    expect(html(assistant)).to_have_attribute("data-ui-n-2", "applied:ok", timeout=STEP_TIMEOUT_MS)
+    marked = demo.evaluate(
+        "() => [...document.querySelectorAll('[data-pc-highlight]')]"
+        ".map(element => element.getAttribute('data-pc-resource-ref'))"
+    )
+    assert marked == [nul_ref]
+
+
 # The orders table of `configured.html` rendered with its one row, order-7, in a view
 # ([filters, generation, total]).
 RENDER_ORDER = """([filters, generation, total]) => {

@@ -109,9 +109,11 @@ globalThis.pagecontextHost = {
     }
     return found;
   },
-  // The element of object `ref` in `objects` (a Map `objects` made), or null.
-  object(objects, ref) {
-    return objects.get(ref) ?? null;
+  // The element of object `ref` in `objects` (a Map `objects` made), or null; `ref` as
+  // JSON text when `json` (MicroPython hands JavaScript a string only up to a NUL: a ref
+  // holding one comes as its JSON, whose escape carries it).
+  object(objects, ref, json) {
+    return objects.get(json ? JSON.parse(ref) : ref) ?? null;
   },
   // The refs in `objects`, in the document's order.
   refs(objects) {

@@ -1405,12 +1405,16 @@ class Edge:
     def _object(self, component_id: str, ref: Any) -> Any:
         """The element of object `ref` of a component, as last reported; None if it has
         none, or `ref` is no string. MicroPython hands JavaScript a string only up to a
-        NUL, so a ref holding one is no object's (it would find the one named by what
-        precedes it)."""
+        NUL (it would find the object named by what precedes it): a ref holding one goes
+        as its JSON, whose escape carries it, and finds the object of that very ref (a
+        page's JavaScript may give a `data-pc-resource-ref` a NUL; the refs the worker
+        is told hold it)."""
         objects = self.registry.get(component_id)
-        if objects is None or not isinstance(ref, str) or "\x00" in ref:
+        if objects is None or not isinstance(ref, str):
             return None
-        return self.host.object(objects, ref)
+        if "\x00" in ref:
+            return self.host.object(objects, json.dumps(ref), True)
+        return self.host.object(objects, ref, False)
 
     def _say_once(self, key: str, text: str) -> None:
         """Warn in the console with `text`, the first time only for `key`."""
