@@ -1642,6 +1642,27 @@ def test_an_object_whose_ref_holds_a_nul_is_selected_and_highlighted(
     assert marked == [nul_ref]
 
 
+def test_the_selected_row_recycled_away_and_back_is_marked_selected_again(demo: Page) -> None:
+    """A list recycles the selected row's element for another object, resetting the
+    `aria-selected` of what it recycles (as a list that writes its rows' attributes
+    does), then recycles it back for the selected object: it is marked selected again."""
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    row.click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1", timeout=STEP_TIMEOUT_MS)
+    expect(row).to_have_attribute("aria-selected", "true")
+    element = row.element_handle()
+    recycle = """([element, ref]) => {
+      element.setAttribute("data-pc-resource-ref", ref);
+      element.setAttribute("aria-selected", "false");
+      element.closest("[data-pc-component]")
+        .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+    }"""
+    demo.evaluate(recycle, [element, "sales-2026-12-recycled"])
+    demo.evaluate(recycle, [element, ROW])
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(html(demo)).to_have_attribute("data-pc-revision", "1")
+
+
 # The orders table of `configured.html` rendered with its one row, order-7, in a view
 # ([filters, generation, total]).
 RENDER_ORDER = """([filters, generation, total]) => {

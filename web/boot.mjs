@@ -124,9 +124,11 @@ globalThis.pagecontextHost = {
     return [...objects.values()].filter((element) => (tone ? element.getAttribute("data-pc-highlight") === tone : element.hasAttribute("data-pc-highlight")));
   },
   // The elements in `before` that no longer stand for their ref in `after` (null: in
-  // none), and that carry a mark: a highlight, or the selection's `aria-selected`.
-  replaced(before, after) {
-    const marked = (element) => element.hasAttribute("data-pc-highlight") || element.getAttribute("aria-selected") === "true";
+  // none), and that carry a mark: a highlight, the selection's `aria-selected`, or that
+  // are `selected` (the element the edge marked selected, whatever the page has since
+  // written in its `aria-selected`: a list that recycles its rows may reset it).
+  replaced(before, after, selected) {
+    const marked = (element) => element === selected || element.hasAttribute("data-pc-highlight") || element.getAttribute("aria-selected") === "true";
     return [...before].filter(([ref, element]) => after?.get(ref) !== element && marked(element)).map(([, element]) => element);
   },
   // Whether `element` is drawn where the user could see it: it has a box with an area

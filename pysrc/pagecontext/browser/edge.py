@@ -1279,7 +1279,7 @@ class Edge:
             self.views.pop(component_id, None)
             objects = self.registry.pop(component_id, None)
             if objects is not None:
-                for element in _each(self.host.replaced(objects, None)):
+                for element in _each(self.host.replaced(objects, None, self.selected)):
                     self._unmark(element)
             for command_id in self.pending_refresh.pop(component_id, []):
                 self._ui_done(command_id, "not-found", "not-rendered")
@@ -1305,7 +1305,7 @@ class Edge:
         # recycles its rows for other objects) loses the marks it had for that object.
         before = self.registry.get(component_id)
         if before is not None:
-            for element in _each(self.host.replaced(before, objects)):
+            for element in _each(self.host.replaced(before, objects, self.selected)):
                 self._unmark(element)
         self.registry[component_id] = objects
         # The selected object keeps its mark through a render that gives it a new element
