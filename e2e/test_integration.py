@@ -1636,7 +1636,9 @@ def test_an_object_whose_ref_holds_a_nul_is_selected_and_highlighted(
     assistant = use_scripted_assistant(demo, origins)
     demo.locator("[data-pc-ask]").click()
     expect(html(assistant)).to_have_attribute("data-context-revision", "1", timeout=STEP_TIMEOUT_MS)
-    assert json.loads(html(assistant).get_attribute("data-context") or "{}")["resourceRef"] == nul_ref
+    assert (
+        json.loads(html(assistant).get_attribute("data-context") or "{}")["resourceRef"] == nul_ref
+    )
     scripted_command(assistant, "n-1", "highlight", "sales-table", OTHER_ROW, 1)
     expect(html(assistant)).to_have_attribute(
         "data-received-n-1", re.compile("^not-found:"), timeout=STEP_TIMEOUT_MS
