@@ -1674,6 +1674,35 @@ def test_the_selected_row_recycled_away_and_back_is_marked_selected_again(demo: 
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
 
 
+def test_a_highlights_description_goes_when_its_row_is_recycled_after_the_page_unmarked_it(
+    demo: Page,
+) -> None:
+    """Show me highlights a row, and the user then selects another. The page takes the
+    highlight off that row itself, then recycles the row's element for another object:
+    the description the highlight gave it ("Highlighted by the assistant", which a
+    screen reader says) goes too, not left on an object the assistant never named."""
+    select_and_ask(demo, ROW)
+    assistant = panel(demo)
+    expect(assistant.locator(f'[data-pc-chip="{ROW}"]')).to_be_visible(timeout=STEP_TIMEOUT_MS)
+    show_and_expect(assistant, "applied")
+    row = demo.locator(f'tr[data-pc-resource-ref="{ROW}"]')
+    expect(row).to_have_attribute("aria-description", "Highlighted by the assistant")
+    demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]').click()
+    expect(html(demo)).to_have_attribute("data-pc-revision", "2", timeout=STEP_TIMEOUT_MS)
+    element = row.element_handle()
+    demo.evaluate(
+        """element => {
+          element.removeAttribute("data-pc-highlight");
+          element.setAttribute("data-pc-resource-ref", "sales-2026-12-recycled");
+          element.closest("[data-pc-component]")
+            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+        }""",
+        element,
+    )
+    recycled = demo.locator('tr[data-pc-resource-ref="sales-2026-12-recycled"]')
+    expect(recycled).not_to_have_attribute("aria-description", re.compile(".*"))
+
+
 # The orders table of `configured.html` rendered with its one row, order-7, in a view
 # ([filters, generation, total]).
 RENDER_ORDER = """([filters, generation, total]) => {

@@ -55,6 +55,8 @@ function frameMoved(frame) {
   const loaded = loadedIn.get(frame);
   return loaded !== undefined && frame.getAttribute("src") === null && frame.contentWindow !== loaded;
 }
+// Whether `element` holds a highlight's mark (host.highlighted).
+const highlightMarked = (element, words) => element.hasAttribute("data-pc-highlight") || words.includes(element.getAttribute("aria-description"));
 // After the saved state's key, the key of the question typed and not sent (host.keepDraft).
 const DRAFT = ":draft";
 // The name of the item `storageUsable` writes and removes, to learn whether storage is
@@ -119,16 +121,21 @@ globalThis.pagecontextHost = {
   refs(objects) {
     return [...objects.keys()];
   },
-  // The elements in `objects` with a highlight (of `tone`, when one is given).
-  highlighted(objects, tone) {
-    return [...objects.values()].filter((element) => (tone ? element.getAttribute("data-pc-highlight") === tone : element.hasAttribute("data-pc-highlight")));
+  // The elements in `objects` with a highlight's mark (`data-pc-highlight`, or one of
+  // `words`, what a highlight says to a screen reader, as their `aria-description`,
+  // which goes with the highlight also where the page took the highlight off itself),
+  // or, given a `tone`, with a highlight of that tone.
+  highlighted(objects, tone, words) {
+    const marked = tone ? (element) => element.getAttribute("data-pc-highlight") === tone : (element) => highlightMarked(element, words);
+    return [...objects.values()].filter(marked);
   },
   // The elements in `before` that no longer stand for their ref in `after` (null: in
-  // none), and that carry a mark: a highlight, the selection's `aria-selected`, or that
-  // are `selected` (the element the edge marked selected, whatever the page has since
-  // written in its `aria-selected`: a list that recycles its rows may reset it).
-  replaced(before, after, selected) {
-    const marked = (element) => element === selected || element.hasAttribute("data-pc-highlight") || element.getAttribute("aria-selected") === "true";
+  // none), and that carry a mark: a highlight's (`words` as for `highlighted`), the
+  // selection's `aria-selected`, or that are `selected` (the element the edge marked
+  // selected, whatever the page has since written in its `aria-selected`: a list that
+  // recycles its rows may reset it).
+  replaced(before, after, selected, words) {
+    const marked = (element) => element === selected || highlightMarked(element, words) || element.getAttribute("aria-selected") === "true";
     return [...before].filter(([ref, element]) => after?.get(ref) !== element && marked(element)).map(([, element]) => element);
   },
   // Whether `element` is drawn where the user could see it: it has a box with an area

@@ -510,6 +510,8 @@ class Edge:
         # componentId -> its objects as last reported: a JavaScript Map from resourceRef
         # to element, which the boot host makes and reads (`host.objects`).
         self.registry: dict[str, Any] = {}
+        # What a highlight says to a screen reader, as the host's helpers take it.
+        self.highlight_words = to_js(list(_HIGHLIGHT_WORDS))
         self.selected: Any = None  # the element marked aria-selected, if any
         # The (componentId, resourceRef) of the selection held: the last one sent to the
         # worker, or the one the worker kept when it refused that.
@@ -1279,7 +1281,9 @@ class Edge:
             self.views.pop(component_id, None)
             objects = self.registry.pop(component_id, None)
             if objects is not None:
-                for element in _each(self.host.replaced(objects, None, self.selected)):
+                for element in _each(
+                    self.host.replaced(objects, None, self.selected, self.highlight_words)
+                ):
                     self._unmark(element)
             for command_id in self.pending_refresh.pop(component_id, []):
                 self._ui_done(command_id, "not-found", "not-rendered")
@@ -1305,7 +1309,9 @@ class Edge:
         # recycles its rows for other objects) loses the marks it had for that object.
         before = self.registry.get(component_id)
         if before is not None:
-            for element in _each(self.host.replaced(before, objects, self.selected)):
+            for element in _each(
+                self.host.replaced(before, objects, self.selected, self.highlight_words)
+            ):
                 self._unmark(element)
         self.registry[component_id] = objects
         # The selected object keeps its mark through a render that gives it a new element
@@ -1566,7 +1572,7 @@ class Edge:
     def _take_marks_off(self) -> None:
         """Take every highlight the assistant's commands drew off the page."""
         for objects in self.registry.values():
-            for element in _each(self.host.highlighted(objects, None)):
+            for element in _each(self.host.highlighted(objects, None, self.highlight_words)):
                 _unhighlight(element)
 
     def _unmark(self, element: Any) -> None:
@@ -1726,7 +1732,7 @@ class Edge:
             self._ui_done(command_id, "not-found", "not-rendered")
             return
         if action == "clear-highlight":
-            for el in _each(self.host.highlighted(objects, None)):
+            for el in _each(self.host.highlighted(objects, None, self.highlight_words)):
                 _unhighlight(el)
             self._ui_done(command_id, "applied", "ok")
             return
@@ -1786,7 +1792,7 @@ class Edge:
             self._marks_for(message.get("basisRevision"))
             tone = message.get("tone")
             if tone == "focus":
-                for el in _each(self.host.highlighted(objects, "focus")):
+                for el in _each(self.host.highlighted(objects, "focus", None)):
                     _unhighlight(el)
             _highlight(element, str(tone))
         elif action == "locate" and message.get("focus") == "keep":
