@@ -1086,6 +1086,15 @@ def test_a_select_event_reads_the_rendered_row_as_a_click_does(demo: Page) -> No
     expect(demo.locator(f'{table} [aria-selected="true"]')).to_have_count(0)
 
 
+# A long list's row element given to another object (`[element, ref]`), and the render
+# reported.
+RECYCLE = """([element, ref]) => {
+  element.setAttribute("data-pc-resource-ref", ref);
+  element.closest("[data-pc-component]")
+    .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
+}"""
+
+
 def test_a_row_recycled_for_another_object_loses_its_marks(demo: Page) -> None:
     """A long list reuses a row's element for another object and reports the render: the
     element no longer carries the highlight and the selection it had for the old one, so
@@ -1104,14 +1113,7 @@ def test_a_row_recycled_for_another_object_loses_its_marks(demo: Page) -> None:
              .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}))"""
     )
     assert element.get_attribute("data-pc-highlight") == "focus"
-    demo.evaluate(
-        """element => {
-          element.setAttribute("data-pc-resource-ref", "sales-2026-12-recycled");
-          element.closest("[data-pc-component]")
-            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
-        }""",
-        element,
-    )
+    demo.evaluate(RECYCLE, [element, "sales-2026-12-recycled"])
     recycled = demo.locator('tr[data-pc-resource-ref="sales-2026-12-recycled"]')
     expect(recycled).not_to_have_attribute("data-pc-highlight", re.compile(".*"))
     expect(recycled).not_to_have_attribute("aria-selected", "true")
@@ -1690,15 +1692,8 @@ def test_a_highlights_description_goes_when_its_row_is_recycled_after_the_page_u
     demo.locator(f'tr[data-pc-resource-ref="{OTHER_ROW}"]').click()
     expect(html(demo)).to_have_attribute("data-pc-revision", "2", timeout=STEP_TIMEOUT_MS)
     element = row.element_handle()
-    demo.evaluate(
-        """element => {
-          element.removeAttribute("data-pc-highlight");
-          element.setAttribute("data-pc-resource-ref", "sales-2026-12-recycled");
-          element.closest("[data-pc-component]")
-            .dispatchEvent(new CustomEvent("pagecontext:rendered", {bubbles: true}));
-        }""",
-        element,
-    )
+    element.evaluate('element => element.removeAttribute("data-pc-highlight")')
+    demo.evaluate(RECYCLE, [element, "sales-2026-12-recycled"])
     recycled = demo.locator('tr[data-pc-resource-ref="sales-2026-12-recycled"]')
     expect(recycled).not_to_have_attribute("aria-description", re.compile(".*"))
 
