@@ -125,6 +125,46 @@ def test_an_older_selection_cleared_changes_nothing() -> None:
     assert receiver.committed is not None
 
 
+def test_cleared_at_names_only_a_selection_cleared_taken_last() -> None:
+    """`cleared_at` is (instance, revision) while the last message taken is a
+    selection-cleared; None before any, and once a context comes after it."""
+    receiver = bound()
+    assert receiver.cleared_at is None
+    receiver.receive(context(1))
+    assert receiver.cleared_at is None
+    receiver.receive(cleared(2))
+    assert receiver.cleared_at == ("page-A", 2)
+    receiver.receive(context(3))
+    assert receiver.cleared_at is None
+
+
+@pytest.mark.parametrize(
+    ("instance", "revision", "taken"),
+    [
+        ("page-A", 4, True),  # newer than what the receiver holds
+        ("page-B", 4, False),  # another page instance's
+        ("page-A", 2, False),  # not newer
+        ("page-A", 1, False),
+    ],
+)
+def test_a_resumed_selection_cleared_moves_the_revision_only_forward(
+    instance: str, revision: int, taken: bool
+) -> None:
+    """`resume_cleared` takes a saved selection-cleared as the last revision of the
+    bound instance, with nothing committed, only if it is that instance's and newer;
+    taken, the same selection-cleared again is a repeat and an older context stale."""
+    receiver = bound()
+    receiver.receive(context(2))
+    receiver.resume_cleared(instance, revision)
+    assert receiver.last_revision == (revision if taken else 2)
+    if taken:
+        assert receiver.committed is None
+        assert isinstance(receiver.receive(cleared(revision)), Repeated)
+        assert receiver.receive(context(revision - 1)) == Refused("stale-revision")
+    else:
+        assert receiver.committed is not None
+
+
 def test_messages_before_binding_are_unbound() -> None:
     """Nothing is committed before the receiver knows its page instance."""
     receiver = ContextReceiver()
