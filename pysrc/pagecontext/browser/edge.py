@@ -1488,15 +1488,19 @@ class Edge:
             # Only values that look like a declared field with no value, each field said
             # once: a value the page keeps to itself, beside a field that one object does
             # not have, is a correct page's.
+            # (Those said already are not compared again: this runs at every selection.)
+            lacked = [
+                name
+                for name in names
+                if name not in values and "missing " + component_id + " " + name not in self.said
+            ]
             missing: list[str] = []
             alike: list[str] = []
-            lacked = [name for name in names if name not in values]
             for name, other in misspelled_fields(lacked, unshared):
-                if "missing " + component_id + " " + name not in self.said:
-                    if name not in missing:
-                        missing.append(name)
-                    if other not in alike:
-                        alike.append(other)
+                if name not in missing:
+                    missing.append(name)
+                if other not in alike:
+                    alike.append(other)
             if not missing:
                 return
             for name in missing:
