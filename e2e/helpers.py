@@ -496,3 +496,17 @@ def swap_assistant(page: Page, url: str, connection: int = 2) -> FrameLocator:
     navigate_soon(page.frames[1], "location.reload()")
     wait_bound(page, connection=connection)
     return panel(page)
+
+
+def said_in_console(page: Page) -> list[str]:
+    """Every console message `page` says from now on, each added as it comes."""
+    texts: list[str] = []
+    page.on("console", lambda message: texts.append(message.text))
+    return texts
+
+
+def after_console_settles(page: Page) -> None:
+    """Return once every console message said before this call has been heard: they
+    come in order, so once a marker said now is here, any before it is."""
+    with page.expect_console_message(lambda message: message.text == "settled"):
+        page.evaluate("console.warn('settled')")

@@ -21,6 +21,7 @@ from .helpers import (
     ROW,
     HeldWasm,
     after_collection,
+    after_console_settles,
     assistant_timeouts,
     diagnose_now,
     fetched,
@@ -31,6 +32,7 @@ from .helpers import (
     pin,
     preview_text,
     receipt,
+    said_in_console,
     scripted_command,
     select_and_ask,
     show_and_expect,
@@ -958,8 +960,7 @@ def test_a_click_on_a_row_over_the_assistants_limits_is_refused_and_keeps_the_se
     other = demo.locator(f'{table} tr[data-pc-resource-ref="{OTHER_ROW}"]')
     chip = pin(demo, panel(demo), ROW)
     expect(chip).to_have_attribute("data-pc-chip-revision", "1")
-    messages: list[str] = []
-    demo.on("console", lambda message: messages.append(message.text))
+    messages = said_in_console(demo)
     other.locator('[data-pc-field="region"]').evaluate(
         "cell => cell.setAttribute('data-pc-value', JSON.stringify('x'.repeat(1025)))"
     )
@@ -998,8 +999,7 @@ def test_a_row_whose_values_are_not_a_json_object_of_scalars_is_not_selected(
     other = demo.locator(f'{table} tr[data-pc-resource-ref="{OTHER_ROW}"]')
     row.click()
     expect(html(demo)).to_have_attribute("data-pc-revision", "1")
-    messages: list[str] = []
-    demo.on("console", lambda message: messages.append(message.text))
+    messages = said_in_console(demo)
     for count, values in enumerate(["{note: 'x'}", '{"note": {"x": 1}}'], start=1):
         other.evaluate("(row, values) => row.setAttribute('data-pc-values', values)", values)
         other.click()
@@ -1017,8 +1017,7 @@ def test_a_shareable_unit_written_apart_from_its_field_is_said_in_the_console(
     taken as written, the field shared with no unit, and the console says so once, not
     at every render."""
     table = demo.locator('[data-pc-component="sales-table"]')
-    messages: list[str] = []
-    demo.on("console", lambda message: messages.append(message.text))
+    messages = said_in_console(demo)
     with demo.expect_console_message(lambda m: "unitsSold:" in m.text) as warned:
         table.evaluate(
             """(table) => table.setAttribute("data-pc-shareable",
@@ -1350,19 +1349,6 @@ def test_a_highlight_the_page_draws_for_another_selection_takes_pagecontexts_mar
     expect(marks).to_have_count(0)
 
 
-def said_in_console(page: Page, texts: list[str]) -> list[str]:
-    """Every console message `page` says from now on, in `texts` as it comes."""
-    page.on("console", lambda message: texts.append(message.text))
-    return texts
-
-
-def after_console_settles(page: Page) -> None:
-    """Return once every console message said before this call has been heard: they
-    come in order, so once a marker said now is here, any before it is."""
-    with page.expect_console_message(lambda message: message.text == "settled"):
-        page.evaluate("console.warn('settled')")
-
-
 # The table's rows carry their ref under a misspelled attribute, and it reports a render.
 MISSPELLED_REFS = """() => {
   const table = document.querySelector('[data-pc-component="sales-table"]');
@@ -1379,7 +1365,7 @@ def test_a_click_in_a_component_with_no_objects_says_so_once(demo: Page) -> None
     the console says once that the component reports no objects."""
     demo.evaluate(MISSPELLED_REFS)
     said = "pagecontext: a click in component sales-table selected nothing: it reports no objects"
-    warned = said_in_console(demo, [])
+    warned = said_in_console(demo)
     row = demo.locator(f'tr[data-pc-resourceref="{ROW}"]')
     with demo.expect_console_message(lambda message: message.text.startswith(said)):
         row.click()
@@ -1397,7 +1383,7 @@ def test_misspelled_markup_of_a_component_is_said_once_in_the_console(demo: Page
     misspelled: the field with no value and the value not shared are said once, and the
     chip shows the other fields only."""
     table = '[data-pc-component="sales-table"]'
-    said = said_in_console(demo, [])
+    said = said_in_console(demo)
     demo.evaluate(
         """(table) => {
           const element = document.querySelector(table);
@@ -1448,7 +1434,7 @@ def test_a_value_kept_on_the_page_beside_a_field_an_object_lacks_is_not_said(
     cell, not declared shareable), and one row has no `unitsSold`, a declared field. A
     click on that row says nothing in the console: the note is not written like the
     field. A `unitsSld` cell in another row is, and is said."""
-    said = said_in_console(demo, [])
+    said = said_in_console(demo)
     demo.evaluate(
         """([ref, other]) => {
           const table = document.querySelector('[data-pc-component="sales-table"]');
